@@ -1,0 +1,102 @@
+# Drape — one Makefile for everything.
+#   make            build the library, `drape`, the tests and the benchmark
+#   make test       install dependencies (scripts/deps.sh), build, run every test
+#   make check      the same tests under AddressSanitizer + UBSan; fails on any report
+#   make bench      module A/B latency, C runtime vs the PyTorch reference
+#   make clean
+# The top-level targets first run scripts/deps.sh (idempotent, quiet when all
+# is installed) and then re-enter make, so that pkg-config sees the packages.
+
+SHELL  := /bin/bash
+PYTHON ?= /usr/bin/python3
+BUILD  ?= build
+JOBS   ?= 2
+
+ifeq ($(DRAPE_DEPS_OK),)
+
+.PHONY: all test check bench clean deps bundles
+all test check bench bundles: deps
+	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
+deps:
+	@scripts/deps.sh
+clean:
+	rm -rf build build-asan
+
+else
+
+NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas)
+BLAS_LIBS   := $(shell pkg-config --libs openblas)
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
+LDFLAGS += $(SANITIZE)
+LDLIBS  := $(BLAS_LIBS) -ljansson -lm -lpthread
+
+LIB_SRC := $(wildcard runtime/*.c) $(wildcard kernels/cpu/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
+
+DATA := $(BUILD)/data
+BUNDLES := $(DATA)/tiny_random.safetensors $(DATA)/tiny_zero.safetensors \
+           $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+PY_ASSETS := train/make_bundle.py train/assets.py train/bundle.py
+
+.PHONY: all test check bench bundles cuda-note
+
+all: cuda-note $(BUILD)/drape $(BUILD)/drape_tests $(BUILD)/drape_bench
+
+cuda-note:
+	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); no CUDA sources yet, building the CPU backend only"; \
+	 else echo "make: no nvcc; building the CPU backend only"; fi
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libdrape.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/drape: $(BUILD)/tools/drape.o $(BUILD)/libdrape.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/libdrape.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+
+$(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/libdrape.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Test and benchmark bundles, made by the project's own generator.
+$(DATA)/%.safetensors: $(PY_ASSETS)
+	@mkdir -p $(DATA)
+	$(PYTHON) train/make_bundle.py --preset $(word 1,$(subst _, ,$*)) --weights $(word 2,$(subst _, ,$*)) \
+	    --seed 1 --out $@
+
+bundles: $(BUNDLES)
+
+TEST_ENV := DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape DRAPE_PYTHON=$(PYTHON) OPENBLAS_NUM_THREADS=1
+
+test: all $(BUNDLES)
+	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS)
+
+# Sanitizer run: a separate build tree; any ASan/UBSan/LSan report fails it,
+# even when Criterion itself reported every test as passing.
+check:
+	@$(MAKE) --no-print-directory BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    build-asan/drape build-asan/drape_tests
+	@$(MAKE) --no-print-directory $(BUNDLES)
+	@mkdir -p build-asan
+	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	    UBSAN_OPTIONS=print_stacktrace=1 build-asan/drape_tests --jobs $(JOBS) 2>&1 | tee build-asan/check.log
+	@if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)" build-asan/check.log; \
+	 then echo "make check: sanitizer reports above"; exit 1; else echo "make check: no sanitizer reports"; fi
+
+bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/drape.d $(BUILD)/bench/bench_module.d
+
+endif

@@ -1,0 +1,73 @@
+/* The CPU backend: the vtable over module_a.c and module_b.c. */
+#include <cblas.h>
+#include <stdlib.h>
+
+#include "cpu_backend.h"
+
+static void cpu_destroy(drape_backend *b)
+{
+    cpu_backend *be = (cpu_backend *)b;
+    free(be->X); free(be->h1); free(be->h2); free(be->net); free(be->phi);
+    free(be->T_hat); free(be->q); free(be->Hf);
+    free(be->M); free(be->phat); free(be->delta);
+    free(be->map_in); free(be->map_a); free(be->map_b);
+    free(be);
+}
+
+static int cpu_create(drape_backend **out, const drape_model *m, const drape_backend_opts *opts, drape_error *err)
+{
+    const drape_config *c = &m->cfg;
+    cpu_backend *be = calloc(1, sizeof *be);
+    if (!be) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    be->base.ops = &drape_backend_cpu;
+    be->base.model = m;
+    be->threads = opts->threads;
+    if (opts->threads > 0) openblas_set_num_threads(opts->threads);
+    int Vmax = 1, Cmax = 3;
+    for (int i = 0; i < c->n_garments; i++)
+        if (m->garments[i].V > Vmax) Vmax = m->garments[i].V;
+    for (int l = 0; l < c->n_conv; l++)
+        if (c->conv[l] > Cmax) Cmax = c->conv[l];
+    /* padded maps start zeroed: their border must stay zero (conv.c) */
+    size_t P = (size_t)(c->uv_h + 2) * (c->uv_w + 2);
+    be->M = malloc((size_t)12 * c->bones * sizeof(float));
+    be->phat = malloc((size_t)3 * Vmax * sizeof(float));
+    be->delta = malloc((size_t)3 * Vmax * sizeof(float));
+    be->map_in = calloc(P * (3 + c->feat_dim + c->pose_dim + 1), sizeof(float));
+    be->map_a = calloc(P * Cmax, sizeof(float));
+    be->map_b = calloc(P * Cmax, sizeof(float));
+    if (!be->M || !be->phat || !be->delta || !be->map_in || !be->map_a || !be->map_b) {
+        cpu_destroy(&be->base);
+        return drape_fail(err, DRAPE_ENOMEM, "cpu backend: cannot allocate the UV maps (%zu texels)", P);
+    }
+    *out = &be->base;
+    return DRAPE_OK;
+}
+
+static int cpu_identity_create(drape_backend *b, drape_identity **out, int garment, const float *betas, drape_error *err)
+{
+    cpu_identity *id;
+    int rc = cpu_module_b(&id, b->model, garment, betas, err);
+    *out = rc ? NULL : &id->base;
+    return rc;
+}
+
+static void cpu_identity_free(drape_backend *b, drape_identity *id)
+{
+    (void)b;
+    free(id);
+}
+
+static int cpu_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
+{
+    return cpu_module_a((cpu_backend *)b, frames, n, err);
+}
+
+const drape_backend_ops drape_backend_cpu = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .identity_create = cpu_identity_create,
+    .identity_free = cpu_identity_free,
+    .run = cpu_run,
+};

@@ -1,0 +1,58 @@
+/* Dense layers: Linear, ReLU, LayerNorm, FiLM, the MeshGraphNet MLP. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "ops.h"
+
+void cpu_linear(float *out, const float *in, const drape_linear *lin, int n)
+{
+    for (int r = 0; r < n; r++) memcpy(out + (size_t)r * lin->out, lin->b, (size_t)lin->out * sizeof *out);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, lin->out, lin->in, 1.0f, in, lin->in, lin->w, lin->in,
+                1.0f, out, lin->out);
+}
+
+void cpu_linear_ref(float *out, const float *in, const drape_linear *lin, int n)
+{
+    for (int r = 0; r < n; r++)
+        for (int o = 0; o < lin->out; o++) {
+            double acc = lin->b[o];
+            for (int i = 0; i < lin->in; i++) acc += (double)in[(size_t)r * lin->in + i] * lin->w[(size_t)o * lin->in + i];
+            out[(size_t)r * lin->out + o] = (float)acc;
+        }
+}
+
+void cpu_relu(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0 ? x[i] : 0;
+}
+
+void cpu_layernorm(float *x, const float *w, const float *b, int n, int d)
+{
+    for (int r = 0; r < n; r++) {
+        float *row = x + (size_t)r * d;
+        float mean = 0, var = 0;
+        for (int i = 0; i < d; i++) mean += row[i];
+        mean /= d;
+        for (int i = 0; i < d; i++) var += (row[i] - mean) * (row[i] - mean);
+        var /= d;
+        float inv = 1.0f / sqrtf(var + 1e-5f);
+        for (int i = 0; i < d; i++) row[i] = (row[i] - mean) * inv * w[i] + b[i];
+    }
+}
+
+void cpu_film_relu(float *h, const float *dgamma, const float *beta, int d)
+{
+    for (int i = 0; i < d; i++) {
+        float v = (1.0f + dgamma[i]) * h[i] + beta[i];
+        h[i] = v > 0 ? v : 0;
+    }
+}
+
+void cpu_mlp_ln(float *out, float *tmp, const float *in, const drape_mlp_ln *mlp, int n)
+{
+    cpu_linear(tmp, in, &mlp->l0, n);
+    cpu_relu(tmp, (int64_t)n * mlp->l0.out);
+    cpu_linear(out, tmp, &mlp->l1, n);
+    cpu_layernorm(out, mlp->ln_w, mlp->ln_b, n, mlp->l1.out);
+}

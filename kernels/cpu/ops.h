@@ -1,0 +1,72 @@
+/* The math of modules A and B on the CPU: one function per op, outputs
+ * first, shapes in the comment above. Each optimized op has a plain `_ref`
+ * loop beside it that the tests hold it to. Maps are channels-last. */
+#ifndef DRAPE_CPU_OPS_H
+#define DRAPE_CPU_OPS_H
+
+#include <stdint.h>
+
+#include "../../runtime/model.h"
+
+/* out [n,lin.out] = in [n,lin.in] · wᵀ + b   (OpenBLAS sgemm) */
+void cpu_linear(float *out, const float *in, const drape_linear *lin, int n);
+void cpu_linear_ref(float *out, const float *in, const drape_linear *lin, int n);
+
+/* x [n] ← max(x, 0) */
+void cpu_relu(float *x, int64_t n);
+
+/* x [n,d] ← LayerNorm over d (biased variance, eps 1e-5) · w + b */
+void cpu_layernorm(float *x, const float *w, const float *b, int n, int d);
+
+/* h [d] ← ReLU((1 + dgamma) ⊙ h + beta)   (FiLM of one row) */
+void cpu_film_relu(float *h, const float *dgamma, const float *beta, int d);
+
+/* out [n,d] = MLP with LayerNorm: LN(l1(ReLU(l0(in)))); tmp [n,d] scratch */
+void cpu_mlp_ln(float *out, float *tmp, const float *in, const drape_mlp_ln *mlp, int n);
+
+/* R [9] row-major = the rotation of a 6D vector r with identity offset
+ * (DESIGN 2.4 step 4): columns e1, e2, e3 */
+void cpu_rot6d(float R[9], const float r[6]);
+
+/* M [B,12] corrected bone transforms in H_t (DESIGN 2.4 step 5):
+ * x ↦ ΔR_b (T̂_b x − q_b) + q_b + τ_b, with net [B,9] the Bone-Net output
+ * (NULL: ΔR = I, τ = 0), T_hat [B,12], q [B,3]. */
+void cpu_bone_correct(float *M, const float *T_hat, const float *q, const float *net, int B);
+
+/* out [V,3] = Σ_j w [V,k] · M[idx [V,k]] (g [V,3])   (DESIGN 2.4 step 6) */
+void cpu_skin(float *out, const float *g, const float *M, const int32_t *idx, const float *w, int V, int k);
+
+/* w [V,k] = softmax_j(log(w0 + 1e-8) + dw[v, idx_vj]); dw [V,B] */
+void cpu_skin_weights(float *w, const float *w0, const float *dw, const int32_t *idx, int V, int k, int B);
+
+/* 3×3 conv, stride 1, zero padding 1, on maps in the padded layout
+ * [(Hu+2)(Wu+2), C] whose border is zero. Computes out over the given spans
+ * of flat positions only (then re-zeroes the border columns inside them):
+ * out = conv(in) (+ ReLU) (+ in, residual: requires in == out widths).
+ * mode: 0 plain, 1 ReLU, 2 residual ReLU. */
+void cpu_conv3x3(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, const drape_span *spans,
+                 int n_spans, int mode);
+/* Naive reference on an unpadded map [Hu,Wu,in] → [Hu,Wu,out], whole map. */
+void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode);
+
+/* Input map of the conv stack in the padded layout, over the input spans:
+ * [P_UV (3) | F_UV (d_f) | φ (d_φ) | mask (1)], zero on empty texels and the
+ * border. p [V,3] stage-1 vertices, F_cov [n_cov,d_f] the identity's UV
+ * features of the covered texels. */
+void cpu_uv_input(float *map, const drape_garment *g, const float *p, const float *F_cov, const float *phi,
+                  int d_f, int d_phi, int Hu, int Wu);
+
+/* P_UV [Hu*Wu,3] (unpadded) = Σ λ p over each covered texel's face corners */
+void cpu_uv_gather(float *puv, const drape_garment *g, const float *p, int Hu, int Wu);
+
+/* delta [V,3]: per vertex, the mean over its UV copies of the bilinear sample
+ * of map (padded layout, 3 channels). */
+void cpu_uv_sample(float *delta, const drape_garment *g, const float *map, int Hu, int Wu);
+
+/* Graph ops of module B. Edges as sender/receiver index arrays [E].
+ * cat [E, 3d] = [e | h_snd | h_rcv] */
+void cpu_edge_concat(float *cat, const float *e, const float *h, const int32_t *snd, const int32_t *rcv, int E, int d);
+/* agg [N,d] = Σ over edges into each node of e [E,d] */
+void cpu_scatter_add(float *agg, const float *e, const int32_t *rcv, int E, int N, int d);
+
+#endif

@@ -1,0 +1,48 @@
+/* The backend interface: where modules A and B run (CPU now, CUDA later).
+ *
+ * Callers see opaque handles and these functions only; a backend is a small
+ * vtable (backend_impl.h). A backend instance is driven by one thread at a
+ * time (the batcher owns it); identities are read-only once created and may
+ * be shared by any number of frames in a batch. */
+#ifndef DRAPE_BACKEND_H
+#define DRAPE_BACKEND_H
+
+#include <stddef.h>
+
+#include "model.h"
+#include "status.h"
+
+typedef struct drape_backend drape_backend;
+typedef struct drape_identity drape_identity;
+
+typedef struct {
+    int threads; /* math threads (OpenBLAS); 0 = library default */
+} drape_backend_opts;
+
+/* One frame of one avatar: DESIGN 2.4's inputs and its output. */
+typedef struct {
+    const drape_identity *id;
+    const float *pose[3];  /* [72] each: frames t−2, t−1, t */
+    const float *trans[3]; /* [3] each */
+    int lbs_only;          /* plain skinning baseline (DESIGN 2.4, last paragraph) */
+    float *out;            /* [V,3] world positions, written by run */
+} drape_frame;
+
+/* kind: "cpu", "cuda" or "auto" (cuda when built and a device is present). */
+int drape_backend_create(drape_backend **out, const char *kind, const drape_model *m, const drape_backend_opts *opts,
+                         drape_error *err);
+void drape_backend_free(drape_backend *be);
+const char *drape_backend_name(const drape_backend *be);
+const drape_model *drape_backend_model(const drape_backend *be);
+
+/* Module B for (garment, betas): validates betas (count, finite, range). */
+int drape_identity_create(drape_backend *be, drape_identity **out, int garment, const float *betas, int n_betas,
+                          drape_error *err);
+void drape_identity_free(drape_backend *be, drape_identity *id);
+int drape_identity_garment(const drape_identity *id);
+size_t drape_identity_bytes(const drape_identity *id);
+
+/* Module A for n frames of any identities (and garments) in one call. */
+int drape_backend_run(drape_backend *be, drape_frame *frames, int n, drape_error *err);
+
+#endif

@@ -1,0 +1,34 @@
+/* For backend implementations only: the vtable and the common headers that
+ * every backend's handles start with. */
+#ifndef DRAPE_BACKEND_IMPL_H
+#define DRAPE_BACKEND_IMPL_H
+
+#include "backend.h"
+
+typedef struct {
+    const char *name;
+    int (*create)(drape_backend **out, const drape_model *m, const drape_backend_opts *opts, drape_error *err);
+    void (*destroy)(drape_backend *be);
+    int (*identity_create)(drape_backend *be, drape_identity **out, int garment, const float *betas,
+                           drape_error *err); /* betas: S values, validated */
+    void (*identity_free)(drape_backend *be, drape_identity *id);
+    int (*run)(drape_backend *be, drape_frame *frames, int n, drape_error *err);
+} drape_backend_ops;
+
+struct drape_backend {
+    const drape_backend_ops *ops;
+    const drape_model *model;
+};
+
+struct drape_identity {
+    int garment;
+    size_t bytes;
+};
+
+extern const drape_backend_ops drape_backend_cpu;
+#ifdef DRAPE_HAVE_CUDA
+extern const drape_backend_ops drape_backend_cuda;
+int drape_cuda_device_count(void);
+#endif
+
+#endif

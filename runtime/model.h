@@ -1,0 +1,111 @@
+/* The model bundle (DESIGN section 3) loaded into memory.
+ *
+ * Every tensor is validated against the config and copied into one
+ * contiguous, 64-byte aligned arena; the structs below are named views into
+ * it (network weights keep PyTorch layouts: Linear weight [out,in], conv
+ * weight [out,in,3,3]). Per-garment tables derived at load (unique edges, UV
+ * raster, UV copies, the conv's active spans) live in a second arena. */
+#ifndef DRAPE_MODEL_H
+#define DRAPE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#define DRAPE_JOINTS 24
+#define DRAPE_POSE_DIM 72
+#define DRAPE_MAX_BETAS 16
+#define DRAPE_MAX_CONV 16
+#define DRAPE_MAX_GARMENTS 64
+#define DRAPE_NAME_MAX 64
+
+typedef struct {
+    int format_version, fps;
+    int betas;          /* S */
+    int bones;          /* B */
+    int skin_k;         /* k */
+    int hidden;         /* H */
+    int z_dim, pose_dim, feat_dim;
+    int uv_h, uv_w;     /* Hu, Wu */
+    int n_conv, conv[DRAPE_MAX_CONV];
+    int latent;         /* d_h */
+    int blocks, knn;
+    float beta_min, beta_max;
+    int n_garments;
+    char garments[DRAPE_MAX_GARMENTS][DRAPE_NAME_MAX];
+} drape_config;
+
+/* y[n,out] = x[n,in] · wᵀ + b */
+typedef struct { const float *w, *b; int in, out; } drape_linear;
+/* Linear → ReLU → Linear → LayerNorm (MeshGraphNet MLP) */
+typedef struct { drape_linear l0, l1; const float *ln_w, *ln_b; } drape_mlp_ln;
+/* 3×3 conv, stride 1, padding 1; taps [9][in][out] repacked for GEMM */
+typedef struct { const float *w, *b, *taps; int in, out; } drape_conv;
+
+/* A half-open range of flat positions in the padded (Hu+2)×(Wu+2) map. */
+typedef struct { int begin, end; } drape_span;
+
+typedef struct {
+    char name[DRAPE_NAME_MAX];
+    int V, F, Nuv;
+    const float *rest;         /* [V,3] */
+    const int32_t *faces;      /* [F,3] */
+    const float *uv;           /* [Nuv,2] */
+    const int32_t *uv_faces;   /* [F,3] */
+    const float *bones;        /* [B,3] */
+    const float *bone_joint_w; /* [B,24] */
+    const int32_t *skin_idx;   /* [V,k] */
+    const float *skin_w0;      /* [V,k] */
+    const int32_t *body_nn;    /* [V] */
+    const int32_t *bone_body_nn; /* [B] */
+    /* derived at load */
+    int n_edges;
+    int32_t *edges;            /* [n_edges,2] unique undirected, i < j */
+    int32_t *texel_face;       /* [Hu*Wu] face index or -1 */
+    float *texel_bary;         /* [Hu*Wu,3] */
+    int n_cov;
+    int32_t *cov_texel;        /* [n_cov] covered texels, ascending i*Wu+j */
+    int32_t *copy_start;       /* [V+1] CSR over copy_uv */
+    int32_t *copy_uv;          /* distinct uv indices per vertex */
+    /* conv: spans of the padded map each layer computes; [0] is the input map */
+    int n_spans[DRAPE_MAX_CONV + 1];
+    drape_span *spans[DRAPE_MAX_CONV + 1];
+    int64_t active_texels[DRAPE_MAX_CONV + 1]; /* texels inside those spans */
+} drape_garment;
+
+typedef struct {
+    drape_config cfg;
+    /* body (DESIGN 2.1) */
+    int Nb, Fb;
+    const float *v_template;   /* [Nb,3] */
+    const float *shapedirs;    /* [Nb,3,S] */
+    const float *J_regressor;  /* [24,Nb] */
+    const float *weights;      /* [Nb,24] */
+    int32_t parents[DRAPE_JOINTS];
+    const int32_t *body_faces; /* [Fb,3] */
+    int n_body_edges;
+    int32_t *body_edges;       /* [n,2] derived */
+    drape_garment garments[DRAPE_MAX_GARMENTS];
+    /* module A */
+    const float *in_mean, *in_std; /* [15B] */
+    drape_linear bonenet[4], pose_embed, modulator[3];
+    drape_conv conv[DRAPE_MAX_CONV];
+    /* module B */
+    drape_mlp_ln node_embed, edge_embed;
+    drape_mlp_ln *edge_mlp, *node_mlp; /* [blocks] */
+    drape_linear head_z[2], head_dw[2], head_feat;
+    /* storage and facts for `drape info` */
+    unsigned char *arena, *derived;
+    size_t arena_bytes, derived_bytes, file_bytes;
+    int n_tensors, n_unused_tensors;
+} drape_model;
+
+int drape_model_load(drape_model **out, const char *path, drape_error *err);
+void drape_model_free(drape_model *m);
+/* index of a garment by name, or DRAPE_ENOTFOUND */
+int drape_model_garment(const drape_model *m, const char *name);
+/* Validates betas for this model: count <= S, finite, within beta_range. */
+int drape_model_check_betas(const drape_model *m, const float *betas, int n, drape_error *err);
+
+#endif

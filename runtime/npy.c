@@ -1,0 +1,121 @@
+#include "npy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NPY_MAX_HEADER 65536
+#define NPY_MAX_BYTES ((int64_t)1 << 34)
+
+/* Finds `'key':` in the header dict and returns the text after it. */
+static const char *dict_value(const char *h, const char *key)
+{
+    char pat[32];
+    snprintf(pat, sizeof pat, "'%s'", key);
+    const char *p = strstr(h, pat);
+    if (!p) return NULL;
+    p += strlen(pat);
+    while (*p == ' ') p++;
+    if (*p != ':') return NULL;
+    p++;
+    while (*p == ' ') p++;
+    return p;
+}
+
+int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return drape_fail(err, DRAPE_EIO, "cannot open %s", path);
+    unsigned char pre[10];
+    char *h = NULL;
+    int rc;
+    if (fread(pre, 1, 8, f) != 8 || memcmp(pre, "\x93NUMPY", 6)) {
+        rc = drape_fail(err, DRAPE_EFORMAT, "%s: not a .npy file (bad magic)", path);
+        goto out;
+    }
+    uint32_t hlen;
+    if (pre[6] == 1) {
+        if (fread(pre + 8, 1, 2, f) != 2) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated header", path); goto out; }
+        hlen = pre[8] | (uint32_t)pre[9] << 8;
+    } else if (pre[6] == 2 || pre[6] == 3) {
+        unsigned char b[4];
+        if (fread(b, 1, 4, f) != 4) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated header", path); goto out; }
+        hlen = b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    } else {
+        rc = drape_fail(err, DRAPE_EFORMAT, "%s: unsupported .npy version %d", path, pre[6]);
+        goto out;
+    }
+    if (hlen > NPY_MAX_HEADER) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: header too long", path); goto out; }
+    h = calloc(hlen + 1, 1);
+    if (!h) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory"); goto out; }
+    if (fread(h, 1, hlen, f) != hlen) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated header", path); goto out; }
+    const char *d = dict_value(h, "descr"), *fo = dict_value(h, "fortran_order"), *s = dict_value(h, "shape");
+    if (!d || !fo || !s) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: header lacks descr, fortran_order or shape", path); goto out; }
+    if (strncmp(d, "'<f4'", 5)) {
+        char got[16] = {0};
+        for (int i = 0; i < 15 && d[i] && d[i] != ','; i++) got[i] = d[i];
+        rc = drape_fail(err, DRAPE_EDTYPE, "%s: dtype %s, expected float32 ('<f4')", path, got);
+        goto out;
+    }
+    if (strncmp(fo, "False", 5)) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: Fortran order is not supported", path); goto out; }
+    if (*s != '(') { rc = drape_fail(err, DRAPE_EFORMAT, "%s: bad shape", path); goto out; }
+    s++;
+    out->numel = 1;
+    for (;;) {
+        while (*s == ' ' || *s == ',') s++;
+        if (*s == ')') break;
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v < 0 || out->ndim == DRAPE_NPY_MAX_DIMS || v > NPY_MAX_BYTES) {
+            rc = drape_fail(err, DRAPE_EFORMAT, "%s: bad shape (at most %d dims)", path, DRAPE_NPY_MAX_DIMS);
+            goto out;
+        }
+        out->shape[out->ndim++] = v;
+        out->numel *= v;
+        if (out->numel * 4 > NPY_MAX_BYTES) { rc = drape_fail(err, DRAPE_ERANGE, "%s: array too large", path); goto out; }
+        s = end;
+    }
+    out->data = malloc((size_t)(out->numel ? out->numel : 1) * sizeof(float));
+    if (!out->data) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory"); goto out; }
+    if (fread(out->data, sizeof(float), (size_t)out->numel, f) != (size_t)out->numel) {
+        rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
+        goto out;
+    }
+    rc = DRAPE_OK;
+out:
+    free(h);
+    fclose(f);
+    if (rc) drape_npy_free(out);
+    return rc;
+}
+
+int drape_npy_write(const char *path, const float *data, int ndim, const int64_t *shape, drape_error *err)
+{
+    char dict[256];
+    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    int64_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        n += snprintf(dict + n, sizeof dict - n, ndim == 1 ? "%lld," : i ? ", %lld" : "%lld", (long long)shape[i]);
+        numel *= shape[i];
+    }
+    n += snprintf(dict + n, sizeof dict - n, "), }");
+    int total = 10 + n + 1, pad = (64 - total % 64) % 64; /* header aligned to 64 */
+    FILE *f = fopen(path, "wb");
+    if (!f) return drape_fail(err, DRAPE_EIO, "cannot create %s", path);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+    uint16_t hl = (uint16_t)(n + pad + 1);
+    pre[8] = hl & 255;
+    pre[9] = hl >> 8;
+    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
+    for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF && fwrite(data, sizeof(float), (size_t)numel, f) == (size_t)numel;
+    if (fclose(f) || !ok) return drape_fail(err, DRAPE_EIO, "cannot write %s", path);
+    return DRAPE_OK;
+}
+
+void drape_npy_free(drape_npy *a)
+{
+    free(a->data);
+    a->data = NULL;
+}

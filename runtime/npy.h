@@ -1,0 +1,24 @@
+/* .npy arrays (float32, C order) in and out: the pose and vertex files of
+ * `drape infer`. The reader validates magic, version, header, dtype and that
+ * the data is all there. */
+#ifndef DRAPE_NPY_H
+#define DRAPE_NPY_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+#define DRAPE_NPY_MAX_DIMS 4
+
+typedef struct {
+    int ndim;
+    int64_t shape[DRAPE_NPY_MAX_DIMS];
+    int64_t numel;
+    float *data;
+} drape_npy;
+
+int drape_npy_read(drape_npy *out, const char *path, drape_error *err);
+int drape_npy_write(const char *path, const float *data, int ndim, const int64_t *shape, drape_error *err);
+void drape_npy_free(drape_npy *a);
+
+#endif

@@ -1,0 +1,41 @@
+#include "sequence.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+int drape_poses_check(const float *poses, int64_t T, drape_error *err)
+{
+    if (T < 1) return drape_fail(err, DRAPE_EINVAL, "pose sequence is empty");
+    for (int64_t t = 0; t < T; t++)
+        for (int i = 0; i < DRAPE_FRAME_FLOATS; i++)
+            if (!isfinite(poses[t * DRAPE_FRAME_FLOATS + i]))
+                return drape_fail(err, DRAPE_ENONFINITE, "pose frame %lld, value %d is NaN or Inf", (long long)t, i);
+    return DRAPE_OK;
+}
+
+int drape_sequence_run(drape_backend *be, const drape_identity *id, const float *poses, int T, int lbs_only,
+                       float *out, int batch, drape_error *err)
+{
+    int V3 = 3 * drape_backend_model(be)->garments[drape_identity_garment(id)].V, rc = DRAPE_OK;
+    if (batch < 1) batch = 1;
+    drape_frame *fr = malloc((size_t)batch * sizeof *fr);
+    if (!fr) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    for (int t0 = 0; t0 < T && !rc; t0 += batch) {
+        int n = T - t0 < batch ? T - t0 : batch;
+        for (int i = 0; i < n; i++) {
+            int t = t0 + i;
+            const float *p[3] = {poses + (size_t)(t >= 2 ? t - 2 : 0) * DRAPE_FRAME_FLOATS,
+                                 poses + (size_t)(t >= 1 ? t - 1 : 0) * DRAPE_FRAME_FLOATS,
+                                 poses + (size_t)t * DRAPE_FRAME_FLOATS};
+            fr[i] = (drape_frame){.id = id, .lbs_only = lbs_only};
+            for (int F = 0; F < 3; F++) {
+                fr[i].pose[F] = p[F];
+                fr[i].trans[F] = p[F] + 72;
+            }
+            fr[i].out = out + (size_t)t * V3;
+        }
+        rc = drape_backend_run(be, fr, n, err);
+    }
+    free(fr);
+    return rc;
+}

@@ -1,0 +1,24 @@
+/* The UV atlas tables of DESIGN 2.5, built once per garment at load. */
+#ifndef DRAPE_UVMAP_H
+#define DRAPE_UVMAP_H
+
+#include <stdint.h>
+
+#include "model.h"
+
+/* texel_face [Hu*Wu] (−1 empty), texel_bary [Hu*Wu,3]: texel (i,j) has centre
+ * ((j+.5)/Wu, (i+.5)/Hu) and belongs to the lowest-numbered face whose UV
+ * triangle contains it (all λ ≥ −1e-6, computed in double). */
+void drape_uv_raster(int32_t *texel_face, float *texel_bary, const float *uv, const int32_t *uv_faces,
+                     int F, int Hu, int Wu);
+
+/* Fills the derived tables of g (raster, covered list, UV copies, conv spans)
+ * for the model's uv_size and conv depth. */
+int drape_garment_prepare(drape_garment *g, const drape_config *cfg);
+void drape_garment_release(drape_garment *g);
+
+/* Bilinear taps of DESIGN 2.4 step 9 for a UV point: texel indices (row-major
+ * i*Wu+j) and weights, in the order (y0,x0) (y0,x1) (y1,x0) (y1,x1). */
+void drape_uv_taps(int32_t idx[4], float w[4], float u, float v, int Hu, int Wu);
+
+#endif

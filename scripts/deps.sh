@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package that Drape's build, tests and Python tooling
+# need. Idempotent: packages already present are skipped, and apt is not
+# touched at all when nothing is missing.
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config
+  libopenblas-dev          # GEMMs of the CPU backend
+  libjansson-dev           # drape.config, JSON everywhere
+  libcriterion-dev         # unit tests
+  python3-numpy python3-scipy python3-torch   # train/: assets, reference model, cross-check, bench peer
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
