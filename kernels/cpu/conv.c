@@ -34,8 +34,15 @@ static void epilogue(float *out, const float *in, const float *bias, int64_t b, 
 void cpu_conv3x3(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, const drape_span *spans,
                  int n_spans, int mode)
 {
-    (void)Hu;
     int pw = Wu + 2, Ci = cv->in, Co = cv->out;
+    /* The border is the zero padding the next layer reads. The buffer may have
+     * held a map of another width, so lay it afresh: (2·pw + 2·Hu)·Co floats. */
+    memset(out, 0, (size_t)pw * Co * sizeof *out);
+    memset(out + (size_t)(Hu + 1) * pw * Co, 0, (size_t)pw * Co * sizeof *out);
+    for (int i = 1; i <= Hu; i++) {
+        memset(out + (size_t)i * pw * Co, 0, (size_t)Co * sizeof *out);
+        memset(out + ((size_t)i * pw + pw - 1) * Co, 0, (size_t)Co * sizeof *out);
+    }
     for (int s = 0; s < n_spans; s++) {
         int64_t b = spans[s].begin, e = spans[s].end;
         int n = (int)(e - b);

@@ -41,7 +41,8 @@ void cpu_skin_weights(float *w, const float *w0, const float *dw, const int32_t 
 
 /* 3×3 conv, stride 1, zero padding 1, on maps in the padded layout
  * [(Hu+2)(Wu+2), C] whose border is zero. Computes out over the given spans
- * of flat positions only (then re-zeroes the border columns inside them):
+ * of flat positions only, and lays the zero border of out (the buffer may
+ * have held a map of another width):
  * out = conv(in) (+ ReLU) (+ in, residual: requires in == out widths).
  * mode: 0 plain, 1 ReLU, 2 residual ReLU. */
 void cpu_conv3x3(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, const drape_span *spans,

@@ -1,0 +1,242 @@
+/* CPU kernels, one op at a time, against values worked out independently or
+ * against their plain reference loops. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/cpu/ops.h"
+#include "../runtime/uvmap.h"
+#include "util.h"
+
+static void assert_near(const float *got, const float *want, int n, float tol)
+{
+    for (int i = 0; i < n; i++) cr_assert(fabsf(got[i] - want[i]) <= tol, "[%d] got %.7g want %.7g", i, got[i], want[i]);
+}
+
+Test(kernels, rot6d_zero_is_identity)
+{
+    float R[9], r[6] = {0};
+    cpu_rot6d(R, r);
+    assert_near(R, (float[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 9, 0);
+}
+
+/* a1 = (0,1,0), a2 = (−1,0,0): e1 = y, e2 = −x, e3 = e1×e2 = z → R_z(90°) */
+Test(kernels, rot6d_known_input)
+{
+    float R[9];
+    cpu_rot6d(R, (float[]){-1, 1, 0, -1, -1, 0});
+    assert_near(R, (float[]){0, -1, 0, 1, 0, 0, 0, 0, 1}, 9, 1e-7f);
+    /* non-orthogonal input is orthonormalized (Gram–Schmidt) */
+    cpu_rot6d(R, (float[]){1, 0, 0, 0.5f, 0, 0}); /* a1 = (2,0,0), a2 = (0.5,1,0) → e2 = y */
+    assert_near(R, (float[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 9, 1e-7f);
+}
+
+Test(kernels, bone_correct)
+{
+    /* T̂ = translation by (1,0,0); q = T̂(c) with c = 0 → q = (1,0,0).
+     * ΔR = R_z(90°), τ = (0,0,0.5): x ↦ ΔR (x + (1,0,0) − q) + q + τ = ΔR x + (1,0,0.5) */
+    float T[12] = {1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0}, q[3] = {1, 0, 0}, M[12];
+    float net[9] = {-1, 1, 0, -1, -1, 0, 0, 0, 0.5f};
+    cpu_bone_correct(M, T, q, net, 1);
+    assert_near(M, (float[]){0, -1, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0.5f}, 12, 1e-6f);
+    cpu_bone_correct(M, T, q, NULL, 1);
+    assert_near(M, T, 12, 0);
+}
+
+/* LBS: a vertex at (1,0,0) with weights 0.25/0.75 on a bone that stays and a
+ * bone that translates by (0,2,0): result (1, 1.5, 0). */
+Test(kernels, lbs)
+{
+    float M[24] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 2, 0, 0, 1, 0};
+    float g[6] = {1, 0, 0, 0, 0, 1}, out[6];
+    int32_t idx[4] = {0, 1, 1, 0};
+    float w[4] = {0.25f, 0.75f, 1.0f, 0.0f};
+    cpu_skin(out, g, M, idx, w, 2, 2);
+    assert_near(out, (float[]){1, 1.5f, 0, 0, 2, 1}, 6, 1e-7f);
+}
+
+Test(kernels, skin_weights_softmax)
+{
+    /* dw = 0: softmax(log(w0 + 1e-8)) ≈ w0 */
+    float w0[3] = {0.2f, 0.3f, 0.5f}, dw[4] = {0, 0, 0, 0}, w[3];
+    int32_t idx[3] = {3, 0, 2};
+    cpu_skin_weights(w, w0, dw, idx, 1, 3, 4);
+    assert_near(w, w0, 3, 1e-7f);
+    /* dw picks by bone index: +log 2 on bone 0 (second support) doubles it */
+    dw[0] = logf(2);
+    cpu_skin_weights(w, w0, dw, idx, 1, 3, 4);
+    assert_near(w, (float[]){0.2f / 1.3f, 0.6f / 1.3f, 0.5f / 1.3f}, 3, 1e-6f);
+}
+
+Test(kernels, linear_and_layernorm)
+{
+    float W[6] = {1, 2, 3, -1, 0, 1}, b[2] = {0.5f, -0.5f}, x[6] = {1, 1, 1, 2, 0, -1}, y[4], yr[4];
+    drape_linear lin = {W, b, 3, 2};
+    cpu_linear(y, x, &lin, 2);
+    cpu_linear_ref(yr, x, &lin, 2);
+    assert_near(y, (float[]){6.5f, -0.5f, -0.5f, -3.5f}, 4, 1e-6f);
+    assert_near(y, yr, 4, 1e-6f);
+    /* LayerNorm of (1,2,3): mean 2, var 2/3 → (−1.2247, 0, 1.2247), then ·w + b */
+    float v[3] = {1, 2, 3}, lw[3] = {1, 2, 1}, lb[3] = {0, 0, 1};
+    cpu_layernorm(v, lw, lb, 1, 3);
+    float s = 1.0f / sqrtf(2.0f / 3.0f + 1e-5f);
+    assert_near(v, (float[]){-s, 0, s + 1}, 3, 1e-5f);
+    float h[3] = {1, -1, 2}, dg[3] = {0, 1, -0.5f}, be[3] = {0, 0, -2};
+    cpu_film_relu(h, dg, be, 3);
+    assert_near(h, (float[]){1, 0, 0}, 3, 0);
+}
+
+/* One UV triangle (0,0) (1,0) (0,1) on a 4×4 atlas covers the texels whose
+ * centres have u + v <= 1, i.e. i + j <= 3: 10 texels. Texel (0,0) has
+ * centre (0.125, 0.125) → λ = (0.75, 0.125, 0.125). */
+Test(kernels, raster_known_triangle)
+{
+    float uv[6] = {0, 0, 1, 0, 0, 1};
+    int32_t f[3] = {0, 1, 2}, face[16];
+    float bary[48];
+    drape_uv_raster(face, bary, uv, f, 1, 4, 4);
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            int covered = face[i * 4 + j] == 0;
+            cr_assert_eq(covered, i + j <= 3, "texel (%d,%d)", i, j);
+            n += covered;
+        }
+    cr_assert_eq(n, 10);
+    assert_near(bary, (float[]){0.75f, 0.125f, 0.125f}, 3, 1e-7f);
+    /* texel (1,2): centre (0.625, 0.375) → λ = (0, 0.625, 0.375) */
+    assert_near(bary + 3 * 6, (float[]){0, 0.625f, 0.375f}, 3, 1e-7f);
+}
+
+Test(kernels, raster_lowest_face_wins)
+{
+    /* two copies of the same triangle: face 0 owns everything */
+    float uv[6] = {0, 0, 1, 0, 0, 1};
+    int32_t f[6] = {0, 1, 2, 0, 2, 1}, face[64];
+    float bary[192];
+    drape_uv_raster(face, bary, uv, f, 2, 8, 8);
+    for (int t = 0; t < 64; t++) cr_assert(face[t] == -1 || face[t] == 0);
+    /* a degenerate UV face covers nothing */
+    float deg[6] = {0.1f, 0.1f, 0.5f, 0.5f, 0.9f, 0.9f};
+    drape_uv_raster(face, bary, deg, f, 1, 8, 8);
+    for (int t = 0; t < 64; t++) cr_assert_eq(face[t], -1);
+}
+
+Test(kernels, bilinear_taps)
+{
+    int32_t idx[4];
+    float w[4];
+    /* the centre of texel (i=1, j=2) of a 4×4 map samples it alone */
+    drape_uv_taps(idx, w, 2.5f / 4, 1.5f / 4, 4, 4);
+    float total = 0;
+    for (int t = 0; t < 4; t++) {
+        total += w[t];
+        if (idx[t] != 1 * 4 + 2) cr_assert_float_eq(w[t], 0, 1e-7f);
+    }
+    cr_assert_float_eq(total, 1, 1e-6f);
+    cr_assert_float_eq(w[0], 1, 1e-6f);
+    /* halfway between texel centres (0,0) and (0,1) */
+    drape_uv_taps(idx, w, 1.0f / 4, 0.5f / 4, 4, 4);
+    cr_assert_eq(idx[0], 0);
+    cr_assert_eq(idx[1], 1);
+    assert_near(w, (float[]){0.5f, 0.5f, 0, 0}, 4, 1e-6f);
+    /* at the map's corner u = v = 0: clamped to texel (0,0) */
+    drape_uv_taps(idx, w, 0, 0, 4, 4);
+    cr_assert_eq(idx[0], 0);
+    cr_assert_float_eq(w[0], 1, 0);
+    /* at u = v = 1: clamped to the last texel */
+    drape_uv_taps(idx, w, 1, 1, 4, 4);
+    cr_assert_eq(idx[0], 15);
+    cr_assert_float_eq(w[0], 1, 0);
+}
+
+/* The padded-GEMM conv over full spans equals the naive loop, every mode. */
+static void conv_case(int Hu, int Wu, int Ci, int Co, int mode, uint64_t seed)
+{
+    uint64_t s = seed;
+    float *w = malloc(sizeof(float) * Co * Ci * 9), *b = malloc(sizeof(float) * Co);
+    float *taps = malloc(sizeof(float) * Co * Ci * 9);
+    for (int i = 0; i < Co * Ci * 9; i++) w[i] = 0.3f * tu_rand(&s);
+    for (int i = 0; i < Co; i++) b[i] = 0.1f * tu_rand(&s);
+    for (int o = 0; o < Co; o++)
+        for (int i = 0; i < Ci; i++)
+            for (int t = 0; t < 9; t++) taps[(t * Ci + i) * Co + o] = w[(o * Ci + i) * 9 + t];
+    drape_conv cv = {w, b, taps, Ci, Co};
+    int pw = Wu + 2, P = (Hu + 2) * pw;
+    float *x = malloc(sizeof(float) * Hu * Wu * Ci), *xp = calloc((size_t)P * Ci, sizeof(float));
+    float *yr = malloc(sizeof(float) * Hu * Wu * Co), *yp = calloc((size_t)P * Co, sizeof(float));
+    for (int i = 0; i < Hu * Wu * Ci; i++) x[i] = tu_rand(&s);
+    for (int i = 0; i < Hu; i++)
+        memcpy(xp + ((size_t)(i + 1) * pw + 1) * Ci, x + (size_t)i * Wu * Ci, sizeof(float) * Wu * Ci);
+    /* two spans covering all interior rows, split mid-image */
+    drape_span sp[2] = {{pw + 1, (Hu / 2 + 1) * pw}, {(Hu / 2 + 1) * pw, Hu * pw + Wu + 1}};
+    cpu_conv3x3(yp, xp, &cv, Hu, Wu, sp, 2, mode);
+    cpu_conv3x3_ref(yr, x, &cv, Hu, Wu, mode);
+    for (int i = 0; i < Hu; i++)
+        for (int j = 0; j < Wu; j++)
+            assert_near(yp + ((size_t)(i + 1) * pw + j + 1) * Co, yr + ((size_t)i * Wu + j) * Co, Co, 1e-4f);
+    /* border columns stay zero padding */
+    for (int i = 1; i <= Hu; i++) {
+        for (int c = 0; c < Co; c++) {
+            cr_assert_eq(yp[((size_t)i * pw) * Co + c], 0);
+            cr_assert_eq(yp[((size_t)i * pw + pw - 1) * Co + c], 0);
+        }
+    }
+    free(w); free(b); free(taps); free(x); free(xp); free(yr); free(yp);
+}
+
+Test(kernels, conv_matches_naive_loop)
+{
+    conv_case(7, 5, 4, 6, 0, 1);
+    conv_case(6, 9, 5, 3, 1, 2);
+    conv_case(8, 8, 6, 6, 2, 3);
+}
+
+/* Skipping texels is exact: with the garment's spans the sampled output of a
+ * conv stack equals the same stack computed on the whole map. */
+Test(kernels, conv_spans_are_exact)
+{
+    drape_model *m = tu_load("small_random");
+    const drape_garment *g = &m->garments[0];
+    const drape_config *c = &m->cfg;
+    int Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, P = (Hu + 2) * pw, L = c->n_conv, Cmax = 0;
+    for (int l = 0; l < L; l++) Cmax = c->conv[l] > Cmax ? c->conv[l] : Cmax;
+    int C0 = m->conv[0].in;
+    float *in = calloc((size_t)P * C0, sizeof(float));
+    float *a[2] = {calloc((size_t)P * Cmax, sizeof(float)), calloc((size_t)P * Cmax, sizeof(float))};
+    float *f[2] = {calloc((size_t)P * Cmax, sizeof(float)), calloc((size_t)P * Cmax, sizeof(float))};
+    uint64_t s = 7;
+    for (int i = 1; i <= Hu; i++)
+        for (int j = 1; j <= Wu; j++)
+            for (int ch = 0; ch < C0; ch++) in[((size_t)i * pw + j) * C0 + ch] = tu_rand(&s);
+    /* poison the sparse buffers, border included: skipped texels must not
+     * matter, and the conv must lay its own zero border */
+    for (size_t i = 0; i < (size_t)P * Cmax; i++) a[0][i] = a[1][i] = 1e3f;
+    drape_span full = {pw + 1, Hu * pw + Wu + 1};
+    const float *xs = in, *xf = in;
+    for (int l = 0; l < L; l++) {
+        int mode = l == L - 1 ? 0 : m->conv[l].in == m->conv[l].out ? 2 : 1;
+        cpu_conv3x3(a[l & 1], xs, &m->conv[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode);
+        cpu_conv3x3(f[l & 1], xf, &m->conv[l], Hu, Wu, &full, 1, mode);
+        xs = a[l & 1];
+        xf = f[l & 1];
+    }
+    float *ds = malloc(sizeof(float) * 3 * g->V), *df = malloc(sizeof(float) * 3 * g->V);
+    cpu_uv_sample(ds, g, xs, Hu, Wu);
+    cpu_uv_sample(df, g, xf, Hu, Wu);
+    assert_near(ds, df, 3 * g->V, 1e-5f);
+    cr_assert_lt(g->active_texels[1], (int64_t)P, "spans should skip something on this atlas");
+    free(in); free(a[0]); free(a[1]); free(f[0]); free(f[1]); free(ds); free(df);
+    drape_model_free(m);
+}
+
+Test(kernels, graph_gather_scatter)
+{
+    float h[6] = {1, 2, 3, 4, 5, 6}, e[4] = {10, 20, 30, 40}, cat[12], agg[6];
+    int32_t snd[2] = {0, 2}, rcv[2] = {1, 1};
+    cpu_edge_concat(cat, e, h, snd, rcv, 2, 2);
+    assert_near(cat, (float[]){10, 20, 1, 2, 3, 4, 30, 40, 5, 6, 3, 4}, 12, 0);
+    cpu_scatter_add(agg, e, rcv, 2, 3, 2);
+    assert_near(agg, (float[]){0, 0, 40, 60, 0, 0}, 6, 0);
+}

@@ -1,0 +1,162 @@
+/* Bundle loading: a good bundle's views, and bad bundles rejected by name. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/model.h"
+#include "util.h"
+
+Test(model, loads_tiny_bundle)
+{
+    drape_model *m = tu_load("tiny_random");
+    cr_assert_eq(m->cfg.format_version, 1);
+    cr_assert_eq(m->cfg.bones, 8);
+    cr_assert_eq(m->cfg.n_conv, 3);
+    cr_assert_eq(m->cfg.conv[2], 3);
+    cr_assert_geq(drape_model_garment(m, "skirt"), 0);
+    cr_assert_eq(drape_model_garment(m, "cape"), DRAPE_ENOTFOUND);
+    const drape_garment *g = &m->garments[drape_model_garment(m, "skirt")];
+    cr_assert_gt(g->V, 0);
+    cr_assert_gt(g->Nuv, g->V, "a real atlas has seams: more UVs than vertices");
+    cr_assert_gt(g->n_cov, 0);
+    cr_assert_eq(m->n_unused_tensors, 0);
+    /* every vertex has at least one UV copy, seam vertices more */
+    int seams = 0;
+    for (int v = 0; v < g->V; v++) {
+        int n = g->copy_start[v + 1] - g->copy_start[v];
+        cr_assert_geq(n, 1, "vertex %d has no UV", v);
+        seams += n > 1;
+    }
+    cr_assert_gt(seams, 0);
+    /* each earlier conv layer needs a superset of the texels of the next (dilation) */
+    for (int l = 0; l < m->cfg.n_conv; l++) cr_assert_geq(m->garments[0].active_texels[l], m->garments[0].active_texels[l + 1]);
+    drape_model_free(m);
+}
+
+Test(model, betas_are_validated)
+{
+    drape_model *m = tu_load("tiny_random");
+    drape_error e = {0};
+    float ok[3] = {0.5f, -3.0f, 3.0f}, far[1] = {3.5f}, nan1[1] = {NAN};
+    float many[17] = {0};
+    cr_assert_eq(drape_model_check_betas(m, ok, 3, &e), 0);
+    cr_assert_eq(drape_model_check_betas(m, far, 1, &e), DRAPE_ERANGE);
+    cr_assert(strstr(e.msg, "betas[0]"), "%s", e.msg);
+    cr_assert_eq(drape_model_check_betas(m, nan1, 1, &e), DRAPE_ENONFINITE);
+    cr_assert_eq(drape_model_check_betas(m, many, 11, &e), DRAPE_EINVAL);
+    drape_model_free(m);
+}
+
+/* ---- bad bundles: each made from the good one with one thing changed ---- */
+
+static void expect_load_fails(const char *path, int code, const char *needle)
+{
+    drape_model *m = NULL;
+    drape_error e = {0};
+    int rc = drape_model_load(&m, path, &e);
+    cr_assert_eq(rc, code, "expected %s, got %d: %s", drape_strerror(code), rc, e.msg);
+    cr_assert_null(m);
+    cr_assert(strstr(e.msg, needle), "message '%s' should name '%s'", e.msg, needle);
+}
+
+static int wrong_shape(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)data; (void)ctx;
+    if (!strcmp(name, "bonenet.1.weight")) shape[1] = shape[1] * 2, shape[0] = shape[0] / 2;
+    return 1;
+}
+
+Test(model, rejects_wrong_shape)
+{
+    const char *p = tu_tmp("shape.safetensors");
+    tu_rewrite(tu_bundle("tiny_random"), p, wrong_shape, NULL, NULL);
+    expect_load_fails(p, DRAPE_ESHAPE, "bonenet.1.weight");
+}
+
+static int wrong_dtype(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)nd; (void)shape; (void)data; (void)ctx;
+    if (!strcmp(name, "garment.skirt.skin_idx")) *dt = DRAPE_DT_F32;
+    return 1;
+}
+
+Test(model, rejects_wrong_dtype)
+{
+    const char *p = tu_tmp("dtype.safetensors");
+    tu_rewrite(tu_bundle("tiny_random"), p, wrong_dtype, NULL, NULL);
+    expect_load_fails(p, DRAPE_EDTYPE, "garment.skirt.skin_idx");
+}
+
+static int nan_weight(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)ctx;
+    if (!strcmp(name, "conv.1.weight")) ((float *)data)[5] = NAN;
+    return 1;
+}
+
+Test(model, rejects_nan_weight)
+{
+    const char *p = tu_tmp("nan.safetensors");
+    tu_rewrite(tu_bundle("tiny_random"), p, nan_weight, NULL, NULL);
+    expect_load_fails(p, DRAPE_ENONFINITE, "conv.1.weight");
+}
+
+static int drop_tensor(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)data; (void)ctx;
+    return strcmp(name, "encoder.blocks.1.node_mlp.norm.bias") != 0;
+}
+
+Test(model, rejects_missing_tensor)
+{
+    const char *p = tu_tmp("missing.safetensors");
+    tu_rewrite(tu_bundle("tiny_random"), p, drop_tensor, NULL, NULL);
+    expect_load_fails(p, DRAPE_ENOTFOUND, "encoder.blocks.1.node_mlp.norm.bias");
+}
+
+static int bad_index(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)ctx;
+    if (!strcmp(name, "garment.skirt.faces")) ((int32_t *)data)[7] = 1 << 20;
+    return 1;
+}
+
+Test(model, rejects_index_out_of_range)
+{
+    const char *p = tu_tmp("index.safetensors");
+    tu_rewrite(tu_bundle("tiny_random"), p, bad_index, NULL, NULL);
+    expect_load_fails(p, DRAPE_ERANGE, "garment.skirt.faces");
+}
+
+Test(model, rejects_bad_config)
+{
+    const char *p = tu_tmp("cfg.safetensors");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, "{\"format_version\": 1, \"fps\": 30", NULL);
+    expect_load_fails(p, DRAPE_EFORMAT, "drape.config");
+    /* a valid JSON config that disagrees with the tensors */
+    drape_st *st;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st, tu_bundle("tiny_random"), &e), 0);
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s", drape_st_meta(st, "drape.config"));
+    drape_st_free(st);
+    char *h = strstr(cfg, "\"hidden\"");
+    cr_assert_not_null(h);
+    char *colon = strchr(h, ':');
+    char fixed[4096];
+    snprintf(fixed, sizeof fixed, "%.*s: 48%s", (int)(colon - cfg), cfg, strpbrk(colon, ",}"));
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, fixed, NULL);
+    expect_load_fails(p, DRAPE_ESHAPE, "bonenet.0.weight");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, "{\"format_version\": 1}", NULL);
+    expect_load_fails(p, DRAPE_ENOTFOUND, "fps");
+}
+
+Test(model, rejects_truncated_bundle)
+{
+    const char *p = tu_tmp("trunc.safetensors");
+    char out[512];
+    cr_assert_eq(tu_run(out, sizeof out, "head -c 20000 '%s' > '%s'", tu_bundle("tiny_random"), p), 0);
+    expect_load_fails(p, DRAPE_EFORMAT, "truncated");
+}

@@ -1,0 +1,143 @@
+#include "util.h"
+
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *tu_bundle(const char *name)
+{
+    static char path[512];
+    const char *d = getenv("DRAPE_DATA");
+    snprintf(path, sizeof path, "%s/%s.safetensors", d ? d : "build/data", name);
+    return path;
+}
+
+drape_model *tu_load(const char *name)
+{
+    drape_model *m = NULL;
+    drape_error e = {0};
+    int rc = drape_model_load(&m, tu_bundle(name), &e);
+    cr_assert_eq(rc, 0, "loading %s: %s (run `make bundles`)", name, e.msg);
+    return m;
+}
+
+drape_backend *tu_backend(const drape_model *m)
+{
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_create(&be, "cpu", m, NULL, &e), 0, "%s", e.msg);
+    return be;
+}
+
+drape_identity *tu_identity(drape_backend *be, int garment, const float *betas, int n)
+{
+    drape_identity *id = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_identity_create(be, &id, garment, betas, n, &e), 0, "%s", e.msg);
+    return id;
+}
+
+float tu_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((*s >> 40) / (double)(1ULL << 24)) * 2.0f - 1.0f;
+}
+
+void tu_random_poses(float *poses, int T, float sigma, float trans, uint64_t seed)
+{
+    uint64_t s = seed * 2654435761u + 1;
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < 72; i++) poses[75 * t + i] = sigma * tu_rand(&s);
+        for (int i = 0; i < 3; i++) poses[75 * t + 72 + i] = trans * tu_rand(&s);
+    }
+}
+
+static char tmpdir[256];
+
+static void tmp_cleanup(void)
+{
+    if (tmpdir[0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd)) { /* best effort */ }
+    }
+}
+
+const char *tu_tmp(const char *name)
+{
+    static char path[512];
+    if (!tmpdir[0]) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/drape-test-XXXXXX");
+        cr_assert_not_null(mkdtemp(tmpdir));
+        atexit(tmp_cleanup);
+    }
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    return path;
+}
+
+int tu_run(char *out, int outlen, const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "popen %s", cmd);
+    char sink[4096];
+    int n = 0;
+    if (out && outlen) out[0] = 0;
+    for (;;) {
+        size_t got = fread(sink, 1, sizeof sink, p);
+        if (!got) break;
+        if (out && n < outlen - 1) {
+            size_t take = got < (size_t)(outlen - 1 - n) ? got : (size_t)(outlen - 1 - n);
+            memcpy(out + n, sink, take);
+            n += (int)take;
+            out[n] = 0;
+        }
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+void tu_rewrite(const char *src, const char *dst, tu_mutate_fn fn, const char *config_override, void *ctx)
+{
+    drape_st *st = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st, src, &e), 0, "%s", e.msg);
+    drape_st_writer *w = drape_st_writer_new();
+    cr_assert_not_null(w);
+    const char *cfg = config_override ? config_override : drape_st_meta(st, "drape.config");
+    if (cfg) cr_assert_eq(drape_st_writer_meta(w, "drape.config", cfg), 0);
+    for (int i = 0; i < drape_st_count(st); i++) {
+        const drape_tensor *t = drape_st_at(st, i);
+        drape_dtype dt = t->dtype;
+        int ndim = t->ndim;
+        int64_t shape[DRAPE_ST_MAX_DIMS];
+        memcpy(shape, t->shape, sizeof shape);
+        /* room for a mutation that grows the tensor a little */
+        void *data = calloc(1, t->nbytes + 4096);
+        memcpy(data, t->data, t->nbytes);
+        if (!fn || fn(t->name, &dt, &ndim, shape, data, ctx)) cr_assert_eq(drape_st_writer_add(w, t->name, dt, ndim, shape, data), 0);
+        free(data);
+    }
+    cr_assert_eq(drape_st_writer_save(w, dst, &e), 0, "%s", e.msg);
+    drape_st_writer_free(w);
+    drape_st_free(st);
+}
+
+double tu_max_abs_diff(const float *a, const float *b, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = a[i] > b[i] ? (double)a[i] - b[i] : (double)b[i] - a[i];
+        if (!(d <= m)) m = d; /* NaN propagates as the max */
+    }
+    return m;
+}

@@ -1,0 +1,37 @@
+/* Shared helpers for the Criterion tests: where the generated bundles are,
+ * a seeded RNG, temp files, and running the tools the way a user does. */
+#ifndef DRAPE_TEST_UTIL_H
+#define DRAPE_TEST_UTIL_H
+
+#include <stdint.h>
+
+#include "../runtime/backend.h"
+#include "../runtime/model.h"
+#include "../runtime/safetensors.h"
+
+/* $DRAPE_DATA/<name>.safetensors (bundles made by `make bundles`) */
+const char *tu_bundle(const char *name);
+/* loads a bundle or fails the test */
+drape_model *tu_load(const char *name);
+drape_backend *tu_backend(const drape_model *m);
+drape_identity *tu_identity(drape_backend *be, int garment, const float *betas, int n);
+
+/* deterministic uniform [-1, 1) */
+float tu_rand(uint64_t *state);
+/* poses [T,75]: axis-angle N(0, sigma)-ish per joint, translation scaled */
+void tu_random_poses(float *poses, int T, float sigma, float trans, uint64_t seed);
+
+/* a fresh path in a per-process temp dir; the dir is removed at exit */
+const char *tu_tmp(const char *name);
+/* runs a shell command, captures stderr+stdout into out (may be NULL);
+ * returns the exit status */
+int tu_run(char *out, int outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Copies a bundle, letting mutate() change or drop tensors (return 0 to drop)
+ * and the config text; for the bad-input tests. */
+typedef int (*tu_mutate_fn)(const char *name, drape_dtype *dt, int *ndim, int64_t *shape, void *data, void *ctx);
+void tu_rewrite(const char *src, const char *dst, tu_mutate_fn fn, const char *config_override, void *ctx);
+
+double tu_max_abs_diff(const float *a, const float *b, int64_t n);
+
+#endif
