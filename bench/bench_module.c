@@ -116,7 +116,7 @@ static int bench_torch(const char *path, int threads, int paper, figures *f)
     const char *py = getenv("DRAPE_PYTHON");
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s train/bench_ref.py --model '%s' --garment skirt --threads %d --batches 1,%d --iters %d",
-             py ? py : "/usr/bin/python3", path, threads, MAXB, paper ? 2 : 20);
+             py ? py : "/usr/bin/python3", path, threads, MAXB, paper ? 1 : 20);
     FILE *p = popen(cmd, "r");
     if (!p) return 1;
     char line[1024];

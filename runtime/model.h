@@ -43,7 +43,8 @@ typedef struct { drape_linear l0, l1; const float *ln_w, *ln_b; } drape_mlp_ln;
 /* 3×3 conv, stride 1, padding 1; taps [9][in][out] repacked for GEMM */
 typedef struct { const float *w, *b, *taps; int in, out; } drape_conv;
 
-/* A half-open range of flat positions in the padded (Hu+2)×(Wu+2) map. */
+/* A run of needed texels: a half-open range of flat positions of one row of
+ * the padded (Hu+2)×(Wu+2) map, never touching its border. */
 typedef struct { int begin, end; } drape_span;
 
 typedef struct {
@@ -68,10 +69,11 @@ typedef struct {
     int32_t *cov_texel;        /* [n_cov] covered texels, ascending i*Wu+j */
     int32_t *copy_start;       /* [V+1] CSR over copy_uv */
     int32_t *copy_uv;          /* distinct uv indices per vertex */
-    /* conv: spans of the padded map each layer computes; [0] is the input map */
+    /* conv: the texels each layer computes, as runs; [0] is the input map,
+     * [l+1] the output of conv layer l */
     int n_spans[DRAPE_MAX_CONV + 1];
     drape_span *spans[DRAPE_MAX_CONV + 1];
-    int64_t active_texels[DRAPE_MAX_CONV + 1]; /* texels inside those spans */
+    int64_t active_texels[DRAPE_MAX_CONV + 1]; /* texels in those runs */
 } drape_garment;
 
 typedef struct {

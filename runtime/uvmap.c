@@ -83,33 +83,27 @@ static int build_copies(drape_garment *g)
     return DRAPE_OK;
 }
 
-/* Rows are grouped into blocks of about this many padded positions; a block
- * with no needed texel is skipped, otherwise its first..last needed position
- * is one span (one set of GEMMs). */
-#define SPAN_TARGET 4096
-
+/* The needed texels of a layer as runs: maximal row segments, in flat
+ * positions of the padded map (so a run never touches the border). */
 static int mask_to_spans(drape_span **spans, int *n, int64_t *active, const unsigned char *mask, int Hu, int Wu)
 {
-    int pw = Wu + 2, rows = SPAN_TARGET / pw;
-    if (rows < 1) rows = 1;
-    int cap = (Hu + rows - 1) / rows;
+    int pw = Wu + 2, cap = 0;
+    for (int i = 0; i < Hu; i++)
+        for (int j = 0; j < Wu; j++) cap += mask[i * Wu + j] && (j == 0 || !mask[i * Wu + j - 1]);
     *spans = malloc((size_t)(cap + 1) * sizeof **spans);
     if (!*spans) return DRAPE_ENOMEM;
     *n = 0;
     *active = 0;
-    for (int r0 = 0; r0 < Hu; r0 += rows) {
-        int first = -1, last = -1;
-        for (int i = r0; i < r0 + rows && i < Hu; i++)
-            for (int j = 0; j < Wu; j++)
-                if (mask[i * Wu + j]) {
-                    int p = (i + 1) * pw + (j + 1);
-                    if (first < 0) first = p;
-                    last = p;
-                }
-        if (first < 0) continue;
-        (*spans)[(*n)++] = (drape_span){first, last + 1};
-        *active += last + 1 - first;
-    }
+    for (int i = 0; i < Hu; i++)
+        for (int j = 0; j < Wu; j++) {
+            if (!mask[i * Wu + j]) continue;
+            int j1 = j;
+            while (j1 < Wu && mask[i * Wu + j1]) j1++;
+            int p = (i + 1) * pw + (j + 1);
+            (*spans)[(*n)++] = (drape_span){p, p + (j1 - j)};
+            *active += j1 - j;
+            j = j1;
+        }
     return DRAPE_OK;
 }
 
@@ -129,7 +123,8 @@ static void dilate(unsigned char *dst, const unsigned char *src, int Hu, int Wu)
 
 /* Which texels each conv layer must compute so that the bilinear samples of
  * the last layer are exact: the taps of every UV copy, dilated by one texel
- * per layer going backwards. Everything else is skipped. */
+ * per layer going backwards. Everything else is skipped: a needed texel only
+ * ever reads needed texels of the layer before, or the zero border. */
 static int build_spans(drape_garment *g, const drape_config *cfg)
 {
     int Hu = cfg->uv_h, Wu = cfg->uv_w, L = cfg->n_conv;

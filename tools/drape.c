@@ -50,7 +50,7 @@ static int cmd_info(int argc, char **argv)
         double T = (double)c->uv_h * c->uv_w;
         printf("  %-12s %d vertices, %d faces, %d uv (%d seam copies), %.1f%% texels covered, conv computes %.1f%%\n",
                g->name, g->V, g->F, g->Nuv, g->copy_start[g->V] - g->V, 100.0 * g->n_cov / T,
-               100.0 * g->active_texels[1] / ((c->uv_h + 2.0) * (c->uv_w + 2.0)));
+               100.0 * g->active_texels[1] / T);
     }
     printf("tensors    %d (%d not used by this runtime), %zu bytes of data\n", m->n_tensors, m->n_unused_tensors,
            m->file_bytes);

@@ -1,5 +1,6 @@
 /* The CPU backend: the vtable over module_a.c and module_b.c. */
 #include <cblas.h>
+#include <omp.h>
 #include <stdlib.h>
 
 #include "cpu_backend.h"
@@ -21,8 +22,9 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
     if (!be) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     be->base.ops = &drape_backend_cpu;
     be->base.model = m;
-    be->threads = opts->threads;
-    if (opts->threads > 0) openblas_set_num_threads(opts->threads);
+    /* threads: OpenBLAS for the GEMMs, OpenMP for the conv's runs */
+    be->threads = opts->threads > 0 ? opts->threads : omp_get_num_procs();
+    openblas_set_num_threads(be->threads);
     int Vmax = 1, Cmax = 3;
     for (int i = 0; i < c->n_garments; i++)
         if (m->garments[i].V > Vmax) Vmax = m->garments[i].V;

@@ -1,58 +1,122 @@
 /* 3×3 convolution of the UV stage (DESIGN 2.4 step 8).
  *
  * Maps are stored padded, [(Hu+2)(Wu+2), C] channels-last with a zero border,
- * so that for a run of flat positions every tap (dy,dx) reads a contiguous
- * run shifted by dy·(Wu+2)+dx: the conv is 9 GEMMs [n,Cin]·[Cin,Cout] with no
- * im2col copy. Only the spans the garment needs are computed (uvmap.c). */
-#include <cblas.h>
+ * so every tap (dy,dx) of a texel is a fixed offset in the flat map. Only the
+ * garment's needed texels are computed (runs, see uvmap.c), as a direct
+ * convolution: a micro-tile of R consecutive texels × NV 16-wide vectors of
+ * output channels is accumulated in registers over the 9 taps and Cin, then
+ * goes through the bias/ReLU/residual epilogue. No im2col and no packing:
+ * with Cin and Cout of 32–128 those copies cost as much as the arithmetic.
+ * Runs are spread over threads (OpenMP). The tiles are compiled for
+ * AVX-512, AVX2+FMA and plain x86-64, chosen at load time (target_clones). */
 #include <string.h>
 
 #include "ops.h"
 
-static void epilogue(float *out, const float *in, const float *bias, int64_t b, int64_t e, int C, int pw, int mode)
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+/* out[p .. p+R) × channels [co, co + 16·NV), R and NV fixed so that the
+ * accumulators live in registers. */
+#define CONV_TILE(R, NV)                                                                                   \
+    __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void tile_##R##x##NV(      \
+        float *out, const float *in, const drape_conv *cv, const int64_t *shift, int64_t p, int co, int mode) \
+    {                                                                                                      \
+        const int Ci = cv->in, Co = cv->out;                                                              \
+        v16 acc[R][NV];                                                                                    \
+        _Pragma("GCC unroll 12") for (int r = 0; r < R; r++)                                               \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = (v16){0};                     \
+        for (int t = 0; t < 9; t++) {                                                                      \
+            const float *x = in + (p + shift[t]) * Ci, *w = cv->taps + (size_t)t * Ci * Co + co;          \
+            for (int ci = 0; ci < Ci; ci++, w += Co) {                                                     \
+                v16 wv[NV];                                                                                \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) wv[v] = *(const v16u *)(w + 16 * v);  \
+                _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                     \
+                    v16 b = (v16){0} + x[(size_t)r * Ci + ci];                                             \
+                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] += b * wv[v];           \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+        for (int r = 0; r < R; r++)                                                                        \
+            for (int v = 0; v < NV; v++) {                                                                 \
+                v16 y = acc[r][v] + *(const v16u *)(cv->b + co + 16 * v);                                \
+                if (mode) y = (v16)((v16i)y & (y > 0)); /* ReLU */                                       \
+                if (mode == 2) y += *(const v16u *)(in + (p + r) * Ci + co + 16 * v);                      \
+                *(v16u *)(out + (p + r) * Co + co + 16 * v) = y;                                           \
+            }                                                                                              \
+    }
+
+CONV_TILE(6, 4)
+CONV_TILE(12, 2)
+CONV_TILE(12, 1)
+CONV_TILE(1, 4)
+CONV_TILE(1, 2)
+CONV_TILE(1, 1)
+
+/* channels [co, Co) that do not fill a 16-wide vector (e.g. the last layer's 3) */
+static void tail_channels(float *out, const float *in, const drape_conv *cv, const int64_t *shift, int64_t p, int n,
+                          int co, int mode)
 {
-    for (int64_t p = b; p < e; p++) {
-        float *o = out + p * C;
-        int col = (int)(p % pw);
-        if (col == 0 || col == pw - 1) { /* border column: stays zero padding */
-            memset(o, 0, (size_t)C * sizeof *o);
-            continue;
-        }
-        if (mode == 0) {
-            for (int c = 0; c < C; c++) o[c] += bias[c];
-        } else {
-            const float *x = in + p * C;
-            for (int c = 0; c < C; c++) {
-                float v = o[c] + bias[c];
-                v = v > 0 ? v : 0;
-                o[c] = mode == 2 ? x[c] + v : v;
+    const int Ci = cv->in, Co = cv->out;
+    for (int64_t q = p; q < p + n; q++)
+        for (int o = co; o < Co; o++) {
+            float acc = cv->b[o];
+            for (int t = 0; t < 9; t++) {
+                const float *x = in + (q + shift[t]) * Ci, *w = cv->taps + (size_t)t * Ci * Co + o;
+                for (int ci = 0; ci < Ci; ci++) acc += x[ci] * w[(size_t)ci * Co];
             }
+            if (mode) acc = acc > 0 ? acc : 0;
+            if (mode == 2) acc += in[q * Ci + o];
+            out[q * Co + o] = acc;
         }
+}
+
+/* One run of n texels from flat position p. */
+static void conv_run(float *out, const float *in, const drape_conv *cv, const int64_t *shift, int64_t p, int n,
+                     int mode)
+{
+    int co = 0, nvec = cv->out / 16;
+    for (; nvec >= 4; nvec -= 4, co += 64) {
+        int i = 0;
+        for (; i + 6 <= n; i += 6) tile_6x4(out, in, cv, shift, p + i, co, mode);
+        for (; i < n; i++) tile_1x4(out, in, cv, shift, p + i, co, mode);
+    }
+    for (; nvec >= 2; nvec -= 2, co += 32) {
+        int i = 0;
+        for (; i + 12 <= n; i += 12) tile_12x2(out, in, cv, shift, p + i, co, mode);
+        for (; i < n; i++) tile_1x2(out, in, cv, shift, p + i, co, mode);
+    }
+    for (; nvec >= 1; nvec -= 1, co += 16) {
+        int i = 0;
+        for (; i + 12 <= n; i += 12) tile_12x1(out, in, cv, shift, p + i, co, mode);
+        for (; i < n; i++) tile_1x1(out, in, cv, shift, p + i, co, mode);
+    }
+    if (co < cv->out) tail_channels(out, in, cv, shift, p, n, co, mode);
+}
+
+static void zero_border(float *out, int Hu, int Wu, int C)
+{
+    int pw = Wu + 2;
+    memset(out, 0, (size_t)pw * C * sizeof *out);
+    memset(out + (size_t)(Hu + 1) * pw * C, 0, (size_t)pw * C * sizeof *out);
+    for (int i = 1; i <= Hu; i++) {
+        memset(out + (size_t)i * pw * C, 0, (size_t)C * sizeof *out);
+        memset(out + ((size_t)i * pw + pw - 1) * C, 0, (size_t)C * sizeof *out);
     }
 }
 
 void cpu_conv3x3(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode)
+                 int n_spans, int mode, int threads)
 {
-    int pw = Wu + 2, Ci = cv->in, Co = cv->out;
-    /* The border is the zero padding the next layer reads. The buffer may have
-     * held a map of another width, so lay it afresh: (2·pw + 2·Hu)·Co floats. */
-    memset(out, 0, (size_t)pw * Co * sizeof *out);
-    memset(out + (size_t)(Hu + 1) * pw * Co, 0, (size_t)pw * Co * sizeof *out);
-    for (int i = 1; i <= Hu; i++) {
-        memset(out + (size_t)i * pw * Co, 0, (size_t)Co * sizeof *out);
-        memset(out + ((size_t)i * pw + pw - 1) * Co, 0, (size_t)Co * sizeof *out);
-    }
-    for (int s = 0; s < n_spans; s++) {
-        int64_t b = spans[s].begin, e = spans[s].end;
-        int n = (int)(e - b);
-        for (int t = 0; t < 9; t++) {
-            int64_t shift = (int64_t)(t / 3 - 1) * pw + (t % 3 - 1);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, Co, Ci, 1.0f, in + (b + shift) * Ci, Ci,
-                        cv->taps + (size_t)t * Ci * Co, Co, t ? 1.0f : 0.0f, out + b * Co, Co);
-        }
-        epilogue(out, in, cv->b, b, e, Co, pw, mode);
-    }
+    int64_t shift[9];
+    for (int t = 0; t < 9; t++) shift[t] = (int64_t)(t / 3 - 1) * (Wu + 2) + (t % 3 - 1);
+    /* the border is the zero padding the next layer reads; the buffer may
+     * have held a map of another width, so lay it afresh */
+    zero_border(out, Hu, Wu, cv->out);
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads > 0 ? threads : 1)
+    for (int s = 0; s < n_spans; s++)
+        conv_run(out, in, cv, shift, spans[s].begin, spans[s].end - spans[s].begin, mode);
 }
 
 void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode)

@@ -40,13 +40,13 @@ void cpu_skin(float *out, const float *g, const float *M, const int32_t *idx, co
 void cpu_skin_weights(float *w, const float *w0, const float *dw, const int32_t *idx, int V, int k, int B);
 
 /* 3×3 conv, stride 1, zero padding 1, on maps in the padded layout
- * [(Hu+2)(Wu+2), C] whose border is zero. Computes out over the given spans
- * of flat positions only, and lays the zero border of out (the buffer may
- * have held a map of another width):
- * out = conv(in) (+ ReLU) (+ in, residual: requires in == out widths).
- * mode: 0 plain, 1 ReLU, 2 residual ReLU. */
+ * [(Hu+2)(Wu+2), C]. Computes out on the given runs of texels only (reading
+ * in around them), and lays the zero border of out (the buffer may have held
+ * a map of another width): out = conv(in) (+ ReLU) (+ in, residual: requires
+ * in == out widths). mode: 0 plain, 1 ReLU, 2 residual ReLU. Runs are shared
+ * among `threads` threads. */
 void cpu_conv3x3(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode);
+                 int n_spans, int mode, int threads);
 /* Naive reference on an unpadded map [Hu,Wu,in] → [Hu,Wu,out], whole map. */
 void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode);
 
