@@ -51,7 +51,7 @@ static void crosscheck(const char *bundle, int T, const float *betas, int nb, in
 
 static const float BETAS[4] = {0.8f, -1.5f, 0.6f, 2.2f};
 
-Test(crosscheck, tiny, .timeout = 300) { crosscheck("tiny_random", 6, BETAS, 4, 0); }
-Test(crosscheck, tiny_lbs_only, .timeout = 300) { crosscheck("tiny_random", 4, BETAS, 2, 1); }
-Test(crosscheck, small, .timeout = 300) { crosscheck("small_random", 5, BETAS, 4, 0); }
-Test(crosscheck, paper_scale, .timeout = 900) { crosscheck("paper_random", 3, BETAS, 3, 0); }
+Test(crosscheck, tiny) { crosscheck("tiny_random", 6, BETAS, 4, 0); }
+Test(crosscheck, tiny_lbs_only) { crosscheck("tiny_random", 4, BETAS, 2, 1); }
+Test(crosscheck, small) { crosscheck("small_random", 5, BETAS, 4, 0); }
+Test(crosscheck, paper_scale) { crosscheck("paper_random", 3, BETAS, 3, 0); }
