@@ -377,9 +377,10 @@ def _panel_tube(radius, ys, n_cols):
     return rest, np.array(faces), uv, np.array(uv_faces)
 
 
-def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0.2):
-    """A flared skirt from the waist to about the knees, clear of the body."""
+def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0.2, row_frac=1.0):
+    """A flared skirt from the waist down to y_hem, clear of the body."""
     n_cols, n_rows = SKIRT_GRID[resolution]
+    n_rows = max(3, int(round(n_rows * row_frac)))
     # The radius at each height must clear every body part at that height or
     # above (a skirt hangs straight or flares), plus a linear A-line flare.
     ys = np.linspace(y_top, y_hem, 101)
@@ -405,7 +406,12 @@ def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0
     return _panel_tube(radius, np.linspace(y_top, y_hem, n_rows), n_cols)
 
 
-GARMENTS = {"skirt": make_skirt}
+def make_miniskirt(body, resolution):
+    """A short, wider A-line skirt: a second garment with its own topology."""
+    return make_skirt(body, resolution, y_hem=0.76, flare=0.35, row_frac=0.5)
+
+
+GARMENTS = {"skirt": make_skirt, "miniskirt": make_miniskirt}
 
 
 def edge_list(faces):

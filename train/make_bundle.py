@@ -32,7 +32,7 @@ PRESETS = {
     "paper": dict(bones=128, skin_k=16, hidden=256, z_dim=128, pose_dim=16, feat_dim=32,
                   uv_size=[512, 512], conv=[64, 128, 128, 64, 3], latent=128, blocks=15, knn=4),
 }
-GARMENT_NAMES = ["skirt"]
+GARMENT_NAMES = ["skirt", "miniskirt"]
 
 # Target spreads of the random model's corrections (standard deviations).
 TARGET = {"dw": 0.5, "film": 0.2, "rot6d": 0.03, "tau": 0.004, "delta": 0.003}
