@@ -352,14 +352,6 @@ static int check_values(const drape_model *m, drape_error *err)
     return DRAPE_OK;
 }
 
-/* conv weight [out,in,3,3] → taps [9][in][out], so each tap is a GEMM operand */
-static void repack_conv(float *taps, const drape_conv *cv)
-{
-    for (int o = 0; o < cv->out; o++)
-        for (int i = 0; i < cv->in; i++)
-            for (int t = 0; t < 9; t++) taps[((size_t)t * cv->in + i) * cv->out + o] = cv->w[((size_t)o * cv->in + i) * 9 + t];
-}
-
 int drape_model_load(drape_model **out, const char *path, drape_error *err)
 {
     *out = NULL;
@@ -398,10 +390,6 @@ int drape_model_load(drape_model **out, const char *path, drape_error *err)
         w->off = off;
         off += ((size_t)t->numel * 4 + 63) & ~(size_t)63;
     }
-    /* conv taps go in the same arena, after the tensors */
-    size_t taps_off = off;
-    for (int i = 0; i < m->cfg.n_conv; i++)
-        off += ((size_t)9 * m->conv[i].in * m->conv[i].out * 4 + 63) & ~(size_t)63;
     m->arena_bytes = off;
     m->arena = aligned_alloc(64, off ? off : 64);
     if (!m->arena) { rc = drape_fail(err, DRAPE_ENOMEM, "cannot allocate %zu bytes for the model", off); goto fail; }
@@ -412,12 +400,6 @@ int drape_model_load(drape_model **out, const char *path, drape_error *err)
         else drape_st_to_i32(dst, w->t);
         if (w->view) *w->view = dst;
         else memcpy(m->parents, dst, sizeof m->parents); /* body.parents */
-    }
-    for (int i = 0; i < m->cfg.n_conv; i++) {
-        float *taps = (float *)(m->arena + taps_off);
-        repack_conv(taps, &m->conv[i]);
-        m->conv[i].taps = taps;
-        taps_off += ((size_t)9 * m->conv[i].in * m->conv[i].out * 4 + 63) & ~(size_t)63;
     }
     m->n_tensors = drape_st_count(st);
     m->n_unused_tensors = m->n_tensors - L.n;

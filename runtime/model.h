@@ -40,8 +40,8 @@ typedef struct {
 typedef struct { const float *w, *b; int in, out; } drape_linear;
 /* Linear → ReLU → Linear → LayerNorm (MeshGraphNet MLP) */
 typedef struct { drape_linear l0, l1; const float *ln_w, *ln_b; } drape_mlp_ln;
-/* 3×3 conv, stride 1, padding 1; taps [9][in][out] repacked for GEMM */
-typedef struct { const float *w, *b, *taps; int in, out; } drape_conv;
+/* 3×3 conv, stride 1, padding 1; w [out,in,3,3] */
+typedef struct { const float *w, *b; int in, out; } drape_conv;
 
 /* A run of needed texels: a half-open range of flat positions of one row of
  * the padded (Hu+2)×(Wu+2) map, never touching its border. */

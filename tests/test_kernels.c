@@ -156,13 +156,12 @@ static void conv_case(int Hu, int Wu, int Ci, int Co, int mode, uint64_t seed)
 {
     uint64_t s = seed;
     float *w = malloc(sizeof(float) * Co * Ci * 9), *b = malloc(sizeof(float) * Co);
-    float *taps = malloc(sizeof(float) * Co * Ci * 9);
+    float *taps = malloc(sizeof(float) * Co * Ci * 9), *wt = malloc(sizeof(float) * Co * Ci * 9);
     for (int i = 0; i < Co * Ci * 9; i++) w[i] = 0.3f * tu_rand(&s);
     for (int i = 0; i < Co; i++) b[i] = 0.1f * tu_rand(&s);
-    for (int o = 0; o < Co; o++)
-        for (int i = 0; i < Ci; i++)
-            for (int t = 0; t < 9; t++) taps[(t * Ci + i) * Co + o] = w[(o * Ci + i) * 9 + t];
-    drape_conv cv = {w, b, taps, Ci, Co};
+    cpu_conv_pack(taps, wt, w, Ci, Co);
+    drape_conv cv = {w, b, Ci, Co};
+    cpu_conv pc = {b, taps, wt, Ci, Co};
     int pw = Wu + 2, P = (Hu + 2) * pw;
     float *x = malloc(sizeof(float) * Hu * Wu * Ci), *xp = calloc((size_t)P * Ci, sizeof(float));
     float *yr = malloc(sizeof(float) * Hu * Wu * Co), *yp = calloc((size_t)P * Co, sizeof(float));
@@ -177,7 +176,7 @@ static void conv_case(int Hu, int Wu, int Ci, int Co, int mode, uint64_t seed)
         if (i == 1) sp[ns++] = (drape_span){b, b + 2}, b += 2;
         sp[ns++] = (drape_span){b, (i + 1) * pw + 1 + Wu};
     }
-    cpu_conv3x3(yp, xp, &cv, Hu, Wu, sp, ns, mode, 2);
+    cpu_conv3x3(yp, xp, &pc, Hu, Wu, sp, ns, mode);
     cpu_conv3x3_ref(yr, x, &cv, Hu, Wu, mode);
     for (int i = 0; i < Hu; i++)
         for (int j = 0; j < Wu; j++)
@@ -189,7 +188,7 @@ static void conv_case(int Hu, int Wu, int Ci, int Co, int mode, uint64_t seed)
             cr_assert_eq(yp[((size_t)i * pw + pw - 1) * Co + c], 0);
         }
     }
-    free(w); free(b); free(taps); free(x); free(xp); free(yr); free(yp);
+    free(w); free(b); free(taps); free(wt); free(x); free(xp); free(yr); free(yp);
 }
 
 Test(kernels, conv_matches_naive_loop)
@@ -197,6 +196,9 @@ Test(kernels, conv_matches_naive_loop)
     conv_case(7, 5, 4, 6, 0, 1);
     conv_case(6, 9, 5, 3, 1, 2);
     conv_case(8, 8, 6, 6, 2, 3);
+    conv_case(5, 19, 20, 80, 1, 4);  /* 4 + 1 vectors of 16, runs of 19 = 3×6 + 1 */
+    conv_case(4, 26, 17, 35, 0, 5);  /* 2 vectors + 3 narrow channels; 26 = 2×12 + 2 */
+    conv_case(3, 13, 48, 48, 2, 6);  /* residual, 3 vectors */
 }
 
 /* Skipping texels is exact: with the garment's spans the sampled output of a
@@ -221,11 +223,19 @@ Test(kernels, conv_spans_are_exact)
     for (size_t i = 0; i < (size_t)P * Cmax; i++) a[0][i] = a[1][i] = 1e3f;
     drape_span *full = malloc(sizeof *full * Hu);
     for (int i = 0; i < Hu; i++) full[i] = (drape_span){(i + 1) * pw + 1, (i + 1) * pw + 1 + Wu};
+    cpu_conv pc[DRAPE_MAX_CONV];
+    float *packed[DRAPE_MAX_CONV];
+    for (int l = 0; l < L; l++) {
+        const drape_conv *cv = &m->conv[l];
+        packed[l] = malloc(sizeof(float) * 18 * cv->in * cv->out);
+        cpu_conv_pack(packed[l], packed[l] + 9 * cv->in * cv->out, cv->w, cv->in, cv->out);
+        pc[l] = (cpu_conv){cv->b, packed[l], packed[l] + 9 * cv->in * cv->out, cv->in, cv->out};
+    }
     const float *xs = in, *xf = in;
     for (int l = 0; l < L; l++) {
         int mode = l == L - 1 ? 0 : m->conv[l].in == m->conv[l].out ? 2 : 1;
-        cpu_conv3x3(a[l & 1], xs, &m->conv[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
-        cpu_conv3x3(f[l & 1], xf, &m->conv[l], Hu, Wu, full, Hu, mode, 1);
+        cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode);
+        cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode);
         xs = a[l & 1];
         xf = f[l & 1];
     }
@@ -234,6 +244,7 @@ Test(kernels, conv_spans_are_exact)
     cpu_uv_sample(df, g, xf, Hu, Wu);
     assert_near(ds, df, 3 * g->V, 1e-5f);
     cr_assert_lt(g->active_texels[1], (int64_t)Hu * Wu, "the runs should skip something on this atlas");
+    for (int l = 0; l < L; l++) free(packed[l]);
     free(full);
     free(in); free(a[0]); free(a[1]); free(f[0]); free(f[1]); free(ds); free(df);
     drape_model_free(m);

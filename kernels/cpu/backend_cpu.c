@@ -11,7 +11,7 @@ static void cpu_destroy(drape_backend *b)
     free(be->X); free(be->h1); free(be->h2); free(be->net); free(be->phi);
     free(be->T_hat); free(be->q); free(be->Hf);
     free(be->M); free(be->phat); free(be->delta);
-    free(be->map_in); free(be->map_a); free(be->map_b);
+    free(be->map_in); free(be->map_a); free(be->map_b); free(be->conv_packed);
     free(be);
 }
 
@@ -22,9 +22,11 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
     if (!be) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     be->base.ops = &drape_backend_cpu;
     be->base.model = m;
-    /* threads: OpenBLAS for the GEMMs, OpenMP for the conv's runs */
+    /* OpenMP owns the threads (conv runs, GEMM row blocks); OpenBLAS runs
+     * single-threaded inside them, so two pools never spin against each other */
     be->threads = opts->threads > 0 ? opts->threads : omp_get_num_procs();
-    openblas_set_num_threads(be->threads);
+    omp_set_num_threads(be->threads);
+    openblas_set_num_threads(1);
     int Vmax = 1, Cmax = 3;
     for (int i = 0; i < c->n_garments; i++)
         if (m->garments[i].V > Vmax) Vmax = m->garments[i].V;
@@ -38,7 +40,17 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
     be->map_in = calloc(P * (3 + c->feat_dim + c->pose_dim + 1), sizeof(float));
     be->map_a = calloc(P * Cmax, sizeof(float));
     be->map_b = calloc(P * Cmax, sizeof(float));
-    if (!be->M || !be->phat || !be->delta || !be->map_in || !be->map_a || !be->map_b) {
+    size_t packed = 0;
+    for (int l = 0; l < c->n_conv; l++) packed += (size_t)18 * m->conv[l].in * m->conv[l].out;
+    be->conv_packed = malloc(packed * sizeof(float));
+    for (int l = 0, off = 0; be->conv_packed && l < c->n_conv; l++) {
+        const drape_conv *cv = &m->conv[l];
+        float *taps = be->conv_packed + off, *wt = taps + (size_t)9 * cv->in * cv->out;
+        cpu_conv_pack(taps, wt, cv->w, cv->in, cv->out);
+        be->conv[l] = (cpu_conv){.b = cv->b, .taps = taps, .wt = wt, .in = cv->in, .out = cv->out};
+        off += 18 * cv->in * cv->out;
+    }
+    if (!be->conv_packed || !be->M || !be->phat || !be->delta || !be->map_in || !be->map_a || !be->map_b) {
         cpu_destroy(&be->base);
         return drape_fail(err, DRAPE_ENOMEM, "cpu backend: cannot allocate the UV maps (%zu texels)", P);
     }

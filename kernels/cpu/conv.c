@@ -9,6 +9,7 @@
  * with Cin and Cout of 32–128 those copies cost as much as the arithmetic.
  * Runs are spread over threads (OpenMP). The tiles are compiled for
  * AVX-512, AVX2+FMA and plain x86-64, chosen at load time (target_clones). */
+#include <stdint.h>
 #include <string.h>
 
 #include "ops.h"
@@ -21,7 +22,7 @@ typedef int32_t v16i __attribute__((vector_size(64)));
  * accumulators live in registers. */
 #define CONV_TILE(R, NV)                                                                                   \
     __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void tile_##R##x##NV(      \
-        float *out, const float *in, const drape_conv *cv, const int64_t *shift, int64_t p, int co, int mode) \
+        float *out, const float *in, const cpu_conv *cv, const int64_t *shift, int64_t p, int co, int mode) \
     {                                                                                                      \
         const int Ci = cv->in, Co = cv->out;                                                              \
         v16 acc[R][NV];                                                                                    \
@@ -54,26 +55,30 @@ CONV_TILE(1, 4)
 CONV_TILE(1, 2)
 CONV_TILE(1, 1)
 
-/* channels [co, Co) that do not fill a 16-wide vector (e.g. the last layer's 3) */
-static void tail_channels(float *out, const float *in, const drape_conv *cv, const int64_t *shift, int64_t p, int n,
-                          int co, int mode)
+/* Channels [co, Co) that do not fill a 16-wide vector (the last layer's 3):
+ * per texel and channel, 9 dot products over the input channels, 16 wide. */
+__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void tail_channels(
+    float *out, const float *in, const cpu_conv *cv, const int64_t *shift, int64_t p, int n, int co, int mode)
 {
-    const int Ci = cv->in, Co = cv->out;
+    const int Ci = cv->in, Co = cv->out, C16 = Ci & ~15;
     for (int64_t q = p; q < p + n; q++)
         for (int o = co; o < Co; o++) {
-            float acc = cv->b[o];
+            v16 acc = {0};
+            float s = cv->b[o];
             for (int t = 0; t < 9; t++) {
-                const float *x = in + (q + shift[t]) * Ci, *w = cv->taps + (size_t)t * Ci * Co + o;
-                for (int ci = 0; ci < Ci; ci++) acc += x[ci] * w[(size_t)ci * Co];
+                const float *x = in + (q + shift[t]) * Ci, *w = cv->wt + ((size_t)o * 9 + t) * Ci;
+                for (int ci = 0; ci < C16; ci += 16) acc += *(const v16u *)(x + ci) * *(const v16u *)(w + ci);
+                for (int ci = C16; ci < Ci; ci++) s += x[ci] * w[ci];
             }
-            if (mode) acc = acc > 0 ? acc : 0;
-            if (mode == 2) acc += in[q * Ci + o];
-            out[q * Co + o] = acc;
+            for (int k = 0; k < 16; k++) s += acc[k];
+            if (mode) s = s > 0 ? s : 0;
+            if (mode == 2) s += in[q * Ci + o];
+            out[q * Co + o] = s;
         }
 }
 
 /* One run of n texels from flat position p. */
-static void conv_run(float *out, const float *in, const drape_conv *cv, const int64_t *shift, int64_t p, int n,
+static void conv_run(float *out, const float *in, const cpu_conv *cv, const int64_t *shift, int64_t p, int n,
                      int mode)
 {
     int co = 0, nvec = cv->out / 16;
@@ -106,15 +111,26 @@ static void zero_border(float *out, int Hu, int Wu, int C)
     }
 }
 
-void cpu_conv3x3(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode, int threads)
+void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out)
+{
+    for (int o = 0; o < out; o++)
+        for (int i = 0; i < in; i++)
+            for (int t = 0; t < 9; t++) {
+                float x = w[((size_t)o * in + i) * 9 + t];
+                taps[((size_t)t * in + i) * out + o] = x;
+                wt[((size_t)o * 9 + t) * in + i] = x;
+            }
+}
+
+void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
+                 int n_spans, int mode)
 {
     int64_t shift[9];
     for (int t = 0; t < 9; t++) shift[t] = (int64_t)(t / 3 - 1) * (Wu + 2) + (t % 3 - 1);
     /* the border is the zero padding the next layer reads; the buffer may
      * have held a map of another width, so lay it afresh */
     zero_border(out, Hu, Wu, cv->out);
-#pragma omp parallel for schedule(dynamic, 8) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(dynamic, 8)
     for (int s = 0; s < n_spans; s++)
         conv_run(out, in, cv, shift, spans[s].begin, spans[s].end - spans[s].begin, mode);
 }

@@ -3,6 +3,7 @@
 #define DRAPE_CPU_BACKEND_H
 
 #include "../../runtime/backend_impl.h"
+#include "ops.h"
 
 /* Module B's outputs for one identity, all in one allocation (DESIGN 2.3 step 5). */
 typedef struct {
@@ -19,6 +20,8 @@ typedef struct {
 typedef struct {
     struct drape_backend base;
     int threads;
+    cpu_conv conv[DRAPE_MAX_CONV]; /* the model's conv layers, packed */
+    float *conv_packed;
     /* module A scratch, grown on demand for the batch size */
     int cap;
     float *X, *h1, *h2, *net, *phi; /* [n,15B] [n,H] [n,H] [n,9B] [n,d_φ] */

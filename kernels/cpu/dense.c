@@ -5,11 +5,20 @@
 
 #include "ops.h"
 
+/* Rows per block when a GEMM is split over threads. */
+#define LINEAR_BLOCK 256
+
 void cpu_linear(float *out, const float *in, const drape_linear *lin, int n)
 {
-    for (int r = 0; r < n; r++) memcpy(out + (size_t)r * lin->out, lin->b, (size_t)lin->out * sizeof *out);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, lin->out, lin->in, 1.0f, in, lin->in, lin->w, lin->in,
-                1.0f, out, lin->out);
+    int nb = (n + LINEAR_BLOCK - 1) / LINEAR_BLOCK;
+#pragma omp parallel for schedule(static) if (nb > 1)
+    for (int blk = 0; blk < nb; blk++) {
+        int r0 = blk * LINEAR_BLOCK, rn = n - r0 < LINEAR_BLOCK ? n - r0 : LINEAR_BLOCK;
+        float *o = out + (size_t)r0 * lin->out;
+        for (int r = 0; r < rn; r++) memcpy(o + (size_t)r * lin->out, lin->b, (size_t)lin->out * sizeof *out);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rn, lin->out, lin->in, 1.0f, in + (size_t)r0 * lin->in,
+                    lin->in, lin->w, lin->in, 1.0f, o, lin->out);
+    }
 }
 
 void cpu_linear_ref(float *out, const float *in, const drape_linear *lin, int n)

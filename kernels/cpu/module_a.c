@@ -68,10 +68,10 @@ static void frame_uv(cpu_backend *be, float *delta, const cpu_identity *id, cons
     const float *in = be->map_in;
     float *outs[2] = {be->map_a, be->map_b};
     for (int l = 0; l < L; l++) {
-        const drape_conv *cv = &m->conv[l];
+        const cpu_conv *cv = &be->conv[l];
         int mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1;
         float *out = outs[l & 1];
-        cpu_conv3x3(out, in, cv, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, be->threads);
+        cpu_conv3x3(out, in, cv, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode);
         in = out;
     }
     cpu_uv_sample(delta, g, in, Hu, Wu);

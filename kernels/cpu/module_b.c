@@ -45,11 +45,24 @@ static void knn_body(int32_t *nn, const float *gv, int V, const float *vs, int N
     }
 }
 
+/* out [n,3] = x [n,3] + shapedirs[nn]·β: points follow their nearest body vertex */
+static void retarget(float *out, const float *x, const int32_t *nn, int n, const drape_model *m, const float *betas)
+{
+    int S = m->cfg.betas;
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < 3; d++) {
+            const float *sd = m->shapedirs + ((size_t)nn[i] * 3 + d) * S;
+            float acc = x[3 * i + d];
+            for (int s = 0; s < S; s++) acc += sd[s] * betas[s];
+            out[3 * i + d] = acc;
+        }
+}
+
 int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const float *betas, drape_error *err)
 {
     const drape_config *cf = &m->cfg;
     const drape_garment *g = &m->garments[garment];
-    int V = g->V, Nb = m->Nb, N = V + Nb, B = cf->bones, S = cf->betas, H = cf->hidden, dh = cf->latent;
+    int V = g->V, Nb = m->Nb, N = V + Nb, B = cf->bones, H = cf->hidden, dh = cf->latent;
     int k = cf->skin_k, knn = cf->knn < Nb ? cf->knn : Nb, df = cf->feat_dim;
     int Emax = 2 * (g->n_edges + m->n_body_edges + V * knn);
 
@@ -85,20 +98,8 @@ int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const fl
 
     /* 1. retarget garment and bones to the body shape */
     drape_body_shape(vs, id->J, m, betas);
-    for (int v = 0; v < V; v++)
-        for (int d = 0; d < 3; d++) {
-            const float *sd = m->shapedirs + ((size_t)g->body_nn[v] * 3 + d) * S;
-            float acc = g->rest[3 * v + d];
-            for (int s = 0; s < S; s++) acc += sd[s] * betas[s];
-            id->g[3 * v + d] = acc;
-        }
-    for (int b = 0; b < B; b++)
-        for (int d = 0; d < 3; d++) {
-            const float *sd = m->shapedirs + ((size_t)g->bone_body_nn[b] * 3 + d) * S;
-            float acc = g->bones[3 * b + d];
-            for (int s = 0; s < S; s++) acc += sd[s] * betas[s];
-            id->c[3 * b + d] = acc;
-        }
+    retarget(id->g, g->rest, g->body_nn, V, m, betas);
+    retarget(id->c, g->bones, g->bone_body_nn, B, m, betas);
 
     /* 2. the graph: garment nodes 0..V−1, body nodes V..N−1 */
     drape_mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);

@@ -8,7 +8,8 @@
 
 #include "../../runtime/model.h"
 
-/* out [n,lin.out] = in [n,lin.in] · wᵀ + b   (OpenBLAS sgemm) */
+/* out [n,lin.out] = in [n,lin.in] · wᵀ + b   (OpenBLAS sgemm; large n is
+ * split in row blocks over the OpenMP threads, OpenBLAS itself runs one) */
 void cpu_linear(float *out, const float *in, const drape_linear *lin, int n);
 void cpu_linear_ref(float *out, const float *in, const drape_linear *lin, int n);
 
@@ -39,14 +40,22 @@ void cpu_skin(float *out, const float *g, const float *M, const int32_t *idx, co
 /* w [V,k] = softmax_j(log(w0 + 1e-8) + dw[v, idx_vj]); dw [V,B] */
 void cpu_skin_weights(float *w, const float *w0, const float *dw, const int32_t *idx, int V, int k, int B);
 
+/* A conv layer in the CPU kernels' layouts: taps [9][in][out] (a texel tile
+ * reads 16-wide rows of output channels) and wt [out][9][in] (an output
+ * channel narrower than a vector reads rows of input channels). */
+typedef struct { const float *b, *taps, *wt; int in, out; } cpu_conv;
+
+/* taps [9·in·out], wt [out·9·in] from w [out,in,3,3] (PyTorch layout) */
+void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out);
+
 /* 3×3 conv, stride 1, zero padding 1, on maps in the padded layout
  * [(Hu+2)(Wu+2), C]. Computes out on the given runs of texels only (reading
  * in around them), and lays the zero border of out (the buffer may have held
  * a map of another width): out = conv(in) (+ ReLU) (+ in, residual: requires
  * in == out widths). mode: 0 plain, 1 ReLU, 2 residual ReLU. Runs are shared
- * among `threads` threads. */
-void cpu_conv3x3(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode, int threads);
+ * among the OpenMP threads. */
+void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
+                 int n_spans, int mode);
 /* Naive reference on an unpadded map [Hu,Wu,in] → [Hu,Wu,out], whole map. */
 void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode);
 
