@@ -144,8 +144,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: drape_bench BUNDLE...\n");
         return 2;
     }
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows appear as they are measured */
     int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    printf("threads: %d (OpenBLAS for C, torch.set_num_threads for PyTorch)\n\n", threads);
+    printf("threads: %d (OpenMP for C, torch.set_num_threads for PyTorch)\n\n", threads);
     printf("| config | measure | C runtime (ms) | PyTorch (ms) | PyTorch / C |\n");
     printf("|---|---|---:|---:|---:|\n");
     int fail = 0, goal_met = -1, goal32 = -1;

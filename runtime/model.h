@@ -3,8 +3,8 @@
  * Every tensor is validated against the config and copied into one
  * contiguous, 64-byte aligned arena; the structs below are named views into
  * it (network weights keep PyTorch layouts: Linear weight [out,in], conv
- * weight [out,in,3,3]). Per-garment tables derived at load (unique edges, UV
- * raster, UV copies, the conv's active spans) live in a second arena. */
+ * weight [out,in,3,3]). Tables derived at load (unique edges, the UV raster,
+ * UV copies, the conv's runs) are separate allocations owned by the model. */
 #ifndef DRAPE_MODEL_H
 #define DRAPE_MODEL_H
 
@@ -98,7 +98,7 @@ typedef struct {
     drape_mlp_ln *edge_mlp, *node_mlp; /* [blocks] */
     drape_linear head_z[2], head_dw[2], head_feat;
     /* storage and facts for `drape info` */
-    unsigned char *arena, *derived;
+    unsigned char *arena;
     size_t arena_bytes, derived_bytes, file_bytes;
     int n_tensors, n_unused_tensors;
 } drape_model;

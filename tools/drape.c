@@ -54,6 +54,8 @@ static int cmd_info(int argc, char **argv)
     }
     printf("tensors    %d (%d not used by this runtime), %zu bytes of data\n", m->n_tensors, m->n_unused_tensors,
            m->file_bytes);
+    printf("memory     %.1f MiB of weights and meshes, %.1f MiB of derived tables (UV raster, edges)\n",
+           m->arena_bytes / 1048576.0, m->derived_bytes / 1048576.0);
     drape_model_free(m);
     return 0;
 }
