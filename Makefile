@@ -29,12 +29,12 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas)
 BLAS_LIBS   := $(shell pkg-config --libs openblas)
 
 CC      ?= cc
-CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_DEFAULT_SOURCE -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
+OPT     ?= -O2 -g
+CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
 LDFLAGS += -fopenmp $(SANITIZE)
-LDLIBS  := $(BLAS_LIBS) -ljansson -lm -lpthread
+LDLIBS  := $(BLAS_LIBS) -lcholmod -ljansson -lm -lpthread
 
-LIB_SRC := $(wildcard runtime/*.c) $(wildcard kernels/cpu/*.c)
+LIB_SRC := $(wildcard runtime/*.c) $(wildcard kernels/cpu/*.c) $(wildcard sim/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
@@ -63,7 +63,7 @@ $(BUILD)/kernels/cpu/conv.o: CFLAGS += -O3 -ffp-contract=fast
 $(BUILD)/libdrape.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/drape: $(BUILD)/tools/drape.o $(BUILD)/libdrape.a
+$(BUILD)/drape: $(BUILD)/tools/drape.o $(BUILD)/tools/sim_cmd.o $(BUILD)/libdrape.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/libdrape.a
@@ -88,7 +88,7 @@ test: all $(BUNDLES)
 # Sanitizer run: a separate build tree; any ASan/UBSan/LSan report fails it,
 # even when Criterion itself reported every test as passing.
 check:
-	@$(MAKE) --no-print-directory BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    build-asan/drape build-asan/drape_tests
 	@$(MAKE) --no-print-directory $(BUNDLES)
@@ -101,6 +101,6 @@ check:
 bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/drape.d $(BUILD)/bench/bench_module.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/drape.d $(BUILD)/tools/sim_cmd.d $(BUILD)/bench/bench_module.d
 
 endif

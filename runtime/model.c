@@ -236,7 +236,7 @@ static int build_wants(want_list *l, drape_model *m, const drape_st *st, drape_e
     for (int gi = 0; gi < c->n_garments; gi++) {
         drape_garment *g = &m->garments[gi];
         const char *n = c->garments[gi];
-        snprintf(g->name, sizeof g->name, "%s", n);
+        memcpy(g->name, n, strlen(n) + 1); /* validated shorter than DRAPE_NAME_MAX */
         if ((rc = garment_sizes(st, n, &g->V, &g->F, &g->Nuv, err))) return rc;
         int V = g->V, k = c->skin_k;
         if ((rc = want_add(l, (const void **)&g->rest, 1, 2, (const int64_t[]){V, 3}, "garment.%s.rest", n)) ||

@@ -9,6 +9,7 @@ PKGS=(
   libopenblas-dev          # GEMMs of the CPU backend
   libjansson-dev           # drape.config, JSON everywhere
   libcriterion-dev         # unit tests
+  libsuitesparse-dev       # CHOLMOD: the cloth engine's prefactored solve
   python3-numpy python3-scipy python3-torch   # train/: assets, reference model, cross-check, bench peer
 )
 

@@ -2,6 +2,7 @@
  *   drape info MODEL
  *   drape infer --model M --garment G [--betas b0,b1,...] --poses IN.npy --out OUT.npy
  *               [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]
+ *   drape sim cloth ...   (tools/sim_cmd.c)
  * Every failure prints one clear line to stderr and exits non-zero. */
 #include <errno.h>
 #include <math.h>
@@ -13,13 +14,15 @@
 #include "../runtime/model.h"
 #include "../runtime/npy.h"
 #include "../runtime/sequence.h"
+#include "tools.h"
 
 static int usage(void)
 {
     fprintf(stderr,
             "usage: drape info MODEL\n"
             "       drape infer --model MODEL --garment NAME [--betas b0,b1,...] --poses IN.npy --out OUT.npy\n"
-            "                   [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]\n");
+            "                   [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]\n"
+            "       drape sim cloth --mesh IN.obj [--pin i,j,...] ... --out OUT.obj   (drape sim for all options)\n");
     return 2;
 }
 
@@ -158,6 +161,7 @@ int main(int argc, char **argv)
     if (argc < 2) return usage();
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "infer")) return cmd_infer(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "sim")) return drape_cmd_sim(argc - 2, argv + 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { usage(); return 0; }
     fprintf(stderr, "drape: unknown command '%s'\n", argv[1]);
     return usage();

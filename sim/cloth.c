@@ -1,0 +1,254 @@
+#include "cloth.h"
+
+#include <cholmod.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/mesh.h"
+
+struct drape_cloth {
+    drape_cloth_params p;
+    int n, ns, nfree;
+    int32_t *springs;      /* [ns,2] i < j */
+    double *l0, *k;        /* [ns] */
+    double *mass;          /* [n] lumped */
+    double *x, *v, *y;     /* [n,3] */
+    double *d;             /* [ns,3] spring directions of the local step */
+    int32_t *free_of;      /* [n] free index or −1 for a pinned node */
+    int32_t *node_of;      /* [nfree] */
+    double *pin_rhs;       /* [nfree,3] −H_fp x_p, constant */
+    cholmod_common cm;
+    cholmod_factor *L;
+    cholmod_dense *B, *Xs, *Ys, *Es; /* solve workspaces, reused every step */
+    int factorizations;
+};
+
+static int fail_free(drape_cloth *c, drape_error *err, int code, const char *msg)
+{
+    drape_cloth_free(c);
+    return drape_fail(err, code, "%s", msg);
+}
+
+int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t *faces, int F, const int32_t *pins,
+                       int n_pins, const drape_cloth_params *p, drape_error *err)
+{
+    *out = NULL;
+    if (n < 1 || F < 1) return drape_fail(err, DRAPE_EINVAL, "cloth: needs vertices and triangles (got %d, %d)", n, F);
+    if (!(p->dt > 0) || !isfinite(p->dt) || p->iters < 1 || !(p->ym > 0) || !isfinite(p->ym) || !isfinite(p->gravity) ||
+        (p->mass == DRAPE_MASS_AREA && !(p->density > 0)))
+        return drape_fail(err, DRAPE_EINVAL, "cloth: dt, ym (and density) must be positive, iters >= 1, gravity finite");
+    for (int i = 0; i < 3 * n; i++)
+        if (!isfinite(X[i])) return drape_fail(err, DRAPE_ENONFINITE, "cloth: vertex %d is NaN or Inf", i / 3);
+    for (int i = 0; i < 3 * F; i++)
+        if (faces[i] < 0 || faces[i] >= n)
+            return drape_fail(err, DRAPE_ERANGE, "cloth: triangle %d refers to vertex %d of %d", i / 3, faces[i], n);
+    double *area = calloc((size_t)F, sizeof *area);
+    if (!area) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    for (int f = 0; f < F; f++) {
+        const double *a = X + 3 * faces[3 * f], *b = X + 3 * faces[3 * f + 1], *cc = X + 3 * faces[3 * f + 2];
+        double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
+        double cx = e1[1] * e2[2] - e1[2] * e2[1], cy = e1[2] * e2[0] - e1[0] * e2[2], cz = e1[0] * e2[1] - e1[1] * e2[0];
+        area[f] = 0.5 * sqrt(cx * cx + cy * cy + cz * cz);
+        if (!(area[f] > 1e-14)) {
+            double a0 = area[f];
+            free(area);
+            return drape_fail(err, DRAPE_EINVAL, "cloth: triangle %d is degenerate (area %g)", f, a0);
+        }
+    }
+    drape_cloth *c = calloc(1, sizeof *c);
+    if (!c) { free(area); return drape_fail(err, DRAPE_ENOMEM, "out of memory"); }
+    c->p = *p;
+    c->n = n;
+    cholmod_start(&c->cm);
+    c->cm.print = 0;
+    if (drape_mesh_edges(&c->springs, &c->ns, faces, F)) { free(area); return fail_free(c, err, DRAPE_ENOMEM, "out of memory"); }
+    int ns = c->ns;
+    c->l0 = malloc((size_t)ns * sizeof(double));
+    c->k = malloc((size_t)ns * sizeof(double));
+    c->mass = calloc((size_t)n, sizeof(double));
+    c->x = malloc((size_t)n * 3 * sizeof(double));
+    c->v = calloc((size_t)n * 3, sizeof(double));
+    c->y = malloc((size_t)n * 3 * sizeof(double));
+    c->d = malloc((size_t)ns * 3 * sizeof(double));
+    c->free_of = malloc((size_t)n * sizeof(int32_t));
+    if (!c->l0 || !c->k || !c->mass || !c->x || !c->v || !c->y || !c->d || !c->free_of) {
+        free(area);
+        return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    }
+    memcpy(c->x, X, (size_t)n * 3 * sizeof(double));
+    for (int s = 0; s < ns; s++) {
+        const double *a = X + 3 * c->springs[2 * s], *b = X + 3 * c->springs[2 * s + 1];
+        double l = sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]));
+        if (!(l > 1e-12)) {
+            free(area);
+            char msg[96];
+            snprintf(msg, sizeof msg, "cloth: edge %d-%d has zero length", c->springs[2 * s], c->springs[2 * s + 1]);
+            return fail_free(c, err, DRAPE_EINVAL, msg);
+        }
+        c->l0[s] = l;
+        c->k[s] = p->ym / (l * l);
+    }
+    for (int i = 0; i < n; i++) c->mass[i] = p->mass == DRAPE_MASS_UNIT ? 1.0 : 0.0;
+    if (p->mass == DRAPE_MASS_AREA)
+        for (int f = 0; f < F; f++)
+            for (int k = 0; k < 3; k++) c->mass[faces[3 * f + k]] += p->density * area[f] / 3.0;
+    free(area);
+    for (int i = 0; i < n; i++) c->free_of[i] = 0;
+    for (int i = 0; i < n_pins; i++) {
+        if (pins[i] < 0 || pins[i] >= n) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "cloth: pin %d is not a vertex (the mesh has %d)", pins[i], n);
+            return fail_free(c, err, DRAPE_ERANGE, msg);
+        }
+        c->free_of[pins[i]] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (c->free_of[i] == 0 && !(c->mass[i] > 0))
+            return fail_free(c, err, DRAPE_EINVAL, "cloth: a free vertex has no mass (not in any triangle)");
+        c->free_of[i] = c->free_of[i] < 0 ? -1 : c->nfree++;
+    }
+    c->node_of = malloc(((size_t)c->nfree + 1) * sizeof(int32_t));
+    c->pin_rhs = calloc((size_t)c->nfree * 3 + 1, sizeof(double));
+    if (!c->node_of || !c->pin_rhs) return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        if (c->free_of[i] >= 0) c->node_of[c->free_of[i]] = i;
+    if (c->nfree == 0) { *out = c; return DRAPE_OK; } /* everything pinned: nothing to solve */
+
+    /* H = M/h² + Σ_s k_s (e_i − e_j)(e_i − e_j)ᵀ over the free nodes (lower
+     * triangle, as CHOLMOD's symmetric storage wants); springs to a pinned
+     * node move into the constant right-hand side −H_fp x_p. */
+    double h2 = p->dt * p->dt;
+    cholmod_triplet *T = cholmod_allocate_triplet((size_t)c->nfree, (size_t)c->nfree, (size_t)c->nfree + (size_t)3 * ns,
+                                                  -1, CHOLMOD_REAL, &c->cm);
+    if (!T) return fail_free(c, err, DRAPE_ENOMEM, "cloth: out of memory for the global matrix");
+    int32_t *Ti = T->i, *Tj = T->j;
+    double *Tx = T->x;
+    size_t nz = 0;
+#define ADD(r, col, val) (Ti[nz] = (r), Tj[nz] = (col), Tx[nz++] = (val))
+    for (int a = 0; a < c->nfree; a++) ADD(a, a, c->mass[c->node_of[a]] / h2);
+    for (int s = 0; s < ns; s++) {
+        int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
+        double k = c->k[s];
+        if (fi >= 0) ADD(fi, fi, k);
+        if (fj >= 0) ADD(fj, fj, k);
+        if (fi >= 0 && fj >= 0) ADD(fi > fj ? fi : fj, fi > fj ? fj : fi, -k);
+        else if (fi >= 0 || fj >= 0) { /* one end pinned: −H_fp x_p = +k x_pin */
+            int f = fi >= 0 ? fi : fj, pin = fi >= 0 ? j : i;
+            for (int d = 0; d < 3; d++) c->pin_rhs[3 * f + d] += k * X[3 * pin + d];
+        }
+    }
+#undef ADD
+    T->nnz = nz;
+    cholmod_sparse *A = cholmod_triplet_to_sparse(T, nz, &c->cm); /* sums duplicates */
+    cholmod_free_triplet(&T, &c->cm);
+    if (!A) return fail_free(c, err, DRAPE_ENOMEM, "cloth: out of memory for the global matrix");
+    c->L = cholmod_analyze(A, &c->cm);
+    int ok = c->L && cholmod_factorize(A, c->L, &c->cm) && c->cm.status == CHOLMOD_OK;
+    cholmod_free_sparse(&A, &c->cm);
+    if (!ok) return fail_free(c, err, DRAPE_EBACKEND, "cloth: CHOLMOD could not factorize the global matrix");
+    c->factorizations = 1;
+    /* B is [nfree,3] column-major: one column per axis */
+    c->B = cholmod_allocate_dense((size_t)c->nfree, 3, (size_t)c->nfree, CHOLMOD_REAL, &c->cm);
+    if (!c->B) return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    *out = c;
+    return DRAPE_OK;
+}
+
+void drape_cloth_free(drape_cloth *c)
+{
+    if (!c) return;
+    cholmod_free_factor(&c->L, &c->cm);
+    cholmod_free_dense(&c->B, &c->cm);
+    cholmod_free_dense(&c->Xs, &c->cm);
+    cholmod_free_dense(&c->Ys, &c->cm);
+    cholmod_free_dense(&c->Es, &c->cm);
+    cholmod_finish(&c->cm);
+    free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->d);
+    free(c->free_of); free(c->node_of); free(c->pin_rhs);
+    free(c);
+}
+
+/* d_s = l0 (x_j − x_i)/|x_j − x_i| (rest direction if the spring collapsed) */
+static void local_step(drape_cloth *c)
+{
+    for (int s = 0; s < c->ns; s++) {
+        const double *a = c->x + 3 * c->springs[2 * s], *b = c->x + 3 * c->springs[2 * s + 1];
+        double e[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        double l = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        double *d = c->d + 3 * s;
+        if (l > 0) {
+            for (int k = 0; k < 3; k++) d[k] = c->l0[s] * e[k] / l;
+        } /* else keep the previous direction */
+    }
+}
+
+/* x_free = H⁻¹ (M y/h² + GᵀW d − H_fp x_p), three columns */
+static int global_step(drape_cloth *c, drape_error *err)
+{
+    double h2 = c->p.dt * c->p.dt, *B = c->B->x;
+    int nf = c->nfree;
+    for (int a = 0; a < nf; a++) {
+        int i = c->node_of[a];
+        for (int k = 0; k < 3; k++) B[k * nf + a] = c->mass[i] / h2 * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
+    }
+    for (int s = 0; s < c->ns; s++) {
+        int fi = c->free_of[c->springs[2 * s]], fj = c->free_of[c->springs[2 * s + 1]];
+        const double *d = c->d + 3 * s;
+        for (int k = 0; k < 3; k++) {
+            double w = c->k[s] * d[k];
+            if (fi >= 0) B[k * nf + fi] -= w;
+            if (fj >= 0) B[k * nf + fj] += w;
+        }
+    }
+    if (!cholmod_solve2(CHOLMOD_A, c->L, c->B, NULL, &c->Xs, NULL, &c->Ys, &c->Es, &c->cm))
+        return drape_fail(err, DRAPE_EBACKEND, "cloth: CHOLMOD solve failed");
+    const double *X = c->Xs->x;
+    for (int a = 0; a < nf; a++)
+        for (int k = 0; k < 3; k++) c->x[3 * c->node_of[a] + k] = X[k * nf + a];
+    return DRAPE_OK;
+}
+
+double drape_cloth_energy(const drape_cloth *c, const double *x)
+{
+    double h2 = c->p.dt * c->p.dt, e = 0;
+    for (int i = 0; i < c->n; i++)
+        for (int k = 0; k < 3; k++) {
+            double r = x[3 * i + k] - c->y[3 * i + k];
+            e += 0.5 / h2 * c->mass[i] * r * r;
+        }
+    for (int s = 0; s < c->ns; s++) {
+        const double *a = x + 3 * c->springs[2 * s], *b = x + 3 * c->springs[2 * s + 1];
+        double l = sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]));
+        e += 0.5 * c->k[s] * (l - c->l0[s]) * (l - c->l0[s]);
+    }
+    return e;
+}
+
+int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
+{
+    double h = c->p.dt;
+    int n3 = 3 * c->n;
+    /* momentum target y = x + h v + h² g, g = (0, −gravity, 0); pinned nodes stay */
+    for (int i = 0; i < c->n; i++)
+        for (int k = 0; k < 3; k++)
+            c->y[3 * i + k] = c->x[3 * i + k] + h * c->v[3 * i + k] - (k == 1 ? h * h * c->p.gravity : 0.0);
+    double *x0 = c->v; /* v is rewritten below: keep x_n in it meanwhile */
+    for (int i = 0; i < n3; i++) x0[i] = c->x[i];
+    for (int it = 0; it < c->p.iters && c->nfree; it++) {
+        local_step(c);
+        int rc = global_step(c, err);
+        if (rc) return rc;
+        if (energies) energies[it] = drape_cloth_energy(c, c->x);
+    }
+    for (int i = 0; i < n3; i++) c->v[i] = (c->x[i] - x0[i]) / h;
+    return DRAPE_OK;
+}
+
+int drape_cloth_step(drape_cloth *c, drape_error *err) { return drape_cloth_step_traced(c, NULL, err); }
+
+const double *drape_cloth_positions(const drape_cloth *c) { return c->x; }
+const double *drape_cloth_velocities(const drape_cloth *c) { return c->v; }
+int drape_cloth_nodes(const drape_cloth *c) { return c->n; }
+int drape_cloth_springs(const drape_cloth *c) { return c->ns; }
+int drape_cloth_factorizations(const drape_cloth *c) { return c->factorizations; }

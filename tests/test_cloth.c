@@ -1,0 +1,243 @@
+/* The fast mass-spring engine (sim/cloth.c) and `drape sim cloth`. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/cloth.h"
+#include "../sim/obj.h"
+#include "util.h"
+
+/* The notebook's cloth: an nx×ny grid of width × height in the z = 0 plane,
+ * each quad split along one diagonal; top corners are (ny−1)·nx and ny·nx−1. */
+static void grid(double **X, int32_t **T, int *n, int *F, int nx, int ny, double w, double h)
+{
+    *n = nx * ny;
+    *F = 2 * (nx - 1) * (ny - 1);
+    *X = malloc(sizeof(double) * 3 * *n);
+    *T = malloc(sizeof(int32_t) * 3 * *F);
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            double *p = *X + 3 * (j * nx + i);
+            p[0] = -w / 2 + w * i / (nx - 1);
+            p[1] = -h / 2 + h * j / (ny - 1);
+            p[2] = 0;
+        }
+    int f = 0;
+    for (int j = 0; j + 1 < ny; j++)
+        for (int i = 0; i + 1 < nx; i++) {
+            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
+            int32_t *t = *T + 3 * f;
+            t[0] = a, t[1] = b, t[2] = d, t[3] = a, t[4] = d, t[5] = c;
+            f += 2;
+        }
+}
+
+static const drape_cloth_params NOTEBOOK = {.dt = 1.0 / 30, .gravity = 9.8, .iters = 8, .ym = 80, .mass = DRAPE_MASS_UNIT};
+
+static drape_cloth *make(int nx, const drape_cloth_params *p, double **X, int32_t **T, int *n, int *F)
+{
+    grid(X, T, n, F, nx, nx, 2, 2);
+    int32_t pins[2] = {(nx - 1) * nx, nx * nx - 1};
+    drape_cloth *c = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_cloth_create(&c, *X, *n, *T, *F, pins, 2, p, &e), 0, "%s", e.msg);
+    return c;
+}
+
+Test(cloth, notebook_grid_has_its_springs)
+{
+    double *X;
+    int32_t *T;
+    int n, F;
+    drape_cloth *c = make(25, &NOTEBOOK, &X, &T, &n, &F);
+    cr_assert_eq(drape_cloth_nodes(c), 625);
+    cr_assert_eq(drape_cloth_springs(c), 1776); /* the notebook prints 625 nodes, 1776 springs */
+    drape_cloth_free(c);
+    free(X);
+    free(T);
+}
+
+/* Block coordinate descent never increases the step's objective. */
+Test(cloth, local_global_descends)
+{
+    double *X;
+    int32_t *T;
+    int n, F;
+    drape_cloth_params p = NOTEBOOK;
+    p.iters = 12;
+    drape_cloth *c = make(15, &p, &X, &T, &n, &F);
+    drape_error e = {0};
+    double en[12], *x0 = malloc(sizeof(double) * 3 * n);
+    for (int s = 0; s < 20; s++) {
+        memcpy(x0, drape_cloth_positions(c), sizeof(double) * 3 * n);
+        cr_assert_eq(drape_cloth_step_traced(c, en, &e), 0, "%s", e.msg);
+        double before = drape_cloth_energy(c, x0);
+        cr_assert_leq(en[0], before * (1 + 1e-12) + 1e-12, "step %d: first iteration raised the energy", s);
+        for (int i = 1; i < 12; i++)
+            cr_assert_leq(en[i], en[i - 1] * (1 + 1e-12) + 1e-12, "step %d iteration %d: %.17g > %.17g", s, i, en[i],
+                          en[i - 1]);
+    }
+    free(x0);
+    drape_cloth_free(c);
+    free(X);
+    free(T);
+}
+
+/* Hanging cloth: pins never move, the motion dies out, and the whole run
+ * used one factorization. */
+Test(cloth, hanging_cloth_settles)
+{
+    double *X;
+    int32_t *T;
+    int n, F;
+    drape_cloth_params p = NOTEBOOK;
+    drape_cloth *c = make(11, &p, &X, &T, &n, &F);
+    drape_error e = {0};
+    int pins[2] = {110, 120};
+    double vmax = 0;
+    for (int s = 0; s < 1500; s++) {
+        cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg);
+        const double *x = drape_cloth_positions(c);
+        for (int k = 0; k < 2; k++)
+            for (int d = 0; d < 3; d++) cr_assert_eq(x[3 * pins[k] + d], X[3 * pins[k] + d], "pin moved");
+    }
+    const double *v = drape_cloth_velocities(c), *x = drape_cloth_positions(c);
+    for (int i = 0; i < 3 * n; i++) vmax = fmax(vmax, fabs(v[i]));
+    cr_assert_lt(vmax, 1e-3, "still moving at %g m/s after 50 s", vmax);
+    double ymin = 1e9;
+    for (int i = 0; i < n; i++) ymin = fmin(ymin, x[3 * i + 1]);
+    cr_assert_lt(ymin, -1.0, "the cloth should hang below its rest (lowest y %g)", ymin);
+    cr_assert_eq(drape_cloth_factorizations(c), 1);
+    drape_cloth_free(c);
+    free(X);
+    free(T);
+}
+
+Test(cloth, large_time_steps_stay_finite)
+{
+    double *X;
+    int32_t *T;
+    int n, F;
+    drape_cloth_params p = NOTEBOOK;
+    p.dt = 1.0;
+    p.ym = 1e5;
+    drape_cloth *c = make(9, &p, &X, &T, &n, &F);
+    drape_error e = {0};
+    for (int s = 0; s < 50; s++) cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg);
+    const double *x = drape_cloth_positions(c);
+    for (int i = 0; i < 3 * n; i++) cr_assert(isfinite(x[i]) && fabs(x[i]) < 100, "x[%d] = %g", i, x[i]);
+    drape_cloth_free(c);
+    free(X);
+    free(T);
+}
+
+Test(cloth, area_mass_is_density_times_area)
+{
+    /* a free-falling unpinned triangle: with any mass the fall is g t² */
+    double X[9] = {0, 0, 0, 1, 0, 0, 0, 0, 1};
+    int32_t T[3] = {0, 1, 2};
+    drape_cloth_params p = NOTEBOOK;
+    p.mass = DRAPE_MASS_AREA;
+    p.density = 0.3;
+    drape_cloth *c = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_cloth_create(&c, X, 3, T, 1, NULL, 0, &p, &e), 0, "%s", e.msg);
+    for (int s = 0; s < 30; s++) cr_assert_eq(drape_cloth_step(c, &e), 0);
+    const double *x = drape_cloth_positions(c);
+    /* implicit Euler: y_n = −g h² n(n+1)/2 */
+    double want = -9.8 / 900.0 * 30 * 31 / 2;
+    for (int i = 0; i < 3; i++) cr_assert_float_eq(x[3 * i + 1], want, 1e-9, "%g vs %g", x[3 * i + 1], want);
+    drape_cloth_free(c);
+}
+
+Test(cloth, bad_inputs_are_rejected)
+{
+    double X[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0};
+    int32_t T[6] = {0, 1, 3, 0, 3, 2}, pins_bad[1] = {7};
+    drape_cloth *c = (drape_cloth *)1;
+    drape_error e = {0};
+    cr_assert_eq(drape_cloth_create(&c, X, 4, T, 2, pins_bad, 1, &NOTEBOOK, &e), DRAPE_ERANGE);
+    cr_assert_null(c);
+    cr_assert(strstr(e.msg, "pin 7"), "%s", e.msg);
+    double Xn[12];
+    memcpy(Xn, X, sizeof X);
+    Xn[4] = NAN;
+    cr_assert_eq(drape_cloth_create(&c, Xn, 4, T, 2, NULL, 0, &NOTEBOOK, &e), DRAPE_ENONFINITE);
+    int32_t Tdeg[3] = {0, 1, 1};
+    cr_assert_eq(drape_cloth_create(&c, X, 4, Tdeg, 1, NULL, 0, &NOTEBOOK, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "degenerate"), "%s", e.msg);
+    /* vertex 3 on vertex 0: the edge 0-3 has zero length (its triangle has no area) */
+    double Xz[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+    int32_t Tz[6] = {0, 1, 2, 1, 0, 3};
+    cr_assert_eq(drape_cloth_create(&c, Xz, 4, Tz, 2, NULL, 0, &NOTEBOOK, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "triangle 1"), "%s", e.msg);
+    int32_t Tr[3] = {0, 1, 9};
+    cr_assert_eq(drape_cloth_create(&c, X, 4, Tr, 1, NULL, 0, &NOTEBOOK, &e), DRAPE_ERANGE);
+    drape_cloth_params bad = NOTEBOOK;
+    bad.dt = -1;
+    cr_assert_eq(drape_cloth_create(&c, X, 4, T, 2, NULL, 0, &bad, &e), DRAPE_EINVAL);
+}
+
+static const char *bin(void)
+{
+    const char *b = getenv("DRAPE_BIN");
+    return b ? b : "build/drape";
+}
+
+/* `drape sim cloth` on the notebook's 625-node cloth against the NumPy/SciPy
+ * port of the notebook (bench/fms_port.py): same vertices to 1e-6 m after 240
+ * steps. */
+Test(cloth, matches_the_notebook_port)
+{
+    char grid_p[300], c_p[300], py_p[300], log[2048];
+    snprintf(grid_p, sizeof grid_p, "%s", tu_tmp("grid.obj"));
+    snprintf(c_p, sizeof c_p, "%s", tu_tmp("c.obj"));
+    snprintf(py_p, sizeof py_p, "%s", tu_tmp("py.obj"));
+    const char *py = getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3";
+    cr_assert_eq(tu_run(log, sizeof log, "%s bench/fms_port.py grid --out '%s'", py, grid_p), 0, "%s", log);
+    cr_assert_str_eq(log, "600,624\n");
+    cr_assert_eq(tu_run(log, sizeof log, "%s bench/fms_port.py run --mesh '%s' --pin 600,624 --out '%s'", py, grid_p, py_p),
+                 0, "%s", log);
+    cr_assert_eq(tu_run(log, sizeof log, "%s sim cloth --mesh '%s' --pin 600,624 --ym 80 --dt 0.0333333333333333333 "
+                        "--steps 240 --iters 8 --gravity 9.8 --mass unit --out '%s'", bin(), grid_p, c_p), 0, "%s", log);
+    cr_assert(strstr(log, "ms per step"), "%s", log);
+    drape_obj a, b, g;
+    drape_error e = {0};
+    cr_assert_eq(drape_obj_read(&a, c_p, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_obj_read(&b, py_p, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_obj_read(&g, grid_p, &e), 0, "%s", e.msg);
+    cr_assert_eq(a.n, 625);
+    double d = 0, moved = 0;
+    for (int i = 0; i < 3 * a.n; i++) {
+        d = fmax(d, fabs(a.v[i] - b.v[i]));
+        moved = fmax(moved, fabs(a.v[i] - g.v[i]));
+    }
+    cr_log_info("C vs notebook port after 240 steps: max %.3g m (the cloth moved up to %.3f m)", d, moved);
+    cr_assert_leq(d, 1e-6);
+    cr_assert_gt(moved, 0.1);
+    drape_obj_free(&a);
+    drape_obj_free(&b);
+    drape_obj_free(&g);
+}
+
+Test(cloth, command_rejects_bad_input)
+{
+    char log[1024], bad[300];
+    snprintf(bad, sizeof bad, "%s", tu_tmp("bad.obj"));
+    FILE *f = fopen(bad, "w");
+    fputs("v 0 0 0\nv 1 0 0\nv 0 nan 0\nf 1 2 3\n", f);
+    fclose(f);
+    cr_assert_neq(tu_run(log, sizeof log, "%s sim cloth --mesh '%s' --out /dev/null", bin(), bad), 0);
+    cr_assert(strstr(log, "finite"), "%s", log);
+    cr_assert_neq(tu_run(log, sizeof log, "%s sim cloth --mesh /nonexistent.obj --out /dev/null", bin()), 0);
+    cr_assert(strstr(log, "cannot open"), "%s", log);
+    f = fopen(bad, "w");
+    fputs("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", f);
+    fclose(f);
+    cr_assert_neq(tu_run(log, sizeof log, "%s sim cloth --mesh '%s' --pin 5 --out /dev/null", bin(), bad), 0);
+    cr_assert(strstr(log, "pin 5"), "%s", log);
+    cr_assert_neq(tu_run(log, sizeof log, "%s sim cloth --mesh '%s' --pin x --out /dev/null", bin(), bad), 0);
+    cr_assert(strstr(log, "--pin"), "%s", log);
+}
