@@ -30,7 +30,7 @@ BLAS_LIBS   := $(shell pkg-config --libs openblas)
 
 CC      ?= cc
 OPT     ?= -O2 -g
-CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
+CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -fno-math-errno -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
 LDFLAGS += -fopenmp $(SANITIZE)
 LDLIBS  := $(BLAS_LIBS) -lcholmod -ljansson -lm -lpthread
 

@@ -18,9 +18,13 @@ struct drape_cloth {
     int32_t *free_of;      /* [n] free index or −1 for a pinned node */
     int32_t *node_of;      /* [nfree] */
     double *pin_rhs;       /* [nfree,3] −H_fp x_p, constant */
-    cholmod_common cm;
-    cholmod_factor *L;
-    cholmod_dense *B, *Xs, *Ys, *Es; /* solve workspaces, reused every step */
+    /* P H Pᵀ = L Lᵀ from CHOLMOD (simplicial), kept as plain CSC so the
+     * per-iteration solve is two triangular sweeps over three interleaved
+     * right-hand sides, with no library call, allocation or BLAS thread */
+    int32_t *Lp, *Li;      /* [nfree+1], [nnz]: diagonal first in each column */
+    double *Lx;
+    int32_t *pos;          /* [nfree] free index → row of the permuted system */
+    double *b;             /* [nfree,3] right-hand side, then solution, permuted */
     int factorizations;
 };
 
@@ -28,6 +32,71 @@ static int fail_free(drape_cloth *c, drape_error *err, int code, const char *msg
 {
     drape_cloth_free(c);
     return drape_fail(err, code, "%s", msg);
+}
+
+/* H = M/h² + Σ_s k_s (e_i − e_j)(e_i − e_j)ᵀ over the free nodes (lower
+ * triangle, as CHOLMOD's symmetric storage wants); springs to a pinned node
+ * move into the constant right-hand side −H_fp x_p. Factorized once, and the
+ * factor copied out as plain CSC. */
+static int factorize(drape_cloth *c, const double *X, drape_error *err)
+{
+    cholmod_common cm;
+    cholmod_start(&cm);
+    cm.print = 0;
+    cm.supernodal = CHOLMOD_SIMPLICIAL;
+    cm.final_ll = 1;
+    int nf = c->nfree, ns = c->ns, ok = 0;
+    double h2 = c->p.dt * c->p.dt;
+    cholmod_sparse *A = NULL;
+    cholmod_factor *L = NULL;
+    cholmod_triplet *T = cholmod_allocate_triplet((size_t)nf, (size_t)nf, (size_t)nf + (size_t)3 * ns, -1, CHOLMOD_REAL, &cm);
+    if (T) {
+        int32_t *Ti = T->i, *Tj = T->j;
+        double *Tx = T->x;
+        size_t nz = 0;
+#define ADD(r, col, val) (Ti[nz] = (r), Tj[nz] = (col), Tx[nz++] = (val))
+        for (int a = 0; a < nf; a++) ADD(a, a, c->mass[c->node_of[a]] / h2);
+        for (int s = 0; s < ns; s++) {
+            int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
+            double k = c->k[s];
+            if (fi >= 0) ADD(fi, fi, k);
+            if (fj >= 0) ADD(fj, fj, k);
+            if (fi >= 0 && fj >= 0) ADD(fi > fj ? fi : fj, fi > fj ? fj : fi, -k);
+            else if (fi >= 0 || fj >= 0) { /* one end pinned: −H_fp x_p = +k x_pin */
+                int f = fi >= 0 ? fi : fj, pin = fi >= 0 ? j : i;
+                for (int d = 0; d < 3; d++) c->pin_rhs[3 * f + d] += k * X[3 * pin + d];
+            }
+        }
+#undef ADD
+        T->nnz = nz;
+        A = cholmod_triplet_to_sparse(T, nz, &cm); /* sums duplicates */
+    }
+    if (A) L = cholmod_analyze(A, &cm);
+    if (L && cholmod_factorize(A, L, &cm) && cm.status == CHOLMOD_OK && L->is_ll && !L->is_super) {
+        const int32_t *p = L->p, *ix = L->i, *cnt = L->nz, *perm = L->Perm;
+        const double *x = L->x;
+        size_t nnz = 0;
+        for (int j = 0; j < nf; j++) nnz += (size_t)cnt[j];
+        c->Lp = malloc(((size_t)nf + 1) * sizeof(int32_t));
+        c->Li = malloc(nnz * sizeof(int32_t));
+        c->Lx = malloc(nnz * sizeof(double));
+        c->pos = malloc((size_t)nf * sizeof(int32_t));
+        c->b = malloc((size_t)nf * 3 * sizeof(double));
+        ok = c->Lp && c->Li && c->Lx && c->pos && c->b;
+        for (int j = 0, q = 0; ok && j < nf; j++) {
+            c->Lp[j] = q;
+            for (int k = p[j]; k < p[j] + cnt[j]; k++, q++) c->Li[q] = ix[k], c->Lx[q] = x[k];
+            c->pos[perm[j]] = j;
+        }
+        if (ok) c->Lp[nf] = (int32_t)nnz;
+    }
+    cholmod_free_triplet(&T, &cm);
+    cholmod_free_sparse(&A, &cm);
+    cholmod_free_factor(&L, &cm);
+    cholmod_finish(&cm);
+    if (!ok) return drape_fail(err, DRAPE_EBACKEND, "cloth: CHOLMOD could not factorize the global matrix");
+    c->factorizations++;
+    return DRAPE_OK;
 }
 
 int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t *faces, int F, const int32_t *pins,
@@ -60,8 +129,6 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
     if (!c) { free(area); return drape_fail(err, DRAPE_ENOMEM, "out of memory"); }
     c->p = *p;
     c->n = n;
-    cholmod_start(&c->cm);
-    c->cm.print = 0;
     if (drape_mesh_edges(&c->springs, &c->ns, faces, F)) { free(area); return fail_free(c, err, DRAPE_ENOMEM, "out of memory"); }
     int ns = c->ns;
     c->l0 = malloc((size_t)ns * sizeof(double));
@@ -115,42 +182,8 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
         if (c->free_of[i] >= 0) c->node_of[c->free_of[i]] = i;
     if (c->nfree == 0) { *out = c; return DRAPE_OK; } /* everything pinned: nothing to solve */
 
-    /* H = M/h² + Σ_s k_s (e_i − e_j)(e_i − e_j)ᵀ over the free nodes (lower
-     * triangle, as CHOLMOD's symmetric storage wants); springs to a pinned
-     * node move into the constant right-hand side −H_fp x_p. */
-    double h2 = p->dt * p->dt;
-    cholmod_triplet *T = cholmod_allocate_triplet((size_t)c->nfree, (size_t)c->nfree, (size_t)c->nfree + (size_t)3 * ns,
-                                                  -1, CHOLMOD_REAL, &c->cm);
-    if (!T) return fail_free(c, err, DRAPE_ENOMEM, "cloth: out of memory for the global matrix");
-    int32_t *Ti = T->i, *Tj = T->j;
-    double *Tx = T->x;
-    size_t nz = 0;
-#define ADD(r, col, val) (Ti[nz] = (r), Tj[nz] = (col), Tx[nz++] = (val))
-    for (int a = 0; a < c->nfree; a++) ADD(a, a, c->mass[c->node_of[a]] / h2);
-    for (int s = 0; s < ns; s++) {
-        int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
-        double k = c->k[s];
-        if (fi >= 0) ADD(fi, fi, k);
-        if (fj >= 0) ADD(fj, fj, k);
-        if (fi >= 0 && fj >= 0) ADD(fi > fj ? fi : fj, fi > fj ? fj : fi, -k);
-        else if (fi >= 0 || fj >= 0) { /* one end pinned: −H_fp x_p = +k x_pin */
-            int f = fi >= 0 ? fi : fj, pin = fi >= 0 ? j : i;
-            for (int d = 0; d < 3; d++) c->pin_rhs[3 * f + d] += k * X[3 * pin + d];
-        }
-    }
-#undef ADD
-    T->nnz = nz;
-    cholmod_sparse *A = cholmod_triplet_to_sparse(T, nz, &c->cm); /* sums duplicates */
-    cholmod_free_triplet(&T, &c->cm);
-    if (!A) return fail_free(c, err, DRAPE_ENOMEM, "cloth: out of memory for the global matrix");
-    c->L = cholmod_analyze(A, &c->cm);
-    int ok = c->L && cholmod_factorize(A, c->L, &c->cm) && c->cm.status == CHOLMOD_OK;
-    cholmod_free_sparse(&A, &c->cm);
-    if (!ok) return fail_free(c, err, DRAPE_EBACKEND, "cloth: CHOLMOD could not factorize the global matrix");
-    c->factorizations = 1;
-    /* B is [nfree,3] column-major: one column per axis */
-    c->B = cholmod_allocate_dense((size_t)c->nfree, 3, (size_t)c->nfree, CHOLMOD_REAL, &c->cm);
-    if (!c->B) return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    int rc = factorize(c, X, err);
+    if (rc) { drape_cloth_free(c); return rc; }
     *out = c;
     return DRAPE_OK;
 }
@@ -158,55 +191,65 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
 void drape_cloth_free(drape_cloth *c)
 {
     if (!c) return;
-    cholmod_free_factor(&c->L, &c->cm);
-    cholmod_free_dense(&c->B, &c->cm);
-    cholmod_free_dense(&c->Xs, &c->cm);
-    cholmod_free_dense(&c->Ys, &c->cm);
-    cholmod_free_dense(&c->Es, &c->cm);
-    cholmod_finish(&c->cm);
+    free(c->Lp); free(c->Li); free(c->Lx); free(c->pos); free(c->b);
     free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->d);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
     free(c);
 }
 
-/* d_s = l0 (x_j − x_i)/|x_j − x_i| (rest direction if the spring collapsed) */
-static void local_step(drape_cloth *c)
+/* One local/global iteration. Local: d_s = l0 (x_j − x_i)/|x_j − x_i| (the
+ * previous d_s if the spring collapsed). Global: x_free = H⁻¹ (M y/h² + GᵀW d
+ * − H_fp x_p), the right-hand side built in the factor's row order, three
+ * interleaved columns, then L y = b, Lᵀ x = y. */
+static void iterate(drape_cloth *c)
 {
-    for (int s = 0; s < c->ns; s++) {
-        const double *a = c->x + 3 * c->springs[2 * s], *b = c->x + 3 * c->springs[2 * s + 1];
-        double e[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
-        double l = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-        double *d = c->d + 3 * s;
-        if (l > 0) {
-            for (int k = 0; k < 3; k++) d[k] = c->l0[s] * e[k] / l;
-        } /* else keep the previous direction */
-    }
-}
-
-/* x_free = H⁻¹ (M y/h² + GᵀW d − H_fp x_p), three columns */
-static int global_step(drape_cloth *c, drape_error *err)
-{
-    double h2 = c->p.dt * c->p.dt, *B = c->B->x;
+    double h2 = c->p.dt * c->p.dt, *B = c->b;
     int nf = c->nfree;
+    const int32_t *Lp = c->Lp, *Li = c->Li;
+    const double *Lx = c->Lx;
     for (int a = 0; a < nf; a++) {
         int i = c->node_of[a];
-        for (int k = 0; k < 3; k++) B[k * nf + a] = c->mass[i] / h2 * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
+        double *r = B + 3 * c->pos[a];
+        for (int k = 0; k < 3; k++) r[k] = c->mass[i] / h2 * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
     }
     for (int s = 0; s < c->ns; s++) {
-        int fi = c->free_of[c->springs[2 * s]], fj = c->free_of[c->springs[2 * s + 1]];
-        const double *d = c->d + 3 * s;
+        int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
+        const double *xi = c->x + 3 * i, *xj = c->x + 3 * j;
+        double e[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]}, *d = c->d + 3 * s;
+        double l = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        if (l > 0) {
+            double r = c->l0[s] / l;
+            d[0] = r * e[0], d[1] = r * e[1], d[2] = r * e[2];
+        }
         for (int k = 0; k < 3; k++) {
             double w = c->k[s] * d[k];
-            if (fi >= 0) B[k * nf + fi] -= w;
-            if (fj >= 0) B[k * nf + fj] += w;
+            if (fi >= 0) B[3 * c->pos[fi] + k] -= w;
+            if (fj >= 0) B[3 * c->pos[fj] + k] += w;
         }
     }
-    if (!cholmod_solve2(CHOLMOD_A, c->L, c->B, NULL, &c->Xs, NULL, &c->Ys, &c->Es, &c->cm))
-        return drape_fail(err, DRAPE_EBACKEND, "cloth: CHOLMOD solve failed");
-    const double *X = c->Xs->x;
-    for (int a = 0; a < nf; a++)
-        for (int k = 0; k < 3; k++) c->x[3 * c->node_of[a] + k] = X[k * nf + a];
-    return DRAPE_OK;
+    for (int j = 0; j < nf; j++) { /* L y = b, column by column */
+        double *yj = B + 3 * j, inv = 1.0 / Lx[Lp[j]];
+        yj[0] *= inv, yj[1] *= inv, yj[2] *= inv;
+        for (int q = Lp[j] + 1; q < Lp[j + 1]; q++) {
+            double *yi = B + 3 * Li[q], l = Lx[q];
+            yi[0] -= l * yj[0], yi[1] -= l * yj[1], yi[2] -= l * yj[2];
+        }
+    }
+    for (int j = nf - 1; j >= 0; j--) { /* Lᵀ x = y */
+        double *xj = B + 3 * j;
+        for (int q = Lp[j] + 1; q < Lp[j + 1]; q++) {
+            const double *xi = B + 3 * Li[q];
+            double l = Lx[q];
+            xj[0] -= l * xi[0], xj[1] -= l * xi[1], xj[2] -= l * xi[2];
+        }
+        double inv = 1.0 / Lx[Lp[j]];
+        xj[0] *= inv, xj[1] *= inv, xj[2] *= inv;
+    }
+    for (int a = 0; a < nf; a++) {
+        const double *r = B + 3 * c->pos[a];
+        double *x = c->x + 3 * c->node_of[a];
+        x[0] = r[0], x[1] = r[1], x[2] = r[2];
+    }
 }
 
 double drape_cloth_energy(const drape_cloth *c, const double *x)
@@ -227,6 +270,7 @@ double drape_cloth_energy(const drape_cloth *c, const double *x)
 
 int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
 {
+    (void)err; /* nothing in a step can fail yet; collision will */
     double h = c->p.dt;
     int n3 = 3 * c->n;
     /* momentum target y = x + h v + h² g, g = (0, −gravity, 0); pinned nodes stay */
@@ -236,9 +280,7 @@ int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
     double *x0 = c->v; /* v is rewritten below: keep x_n in it meanwhile */
     for (int i = 0; i < n3; i++) x0[i] = c->x[i];
     for (int it = 0; it < c->p.iters && c->nfree; it++) {
-        local_step(c);
-        int rc = global_step(c, err);
-        if (rc) return rc;
+        iterate(c);
         if (energies) energies[it] = drape_cloth_energy(c, c->x);
     }
     for (int i = 0; i < n3; i++) c->v[i] = (c->x[i] - x0[i]) / h;
