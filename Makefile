@@ -46,7 +46,7 @@ PY_ASSETS := train/make_bundle.py train/assets.py train/bundle.py
 
 .PHONY: all test check bench bundles cuda-note
 
-all: cuda-note $(BUILD)/drape $(BUILD)/drape_tests $(BUILD)/drape_bench
+all: cuda-note $(BUILD)/drape $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth
 
 cuda-note:
 	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); no CUDA sources yet, building the CPU backend only"; \
@@ -70,6 +70,9 @@ $(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/libdrape.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
 
 $(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/libdrape.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(BUILD)/libdrape.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Test and benchmark bundles, made by the project's own generator.
@@ -100,7 +103,8 @@ check:
 
 bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/drape.d $(BUILD)/tools/sim_cmd.d $(BUILD)/bench/bench_module.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/drape.d $(BUILD)/tools/sim_cmd.d $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d
 
 endif

@@ -1,0 +1,103 @@
+/* `make bench`, cloth part: the seed notebook's setup through the whole
+ * `drape sim cloth` process against the NumPy/SciPy port's simulation loop
+ * alone (bench/fms_port.py), 2,400 steps, same result checked; then ms per
+ * step at 10 iterations for grids of about 1k, 4k, 16k and 64k vertices, one
+ * core (the engine is single-threaded). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../sim/cloth.h"
+#include "../sim/obj.h"
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int run(const char *cmd, char *out, size_t n)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t got = fread(out, 1, n - 1, p);
+    out[got] = 0;
+    return pclose(p);
+}
+
+/* the notebook's grid: nx × nx nodes over 2 m × 2 m, top corners pinned */
+static void grid(double *X, int32_t *T, int nx)
+{
+    for (int j = 0; j < nx; j++)
+        for (int i = 0; i < nx; i++) {
+            double *p = X + 3 * (j * nx + i);
+            p[0] = -1 + 2.0 * i / (nx - 1), p[1] = -1 + 2.0 * j / (nx - 1), p[2] = 0;
+        }
+    for (int j = 0, f = 0; j + 1 < nx; j++)
+        for (int i = 0; i + 1 < nx; i++, f += 2) {
+            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
+            int32_t t[6] = {a, b, d, a, d, c};
+            memcpy(T + 3 * f, t, sizeof t);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    const char *drape = argc > 1 ? argv[1] : "build/drape";
+    const char *py = getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3";
+    char cmd[1024], out[4096];
+    const char *dir = "build/bench-cloth";
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && %s bench/fms_port.py grid --out %s/grid.obj", dir, py, dir);
+    if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
+    int steps = 2400;
+    snprintf(cmd, sizeof cmd, "%s sim cloth --mesh %s/grid.obj --pin 600,624 --steps %d --out %s/c.obj", drape, dir,
+             steps, dir);
+    double t0 = now_ms();
+    if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
+    double c_ms = now_ms() - t0;
+    snprintf(cmd, sizeof cmd, "%s bench/fms_port.py run --mesh %s/grid.obj --pin 600,624 --steps %d --out %s/py.obj", py,
+             dir, steps, dir);
+    if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
+    const char *lm = strstr(out, "\"loop_ms\": ");
+    double py_ms = lm ? atof(lm + 11) : NAN;
+    drape_obj a, b;
+    drape_error e;
+    char pa[256], pb[256];
+    snprintf(pa, sizeof pa, "%s/c.obj", dir);
+    snprintf(pb, sizeof pb, "%s/py.obj", dir);
+    double diff = NAN;
+    if (!drape_obj_read(&a, pa, &e) && !drape_obj_read(&b, pb, &e)) {
+        diff = 0;
+        for (int i = 0; i < 3 * a.n; i++) diff = fmax(diff, fabs(a.v[i] - b.v[i]));
+        drape_obj_free(&a);
+        drape_obj_free(&b);
+    }
+    printf("\n| cloth (seed notebook, 625 nodes, 8 iterations) | time (ms) |\n|---|---:|\n");
+    printf("| `drape sim cloth`, whole process, %d steps | %.1f |\n", steps, c_ms);
+    printf("| NumPy/SciPy port, simulation loop alone | %.1f |\n", py_ms);
+    printf("| port / C | %.2fx (goal 15x) |\n| max vertex difference | %.2g m |\n", py_ms / c_ms, diff);
+
+    printf("\n| grid | vertices | springs | ms per step (10 iterations, 1 core) |\n|---|---:|---:|---:|\n");
+    int sizes[4] = {32, 64, 128, 256};
+    for (int s = 0; s < 4; s++) {
+        int nx = sizes[s], n = nx * nx, F = 2 * (nx - 1) * (nx - 1);
+        double *X = malloc(sizeof(double) * 3 * n);
+        int32_t *T = malloc(sizeof(int32_t) * 3 * F), pins[2] = {(nx - 1) * nx, nx * nx - 1};
+        grid(X, T, nx);
+        drape_cloth_params p = {.dt = 1.0 / 30, .gravity = 9.8, .iters = 10, .ym = 80, .mass = DRAPE_MASS_UNIT};
+        drape_cloth *c;
+        if (drape_cloth_create(&c, X, n, T, F, pins, 2, &p, &e)) { fprintf(stderr, "bench: %s\n", e.msg); return 1; }
+        int reps = nx <= 64 ? 200 : nx == 128 ? 50 : 10;
+        double t = now_ms();
+        for (int r = 0; r < reps; r++) drape_cloth_step(c, &e);
+        printf("| %dx%d | %d | %d | %.3f |\n", nx, nx, n, drape_cloth_springs(c), (now_ms() - t) / reps);
+        drape_cloth_free(c);
+        free(X);
+        free(T);
+    }
+    printf("(Liu et al. 2013: 50 ms per frame for 6,561 vertices at 10 iterations on one core; goal 5x better)\n");
+    return 0;
+}
