@@ -155,6 +155,7 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
         }
         c->l0[s] = l;
         c->k[s] = p->ym / (l * l);
+        for (int k = 0; k < 3; k++) c->d[3 * s + k] = b[k] - a[k]; /* rest direction, kept by a collapsed spring */
     }
     for (int i = 0; i < n; i++) c->mass[i] = p->mass == DRAPE_MASS_UNIT ? 1.0 : 0.0;
     if (p->mass == DRAPE_MASS_AREA)
