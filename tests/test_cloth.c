@@ -36,38 +36,48 @@ static void grid(double **X, int32_t **T, int *n, int *F, int nx, int ny, double
 
 static const drape_cloth_params NOTEBOOK = {.dt = 1.0 / 30, .gravity = 9.8, .iters = 8, .ym = 80, .mass = DRAPE_MASS_UNIT};
 
-static drape_cloth *make(int nx, const drape_cloth_params *p, double **X, int32_t **T, int *n, int *F)
+/* a pinned notebook grid (nx × nx) and its cloth */
+typedef struct {
+    double *X;
+    int32_t *T;
+    int n, F;
+    drape_cloth *c;
+} hanging;
+
+static hanging hang(int nx, const drape_cloth_params *p)
 {
-    grid(X, T, n, F, nx, nx, 2, 2);
+    hanging h;
+    grid(&h.X, &h.T, &h.n, &h.F, nx, nx, 2, 2);
     int32_t pins[2] = {(nx - 1) * nx, nx * nx - 1};
-    drape_cloth *c = NULL;
     drape_error e = {0};
-    cr_assert_eq(drape_cloth_create(&c, *X, *n, *T, *F, pins, 2, p, &e), 0, "%s", e.msg);
-    return c;
+    cr_assert_eq(drape_cloth_create(&h.c, h.X, h.n, h.T, h.F, pins, 2, p, &e), 0, "%s", e.msg);
+    return h;
+}
+
+static void unhang(hanging *h)
+{
+    drape_cloth_free(h->c);
+    free(h->X);
+    free(h->T);
 }
 
 Test(cloth, notebook_grid_has_its_springs)
 {
-    double *X;
-    int32_t *T;
-    int n, F;
-    drape_cloth *c = make(25, &NOTEBOOK, &X, &T, &n, &F);
+    hanging h = hang(25, &NOTEBOOK);
+    drape_cloth *c = h.c;
     cr_assert_eq(drape_cloth_nodes(c), 625);
     cr_assert_eq(drape_cloth_springs(c), 1776); /* the notebook prints 625 nodes, 1776 springs */
-    drape_cloth_free(c);
-    free(X);
-    free(T);
+    unhang(&h);
 }
 
 /* Block coordinate descent never increases the step's objective. */
 Test(cloth, local_global_descends)
 {
-    double *X;
-    int32_t *T;
-    int n, F;
     drape_cloth_params p = NOTEBOOK;
     p.iters = 12;
-    drape_cloth *c = make(15, &p, &X, &T, &n, &F);
+    hanging h = hang(15, &p);
+    drape_cloth *c = h.c;
+    int n = h.n;
     drape_error e = {0};
     double en[12], *x0 = malloc(sizeof(double) * 3 * n);
     for (int s = 0; s < 20; s++) {
@@ -80,20 +90,17 @@ Test(cloth, local_global_descends)
                           en[i - 1]);
     }
     free(x0);
-    drape_cloth_free(c);
-    free(X);
-    free(T);
+    unhang(&h);
 }
 
 /* Hanging cloth: pins never move, the motion dies out, and the whole run
  * used one factorization. */
 Test(cloth, hanging_cloth_settles)
 {
-    double *X;
-    int32_t *T;
-    int n, F;
     drape_cloth_params p = NOTEBOOK;
-    drape_cloth *c = make(11, &p, &X, &T, &n, &F);
+    hanging h = hang(11, &p);
+    drape_cloth *c = h.c;
+    int n = h.n;
     drape_error e = {0};
     int pins[2] = {110, 120};
     double vmax = 0;
@@ -101,7 +108,7 @@ Test(cloth, hanging_cloth_settles)
         cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg);
         const double *x = drape_cloth_positions(c);
         for (int k = 0; k < 2; k++)
-            for (int d = 0; d < 3; d++) cr_assert_eq(x[3 * pins[k] + d], X[3 * pins[k] + d], "pin moved");
+            for (int d = 0; d < 3; d++) cr_assert_eq(x[3 * pins[k] + d], h.X[3 * pins[k] + d], "pin moved");
     }
     const double *v = drape_cloth_velocities(c), *x = drape_cloth_positions(c);
     for (int i = 0; i < 3 * n; i++) vmax = fmax(vmax, fabs(v[i]));
@@ -110,27 +117,22 @@ Test(cloth, hanging_cloth_settles)
     for (int i = 0; i < n; i++) ymin = fmin(ymin, x[3 * i + 1]);
     cr_assert_lt(ymin, -1.0, "the cloth should hang below its rest (lowest y %g)", ymin);
     cr_assert_eq(drape_cloth_factorizations(c), 1);
-    drape_cloth_free(c);
-    free(X);
-    free(T);
+    unhang(&h);
 }
 
 Test(cloth, large_time_steps_stay_finite)
 {
-    double *X;
-    int32_t *T;
-    int n, F;
     drape_cloth_params p = NOTEBOOK;
     p.dt = 1.0;
     p.ym = 1e5;
-    drape_cloth *c = make(9, &p, &X, &T, &n, &F);
+    hanging h = hang(9, &p);
+    drape_cloth *c = h.c;
+    int n = h.n;
     drape_error e = {0};
     for (int s = 0; s < 50; s++) cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg);
     const double *x = drape_cloth_positions(c);
     for (int i = 0; i < 3 * n; i++) cr_assert(isfinite(x[i]) && fabs(x[i]) < 100, "x[%d] = %g", i, x[i]);
-    drape_cloth_free(c);
-    free(X);
-    free(T);
+    unhang(&h);
 }
 
 Test(cloth, area_mass_is_density_times_area)

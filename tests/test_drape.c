@@ -14,11 +14,11 @@ static const char *bin(void)
     return b ? b : "build/drape";
 }
 
-static void write_poses(const char *path, int T, int width, float fill_nan_at)
+static void write_poses(const char *path, int T, int width, int nan_at /* −1: none */)
 {
     float *p = calloc((size_t)T * width, sizeof *p);
     tu_random_poses(p, 1, 0.2f, 0.1f, 3); /* first frame random, rest zero: fine */
-    if (fill_nan_at >= 0) p[(int)fill_nan_at] = NAN;
+    if (nan_at >= 0) p[nan_at] = NAN;
     drape_error e = {0};
     cr_assert_eq(drape_npy_write(path, p, 2, (int64_t[]){T, width}, &e), 0, "%s", e.msg);
     free(p);
