@@ -32,9 +32,13 @@ CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -fno-math-errno -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
 LDFLAGS += -fopenmp $(SANITIZE)
-LDLIBS  := $(BLAS_LIBS) -lcholmod -ljansson -lm -lpthread
+LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread
 
-LIB_SRC := $(wildcard runtime/*.c) $(wildcard kernels/cpu/*.c) $(wildcard sim/*.c)
+LIB_SRC := $(wildcard runtime/*.c) $(wildcard kernels/cpu/*.c) $(wildcard sim/*.c) $(wildcard proto/*.c)
+SERVER_SRC := $(wildcard server/*.c)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+TOOL_SRC := $(wildcard tools/*.c)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
@@ -46,7 +50,7 @@ PY_ASSETS := train/make_bundle.py train/assets.py train/bundle.py
 
 .PHONY: all test check bench bundles cuda-note
 
-all: cuda-note $(BUILD)/drape $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth
+all: cuda-note $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth
 
 cuda-note:
 	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); no CUDA sources yet, building the CPU backend only"; \
@@ -63,7 +67,10 @@ $(BUILD)/kernels/cpu/conv.o: CFLAGS += -O3 -ffp-contract=fast
 $(BUILD)/libdrape.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-$(BUILD)/drape: $(BUILD)/tools/drape.o $(BUILD)/tools/sim_cmd.o $(BUILD)/libdrape.a
+$(BUILD)/drape: $(TOOL_OBJ) $(BUILD)/libdrape.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/draped: $(SERVER_OBJ) $(BUILD)/libdrape.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/libdrape.a
@@ -83,7 +90,7 @@ $(DATA)/%.safetensors: $(PY_ASSETS)
 
 bundles: $(BUNDLES)
 
-TEST_ENV := DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape DRAPE_PYTHON=$(PYTHON) OPENBLAS_NUM_THREADS=1
+TEST_ENV := DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape DRAPED_BIN=$(BUILD)/draped DRAPE_PYTHON=$(PYTHON) OPENBLAS_NUM_THREADS=1
 
 test: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS)
@@ -93,10 +100,10 @@ test: all $(BUNDLES)
 check:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    build-asan/drape build-asan/drape_tests
+	    build-asan/drape build-asan/draped build-asan/drape_tests
 	@$(MAKE) --no-print-directory $(BUNDLES)
 	@mkdir -p build-asan
-	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	    UBSAN_OPTIONS=print_stacktrace=1 build-asan/drape_tests --jobs $(JOBS) 2>&1 | tee build-asan/check.log
 	@if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)" build-asan/check.log; \
 	 then echo "make check: sanitizer reports above"; exit 1; else echo "make check: no sanitizer reports"; fi
@@ -105,6 +112,6 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/tools/drape.d $(BUILD)/tools/sim_cmd.d $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d
 
 endif

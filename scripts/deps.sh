@@ -11,6 +11,11 @@ PKGS=(
   libcriterion-dev         # unit tests
   libsuitesparse-dev       # CHOLMOD: the cloth engine's prefactored solve
   python3-numpy python3-scipy python3-torch   # train/: assets, reference model, cross-check, bench peer
+  libmicrohttpd-dev        # draped: HTTP + WebSocket upgrade
+  libgnutls28-dev          # TLS through libmicrohttpd
+  libmsgpack-dev           # binary stream messages (msgpack-c)
+  libmeshoptimizer-dev     # the meshopt vertex codec
+  curl python3-websockets  # integration tests: clients nobody here wrote
 )
 
 missing=()
