@@ -1,0 +1,184 @@
+#include "batcher.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct drape_batcher {
+    drape_backend *be;
+    int max_batch, max_delay_us;
+    pthread_t worker;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    drape_job *head, *tail;
+    int queued, stopping, started;
+    drape_job **batch;
+    drape_frame *frames;
+    drape_batcher_stats st;
+};
+
+int64_t drape_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void abs_deadline(struct timespec *ts, int64_t mono_ns)
+{
+    ts->tv_sec = (time_t)(mono_ns / 1000000000);
+    ts->tv_nsec = (long)(mono_ns % 1000000000);
+}
+
+/* Takes up to max_batch jobs in arrival order, skipping (and leaving queued)
+ * any whose key is already in the batch. O(n·batch) on keys, which is small. */
+static int take_batch(drape_batcher *b)
+{
+    int n = 0;
+    drape_job **pp = &b->head, *prev = NULL;
+    while (*pp && n < b->max_batch) {
+        drape_job *j = *pp;
+        int clash = 0;
+        for (int i = 0; j->key && i < n && !clash; i++) clash = b->batch[i]->key == j->key;
+        if (clash) {
+            prev = j;
+            pp = &j->next;
+            continue;
+        }
+        *pp = j->next;
+        if (b->tail == j) b->tail = prev;
+        j->next = NULL;
+        b->batch[n++] = j;
+    }
+    b->queued -= n;
+    return n;
+}
+
+static int size_bucket(int n)
+{
+    int k = 0;
+    while (n > 1 && k < 7) {
+        n >>= 1;
+        k++;
+    }
+    return k;
+}
+
+static void *worker_main(void *arg)
+{
+    drape_batcher *b = arg;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        while (!b->head && !b->stopping) pthread_cond_wait(&b->cv, &b->mu);
+        if (!b->head) break; /* stopping and drained */
+        int64_t deadline = b->head->t_submit_ns + (int64_t)b->max_delay_us * 1000;
+        while (b->queued < b->max_batch && !b->stopping && drape_now_ns() < deadline) {
+            struct timespec ts;
+            abs_deadline(&ts, deadline);
+            pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+        }
+        int n = take_batch(b);
+        pthread_mutex_unlock(&b->mu);
+
+        int64_t t0 = drape_now_ns();
+        for (int i = 0; i < n; i++) b->frames[i] = b->batch[i]->frame;
+        drape_error err = {0};
+        int rc = drape_backend_run(b->be, b->frames, n, &err);
+        int64_t t1 = drape_now_ns();
+        for (int i = 0; i < n; i++) {
+            drape_job *j = b->batch[i];
+            j->t_start_ns = t0;
+            j->t_end_ns = t1;
+            j->batch_size = n;
+        }
+        pthread_mutex_lock(&b->mu);
+        b->st.batches++;
+        b->st.frames += (uint64_t)n;
+        b->st.failed_batches += rc != 0;
+        b->st.size_hist[size_bucket(n)]++;
+        b->st.compute_ns += (uint64_t)(t1 - t0);
+        for (int i = 0; i < n; i++) b->st.queue_ns += (uint64_t)(t0 - b->batch[i]->t_submit_ns);
+        pthread_mutex_unlock(&b->mu);
+        /* done() may resubmit (the avatar's next pose): call it unlocked */
+        for (int i = 0; i < n; i++) b->batch[i]->done(b->batch[i], rc, rc ? &err : NULL);
+        pthread_mutex_lock(&b->mu);
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+int drape_batcher_create(drape_batcher **out, drape_backend *be, int max_batch, int max_delay_us,
+                         drape_error *err)
+{
+    *out = NULL;
+    if (max_batch < 1 || max_delay_us < 0)
+        return drape_fail(err, DRAPE_EINVAL, "batcher: max_batch must be >= 1 and max_delay_us >= 0");
+    drape_batcher *b = calloc(1, sizeof *b);
+    if (!b) return drape_fail(err, DRAPE_ENOMEM, "batcher: out of memory");
+    b->be = be;
+    b->max_batch = max_batch;
+    b->max_delay_us = max_delay_us;
+    b->batch = calloc((size_t)max_batch, sizeof *b->batch);
+    b->frames = calloc((size_t)max_batch, sizeof *b->frames);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (!b->batch || !b->frames || pthread_create(&b->worker, NULL, worker_main, b)) {
+        drape_batcher_free(b);
+        return drape_fail(err, DRAPE_ENOMEM, "batcher: cannot start the worker thread");
+    }
+    b->started = 1;
+    *out = b;
+    return DRAPE_OK;
+}
+
+int drape_batcher_submit(drape_batcher *b, drape_job *job)
+{
+    job->next = NULL;
+    job->t_submit_ns = drape_now_ns();
+    pthread_mutex_lock(&b->mu);
+    if (b->stopping) {
+        pthread_mutex_unlock(&b->mu);
+        return DRAPE_EINVAL;
+    }
+    if (b->tail) b->tail->next = job;
+    else b->head = job;
+    b->tail = job;
+    b->queued++;
+    /* the worker sleeps until the first job, or until the batch is full */
+    if (b->queued == 1 || b->queued >= b->max_batch) pthread_cond_signal(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    return DRAPE_OK;
+}
+
+void drape_batcher_stop(drape_batcher *b)
+{
+    pthread_mutex_lock(&b->mu);
+    int join = b->started && !b->stopping;
+    b->stopping = 1;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+    if (join) pthread_join(b->worker, NULL);
+}
+
+void drape_batcher_free(drape_batcher *b)
+{
+    if (!b) return;
+    drape_batcher_stop(b);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    free(b->batch);
+    free(b->frames);
+    free(b);
+}
+
+void drape_batcher_get_stats(drape_batcher *b, drape_batcher_stats *s)
+{
+    pthread_mutex_lock(&b->mu);
+    *s = b->st;
+    s->queued = b->queued;
+    pthread_mutex_unlock(&b->mu);
+}

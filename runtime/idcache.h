@@ -1,0 +1,64 @@
+/* The identity cache (DESIGN 7): module B's outputs per (garment, betas),
+ * keyed by an identity id, bounded in bytes, LRU.
+ *
+ * - Concurrent requests for one identity encode it once: the first caller
+ *   encodes outside the lock, the others wait for it.
+ * - Entries in use (an open avatar, a frame in flight) are pinned by a
+ *   reference and never evicted; eviction frees the LRU unpinned entries.
+ *   When the pinned entries alone would exceed the budget, the new identity
+ *   is refused (DRAPE_ERANGE), and nothing already cached is disturbed.
+ * - An evicted identity's recipe (garment, betas) is remembered, so a
+ *   client holding its id keeps working: the next use re-encodes it.
+ *
+ * Identity ids are 16 hex digits of a 64-bit hash of the model's digest, the
+ * garment name and the betas (zero-padded to the model's S): idempotent and
+ * distinct across models. */
+#ifndef DRAPE_IDCACHE_H
+#define DRAPE_IDCACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#define DRAPE_IDENTITY_KEY_LEN 16
+
+typedef struct drape_idcache drape_idcache;
+typedef struct drape_idcache_entry drape_idcache_entry;
+
+typedef struct {
+    uint64_t hits, misses, encodes, evictions, refused, failures, waits;
+    size_t bytes, max_bytes;
+    int entries, resident, pinned;
+} drape_idcache_stats;
+
+/* 64-bit FNV-1a over bytes; the model digest is this over the bundle file. */
+uint64_t drape_hash64(uint64_t h, const void *data, size_t n);
+#define DRAPE_HASH64_INIT 0xcbf29ce484222325ULL
+
+/* max_known: how many identity recipes (resident or evicted) are remembered. */
+int drape_idcache_create(drape_idcache **out, drape_backend *be, uint64_t model_digest, size_t max_bytes,
+                         int max_known);
+void drape_idcache_free(drape_idcache *c); /* every reference must have been released */
+
+/* The id for (garment, betas), written as 16 hex digits + NUL. */
+void drape_idcache_key(const drape_idcache *c, char out[DRAPE_IDENTITY_KEY_LEN + 1], int garment, const float *betas,
+                       int n_betas);
+
+/* Finds or encodes the identity and returns a pinned reference. Validates
+ * garment and betas (clear message in err). Blocks while it (or another
+ * thread) encodes. *hit is 1 when no encoding was needed. */
+int drape_idcache_acquire(drape_idcache *c, drape_idcache_entry **out, int garment, const float *betas, int n_betas,
+                          int *hit, drape_error *err);
+/* The same by id: DRAPE_ENOTFOUND when the id was never made here. */
+int drape_idcache_acquire_key(drape_idcache *c, drape_idcache_entry **out, const char *key, int *hit,
+                              drape_error *err);
+void drape_idcache_release(drape_idcache *c, drape_idcache_entry *e);
+
+const drape_identity *drape_idcache_identity(const drape_idcache_entry *e);
+const char *drape_idcache_entry_key(const drape_idcache_entry *e);
+int drape_idcache_entry_garment(const drape_idcache_entry *e);
+
+void drape_idcache_get_stats(drape_idcache *c, drape_idcache_stats *s);
+
+#endif

@@ -1,0 +1,167 @@
+/* The request batcher: results equal a direct backend run, full batches go
+ * at once, a lone frame waits for the deadline, one avatar never appears
+ * twice in a batch, stopping drains. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/batcher.h"
+#include "util.h"
+
+#define NJ 12
+
+typedef struct {
+    drape_model *m;
+    drape_backend *be;
+    drape_identity *id;
+    int V;
+    float poses[NJ][75];
+    drape_job jobs[NJ];
+    float *out;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, failed;
+} fx;
+
+static void on_done(drape_job *j, int status, const drape_error *err)
+{
+    (void)err;
+    fx *f = j->user;
+    pthread_mutex_lock(&f->mu);
+    f->done++;
+    f->failed += status != 0;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fx_open(fx *f)
+{
+    memset(f, 0, sizeof *f);
+    f->m = tu_load("tiny_random");
+    f->be = tu_backend(f->m);
+    f->id = tu_identity(f->be, 0, NULL, 0);
+    f->V = f->m->garments[0].V;
+    f->out = calloc((size_t)NJ * f->V * 3, sizeof(float));
+    tu_random_poses(&f->poses[0][0], NJ, 0.3f, 0.2f, 5);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    for (int i = 0; i < NJ; i++) {
+        drape_job *j = &f->jobs[i];
+        j->frame.id = f->id;
+        for (int k = 0; k < 3; k++) {
+            j->frame.pose[k] = f->poses[i];
+            j->frame.trans[k] = f->poses[i] + 72;
+        }
+        j->frame.out = f->out + (size_t)i * f->V * 3;
+        j->key = (uint64_t)i + 1;
+        j->done = on_done;
+        j->user = f;
+    }
+}
+
+static void wait_done(fx *f, int n)
+{
+    pthread_mutex_lock(&f->mu);
+    while (f->done < n) pthread_cond_wait(&f->cv, &f->mu);
+    pthread_mutex_unlock(&f->mu);
+}
+
+static void fx_close(fx *f)
+{
+    free(f->out);
+    drape_identity_free(f->be, f->id);
+    drape_backend_free(f->be);
+    drape_model_free(f->m);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+}
+
+Test(batcher, results_equal_a_direct_run)
+{
+    fx f;
+    fx_open(&f);
+    drape_batcher *b;
+    cr_assert_eq(drape_batcher_create(&b, f.be, 5, 1000, NULL), 0);
+    for (int i = 0; i < NJ; i++) cr_assert_eq(drape_batcher_submit(b, &f.jobs[i]), 0);
+    wait_done(&f, NJ);
+    cr_assert_eq(f.failed, 0);
+    float *ref = malloc(sizeof(float) * f.V * 3);
+    for (int i = 0; i < NJ; i++) {
+        drape_frame fr = f.jobs[i].frame;
+        fr.out = ref;
+        cr_assert_eq(drape_backend_run(f.be, &fr, 1, NULL), 0);
+        double d = tu_max_abs_diff(ref, f.jobs[i].frame.out, f.V * 3);
+        cr_assert_leq(d, 1e-5, "job %d differs by %g", i, d);
+        cr_assert_leq(f.jobs[i].batch_size, 5);
+        cr_assert_geq(f.jobs[i].t_start_ns, f.jobs[i].t_submit_ns);
+    }
+    drape_batcher_stats s;
+    drape_batcher_get_stats(b, &s);
+    cr_assert_eq(s.frames, NJ);
+    cr_assert_geq(s.batches, 3); /* 12 frames, at most 5 per batch */
+    free(ref);
+    drape_batcher_free(b);
+    fx_close(&f);
+}
+
+Test(batcher, full_batch_runs_without_waiting_for_the_deadline)
+{
+    fx f;
+    fx_open(&f);
+    drape_batcher *b;
+    /* a 60 s deadline: only a full batch can make these run */
+    cr_assert_eq(drape_batcher_create(&b, f.be, 4, 60000000, NULL), 0);
+    for (int i = 0; i < 4; i++) drape_batcher_submit(b, &f.jobs[i]);
+    wait_done(&f, 4);
+    for (int i = 0; i < 4; i++) cr_assert_eq(f.jobs[i].batch_size, 4);
+    drape_batcher_free(b);
+    fx_close(&f);
+}
+
+Test(batcher, lone_frame_waits_for_the_deadline)
+{
+    fx f;
+    fx_open(&f);
+    drape_batcher *b;
+    cr_assert_eq(drape_batcher_create(&b, f.be, 64, 30000, NULL), 0);
+    drape_batcher_submit(b, &f.jobs[0]);
+    drape_batcher_submit(b, &f.jobs[1]);
+    wait_done(&f, 2);
+    cr_assert_eq(f.jobs[0].batch_size, 2, "the two frames were not batched together");
+    int64_t waited = f.jobs[0].t_start_ns - f.jobs[0].t_submit_ns;
+    cr_assert_geq(waited, 30000000, "ran after %lld ns, before the 30 ms deadline", (long long)waited);
+    drape_batcher_free(b);
+    fx_close(&f);
+}
+
+Test(batcher, one_avatar_never_twice_in_a_batch)
+{
+    fx f;
+    fx_open(&f);
+    f.jobs[1].key = f.jobs[0].key; /* two frames of one avatar */
+    drape_batcher *b;
+    cr_assert_eq(drape_batcher_create(&b, f.be, 8, 20000, NULL), 0);
+    for (int i = 0; i < 3; i++) drape_batcher_submit(b, &f.jobs[i]);
+    wait_done(&f, 3);
+    cr_assert_neq(f.jobs[0].t_start_ns, f.jobs[1].t_start_ns, "same avatar in one batch");
+    cr_assert_eq(f.jobs[0].batch_size, 2);
+    cr_assert_eq(f.jobs[1].batch_size, 1);
+    cr_assert_leq(f.jobs[0].t_start_ns, f.jobs[1].t_start_ns, "an avatar's frames ran out of order");
+    drape_batcher_free(b);
+    fx_close(&f);
+}
+
+Test(batcher, stop_drains_and_then_refuses)
+{
+    fx f;
+    fx_open(&f);
+    drape_batcher *b;
+    cr_assert_eq(drape_batcher_create(&b, f.be, 64, 60000000, NULL), 0);
+    for (int i = 0; i < 6; i++) drape_batcher_submit(b, &f.jobs[i]);
+    drape_batcher_stop(b);
+    cr_assert_eq(f.done, 6, "stop lost queued frames");
+    cr_assert_eq(drape_batcher_submit(b, &f.jobs[6]), DRAPE_EINVAL);
+    drape_batcher_free(b);
+    fx_close(&f);
+}

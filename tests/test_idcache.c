@@ -1,0 +1,174 @@
+/* The identity cache: hits, encode-once under concurrency, LRU eviction by
+ * bytes, pinning, forgotten and unknown ids, bad input. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "../runtime/idcache.h"
+#include "util.h"
+
+typedef struct {
+    drape_model *m;
+    drape_backend *be;
+    drape_idcache *c;
+    size_t id_bytes;
+} fx;
+
+static fx fx_open(double budget_in_identities)
+{
+    fx f;
+    f.m = tu_load("tiny_random");
+    f.be = tu_backend(f.m);
+    drape_identity *probe = tu_identity(f.be, 0, NULL, 0);
+    f.id_bytes = drape_identity_bytes(probe);
+    drape_identity_free(f.be, probe);
+    cr_assert_eq(drape_idcache_create(&f.c, f.be, 42, (size_t)(budget_in_identities * (double)f.id_bytes), 100), 0);
+    return f;
+}
+
+static void fx_close(fx *f)
+{
+    drape_idcache_free(f->c);
+    drape_backend_free(f->be);
+    drape_model_free(f->m);
+}
+
+static drape_idcache_entry *get(fx *f, float beta0, int *hit)
+{
+    drape_idcache_entry *e = NULL;
+    drape_error err = {0};
+    float b[1] = {beta0};
+    int rc = drape_idcache_acquire(f->c, &e, 0, b, 1, hit, &err);
+    cr_assert_eq(rc, 0, "acquire(beta0=%g): %s", beta0, err.msg);
+    return e;
+}
+
+Test(idcache, second_request_hits_and_ids_are_stable)
+{
+    fx f = fx_open(10);
+    int hit = -1;
+    drape_idcache_entry *a = get(&f, 0.5f, &hit);
+    cr_assert_eq(hit, 0);
+    drape_idcache_entry *b = get(&f, 0.5f, &hit);
+    cr_assert_eq(hit, 1);
+    cr_assert_eq(a, b);
+    char key[17];
+    float beta[3] = {0.5f, 0, -0.0f}; /* trailing zeros and -0 name the same identity */
+    drape_idcache_key(f.c, key, 0, beta, 3);
+    cr_assert_str_eq(key, drape_idcache_entry_key(a));
+    drape_idcache_entry *c = get(&f, 0.25f, &hit);
+    cr_assert_str_neq(drape_idcache_entry_key(c), drape_idcache_entry_key(a));
+    drape_idcache_stats s;
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.encodes, 2);
+    cr_assert_eq(s.hits, 1);
+    cr_assert_eq(s.pinned, 2);
+    drape_idcache_release(f.c, a);
+    drape_idcache_release(f.c, b);
+    drape_idcache_release(f.c, c);
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.pinned, 0);
+    fx_close(&f);
+}
+
+static void *racer(void *arg)
+{
+    fx *f = arg;
+    drape_idcache_entry *e = NULL;
+    float b[2] = {1.0f, -1.0f};
+    int rc = drape_idcache_acquire(f->c, &e, 0, b, 2, NULL, NULL);
+    if (!rc) drape_idcache_release(f->c, e);
+    return (void *)(intptr_t)rc;
+}
+
+Test(idcache, concurrent_requests_encode_once)
+{
+    fx f = fx_open(10);
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++) pthread_create(&t[i], NULL, racer, &f);
+    for (int i = 0; i < 8; i++) {
+        void *rc;
+        pthread_join(t[i], &rc);
+        cr_assert_eq((intptr_t)rc, 0);
+    }
+    drape_idcache_stats s;
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.encodes, 1, "encoded %llu times", (unsigned long long)s.encodes);
+    cr_assert_eq(s.hits + s.waits + s.misses, 8);
+    fx_close(&f);
+}
+
+Test(idcache, evicts_least_recently_used_and_reencodes_by_id)
+{
+    fx f = fx_open(2.5);
+    int hit;
+    drape_idcache_entry *a = get(&f, 0.1f, &hit);
+    char key_a[17];
+    strcpy(key_a, drape_idcache_entry_key(a));
+    drape_idcache_release(f.c, a);
+    drape_idcache_release(f.c, get(&f, 0.2f, &hit));
+    drape_idcache_release(f.c, get(&f, 0.1f, &hit)); /* a is now the most recent */
+    cr_assert_eq(hit, 1);
+    drape_idcache_release(f.c, get(&f, 0.3f, &hit)); /* evicts 0.2, not a */
+    drape_idcache_stats s;
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.evictions, 1);
+    cr_assert_eq(s.resident, 2);
+    cr_assert_leq(s.bytes, s.max_bytes);
+    drape_idcache_release(f.c, get(&f, 0.1f, &hit));
+    cr_assert_eq(hit, 1, "the recently used identity was evicted");
+    drape_idcache_release(f.c, get(&f, 0.2f, &hit));
+    cr_assert_eq(hit, 0, "the least recently used identity was kept");
+    /* 0.3 went out for 0.2; its id still works and re-encodes */
+    char key3[17];
+    float b3[1] = {0.3f};
+    drape_idcache_key(f.c, key3, 0, b3, 1);
+    drape_idcache_entry *e = NULL;
+    drape_error err = {0};
+    cr_assert_eq(drape_idcache_acquire_key(f.c, &e, key3, &hit, &err), 0, "%s", err.msg);
+    cr_assert_eq(hit, 0);
+    cr_assert_not_null(drape_idcache_identity(e));
+    drape_idcache_release(f.c, e);
+    fx_close(&f);
+}
+
+Test(idcache, pinned_identities_are_never_evicted)
+{
+    fx f = fx_open(1.5);
+    int hit;
+    drape_idcache_entry *a = get(&f, 0.1f, &hit);
+    drape_idcache_entry *b = NULL;
+    drape_error err = {0};
+    float beta[1] = {0.2f};
+    int rc = drape_idcache_acquire(f.c, &b, 0, beta, 1, &hit, &err);
+    cr_assert_eq(rc, DRAPE_ERANGE, "rc %d", rc);
+    cr_assert(strstr(err.msg, "cache full"), "%s", err.msg);
+    cr_assert_null(b);
+    cr_assert_not_null(drape_idcache_identity(a), "the pinned identity was disturbed");
+    drape_idcache_release(f.c, a);
+    /* once unpinned it can go */
+    cr_assert_eq(drape_idcache_acquire(f.c, &b, 0, beta, 1, &hit, &err), 0, "%s", err.msg);
+    drape_idcache_release(f.c, b);
+    drape_idcache_stats s;
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.refused, 1);
+    cr_assert_eq(s.evictions, 1);
+    fx_close(&f);
+}
+
+Test(idcache, bad_input_is_rejected_without_an_entry)
+{
+    fx f = fx_open(4);
+    drape_idcache_entry *e = NULL;
+    drape_error err = {0};
+    float big[1] = {1000.0f};
+    cr_assert_eq(drape_idcache_acquire(f.c, &e, 0, big, 1, NULL, &err), DRAPE_ERANGE);
+    cr_assert_eq(drape_idcache_acquire(f.c, &e, 99, NULL, 0, NULL, &err), DRAPE_ENOTFOUND);
+    cr_assert_eq(drape_idcache_acquire_key(f.c, &e, "0123456789abcdef", NULL, &err), DRAPE_ENOTFOUND);
+    cr_assert(strstr(err.msg, "unknown identity"), "%s", err.msg);
+    cr_assert_eq(drape_idcache_acquire_key(f.c, &e, "short", NULL, &err), DRAPE_ENOTFOUND);
+    drape_idcache_stats s;
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.entries, 0);
+    fx_close(&f);
+}
