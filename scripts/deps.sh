@@ -15,7 +15,7 @@ PKGS=(
   libgnutls28-dev          # TLS through libmicrohttpd
   libmsgpack-dev           # binary stream messages (msgpack-c)
   libmeshoptimizer-dev     # the meshopt vertex codec
-  curl python3-websockets  # integration tests: clients nobody here wrote
+  curl python3-websockets python3-msgpack  # integration tests: clients nobody here wrote
 )
 
 missing=()

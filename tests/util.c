@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -140,4 +141,64 @@ double tu_max_abs_diff(const float *a, const float *b, int64_t n)
         if (!(d <= m)) m = d; /* NaN propagates as the max */
     }
     return m;
+}
+
+tu_server tu_draped_start(const char *bundle, const char *extra)
+{
+    tu_server s;
+    memset(&s, 0, sizeof s);
+    const char *bin = getenv("DRAPED_BIN") ? getenv("DRAPED_BIN") : "build/draped";
+    static int n;
+    char name[64];
+    snprintf(name, sizeof name, "draped-%d.log", n++);
+    snprintf(s.log, sizeof s.log, "%s", tu_tmp(name));
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "exec %s --port 0 --bind 127.0.0.1 --model %s --backend cpu --threads 1 --log-level debug %s 2>%s",
+             bin, tu_bundle(bundle), extra, s.log);
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[256];
+    int port = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "listening on ");
+        if (p && (p = strrchr(p, ':'))) {
+            port = atoi(p + 1);
+            break;
+        }
+    }
+    fclose(f);
+    if (!port) {
+        char logtext[4096] = "";
+        tu_run(logtext, sizeof logtext, "cat %s", s.log);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        cr_assert_fail("draped did not start: %s", logtext);
+    }
+    s.pid = pid;
+    s.port = port;
+    snprintf(s.url, sizeof s.url, "http://127.0.0.1:%d", port);
+    snprintf(s.ws, sizeof s.ws, "ws://127.0.0.1:%d/v1/stream", port);
+    return s;
+}
+
+int tu_draped_stop(tu_server *s)
+{
+    if (s->pid <= 0) return -1;
+    kill(s->pid, SIGTERM);
+    int st = 0;
+    waitpid(s->pid, &st, 0);
+    s->pid = 0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }

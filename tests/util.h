@@ -34,4 +34,18 @@ void tu_rewrite(const char *src, const char *dst, tu_mutate_fn fn, const char *c
 
 double tu_max_abs_diff(const float *a, const float *b, int64_t n);
 
+/* A real draped on an ephemeral loopback port, started the way users start
+ * it ($DRAPED_BIN, flags), its log in a temp file. */
+typedef struct {
+    int pid, port;
+    char url[64];     /* http://127.0.0.1:PORT */
+    char ws[80];      /* ws://127.0.0.1:PORT/v1/stream */
+    char log[512];
+} tu_server;
+/* bundle: a $DRAPE_DATA name; extra: more flags (may be ""). Fails the test
+ * if it does not come up. */
+tu_server tu_draped_start(const char *bundle, const char *extra);
+/* SIGTERM, wait; returns the exit status (128 + signal when killed). */
+int tu_draped_stop(tu_server *s);
+
 #endif

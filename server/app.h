@@ -1,0 +1,54 @@
+/* The daemon's shared state: one model, one backend with its batcher and
+ * identity cache, the HTTP daemon, the open streams, the counters. */
+#ifndef DRAPED_APP_H
+#define DRAPED_APP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "../runtime/batcher.h"
+#include "../runtime/idcache.h"
+#include "../runtime/log.h"
+#include "config.h"
+#include "metrics.h"
+
+#define DRAPED_VERSION "0.2.0"
+
+typedef struct stream_conn stream_conn;
+
+typedef struct {
+    draped_config cfg;
+    drape_model *model;
+    uint64_t digest;
+    drape_backend *be;
+    drape_idcache *cache;
+    drape_batcher *batcher;
+    struct MHD_Daemon *mhd;
+    int port;
+    char instance[160];
+    char **keys; /* API keys; NULL: auth off */
+    int n_keys;
+    atomic_int stopping; /* SIGTERM: drain and close streams */
+    atomic_int healthy;  /* 0 after a backend failure: /readyz says so */
+    pthread_mutex_t mu;  /* streams list and count */
+    pthread_cond_t cv;
+    stream_conn *streams;
+    int n_streams;
+    draped_metrics met;
+} draped;
+
+/* http.c */
+int draped_http_start(draped *d);
+void draped_http_stop(draped *d);
+
+/* stream.c: called by the HTTP layer for GET /v1/stream once the upgrade is
+ * accepted; the stream runs on its own thread. */
+struct MHD_Connection;
+int draped_stream_upgrade(draped *d, struct MHD_Connection *c, const char *ws_key);
+/* Asks every stream to drain and close (1001), waits up to drain_ms + 1 s. */
+void draped_streams_shutdown(draped *d);
+
+/* one-line JSON error bodies and stream errors share the stream codes */
+int draped_check_key(const draped *d, const char *authorization, const char *token);
+
+#endif

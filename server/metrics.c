@@ -1,0 +1,129 @@
+#include "metrics.h"
+
+#include <string.h>
+
+#include "../proto/msg.h"
+
+static const char *route_names[R_COUNT] = {"healthz", "readyz", "metrics", "model", "garment",
+                                           "identities", "frames", "stream", "static", "other"};
+static const unsigned codes[C_COUNT] = {200, 400, 401, 404, 405, 413, 500, 503, 0};
+static const char *error_names[E_COUNT] = {DRAPE_ERR_BAD_MESSAGE, DRAPE_ERR_BAD_FIELD, DRAPE_ERR_UNKNOWN_GARMENT,
+                                           DRAPE_ERR_UNKNOWN_IDENTITY, DRAPE_ERR_BAD_BETAS, DRAPE_ERR_NOT_OPEN,
+                                           DRAPE_ERR_ALREADY_OPEN, DRAPE_ERR_LIMIT, DRAPE_ERR_INTERNAL};
+static const char *limit_names[L_COUNT] = {"connections", "avatars", "message", "body", "send_queue",
+                                           "error_flood", "idle", "cache"};
+static const int close_codes[6] = {1000, 1001, 1002, 1007, 1008, 1009};
+static const uint64_t hist_le[DRAPED_HIST_N] = {50, 100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000,
+                                                100000, 250000, 1000000, 5000000};
+
+#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+
+void draped_count_http(draped_metrics *m, int route, unsigned code)
+{
+    int c = C_OTHER;
+    for (int i = 0; i < C_OTHER; i++)
+        if (codes[i] == code) c = i;
+    COUNT(m->http[route][c]);
+}
+
+void draped_count_error(draped_metrics *m, const char *code)
+{
+    for (int i = 0; i < E_COUNT; i++)
+        if (!strcmp(code, error_names[i])) {
+            COUNT(m->stream_errors[i]);
+            return;
+        }
+    COUNT(m->stream_errors[E_INTERNAL]);
+}
+
+void draped_count_close(draped_metrics *m, int code)
+{
+    for (int i = 0; i < 6; i++)
+        if (close_codes[i] == code) {
+            COUNT(m->ws_closes[i]);
+            return;
+        }
+    COUNT(m->ws_close_1011);
+}
+
+void draped_hist_add(draped_hist *h, uint64_t us)
+{
+    int b = 0;
+    while (b < DRAPED_HIST_N && us > hist_le[b]) b++;
+    COUNT(h->bucket[b]);
+    COUNT(h->count);
+    COUNT_N(h->sum_us, us);
+}
+
+static int hist(drape_buf *o, const char *name, const char *help, draped_hist *h)
+{
+    int rc = drape_buf_printf(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int b = 0; b < DRAPED_HIST_N; b++) {
+        cum += LOAD(h->bucket[b]);
+        rc |= drape_buf_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, (double)hist_le[b] / 1e6,
+                               (unsigned long long)cum);
+    }
+    cum += LOAD(h->bucket[DRAPED_HIST_N]);
+    rc |= drape_buf_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %g\n%s_count %llu\n", name,
+                           (unsigned long long)cum, name, (double)LOAD(h->sum_us) / 1e6, name,
+                           (unsigned long long)LOAD(h->count));
+    return rc;
+}
+
+static int counter(drape_buf *o, const char *name, const char *help, uint64_t v, const char *type)
+{
+    return drape_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+                            (unsigned long long)v);
+}
+
+int draped_metrics_render(drape_buf *o, draped_metrics *m)
+{
+    int rc = drape_buf_printf(o, "# HELP drape_http_requests_total HTTP requests by route and status.\n"
+                                 "# TYPE drape_http_requests_total counter\n");
+    for (int r = 0; r < R_COUNT; r++)
+        for (int c = 0; c < C_COUNT; c++) {
+            uint64_t v = LOAD(m->http[r][c]);
+            if (!v) continue;
+            if (codes[c]) rc |= drape_buf_printf(o, "drape_http_requests_total{route=\"%s\",code=\"%u\"} %llu\n",
+                                                 route_names[r], codes[c], (unsigned long long)v);
+            else rc |= drape_buf_printf(o, "drape_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
+                                        route_names[r], (unsigned long long)v);
+        }
+    rc |= counter(o, "drape_stream_connections_total", "WebSocket streams accepted.", LOAD(m->stream_conns_total),
+                  "counter");
+    rc |= counter(o, "drape_stream_connections", "WebSocket streams open now.", LOAD(m->stream_conns_open), "gauge");
+    rc |= counter(o, "drape_avatars", "Avatars open now.", LOAD(m->avatars_open), "gauge");
+    rc |= counter(o, "drape_poses_total", "Poses received on streams.", LOAD(m->poses_total), "counter");
+    rc |= counter(o, "drape_frames_total", "Frames sent on streams.", LOAD(m->frames_total), "counter");
+    rc |= counter(o, "drape_http_frames_total", "Frames computed for POST /v1/frames.", LOAD(m->http_frames_total),
+                  "counter");
+    rc |= counter(o, "drape_dropped_poses_total", "Poses replaced by a newer one before they were computed.",
+                  LOAD(m->dropped_total), "counter");
+    rc |= counter(o, "drape_frames_lost_on_close_total", "Frames finished after their avatar or stream closed.",
+                  LOAD(m->frames_lost_on_close), "counter");
+    rc |= counter(o, "drape_sent_bytes_total", "Bytes written to stream sockets.", LOAD(m->bytes_out), "counter");
+    rc |= counter(o, "drape_auth_failures_total", "Requests without a valid API key.", LOAD(m->auth_failures),
+                  "counter");
+    rc |= drape_buf_printf(o, "# HELP drape_stream_errors_total Stream error messages sent, by code.\n"
+                              "# TYPE drape_stream_errors_total counter\n");
+    for (int i = 0; i < E_COUNT; i++)
+        rc |= drape_buf_printf(o, "drape_stream_errors_total{code=\"%s\"} %llu\n", error_names[i],
+                               (unsigned long long)LOAD(m->stream_errors[i]));
+    rc |= drape_buf_printf(o, "# HELP drape_ws_closes_total WebSocket closes sent, by close code.\n"
+                              "# TYPE drape_ws_closes_total counter\n");
+    for (int i = 0; i < 6; i++)
+        rc |= drape_buf_printf(o, "drape_ws_closes_total{code=\"%d\"} %llu\n", close_codes[i],
+                               (unsigned long long)LOAD(m->ws_closes[i]));
+    rc |= drape_buf_printf(o, "drape_ws_closes_total{code=\"1011\"} %llu\n", (unsigned long long)LOAD(m->ws_close_1011));
+    rc |= drape_buf_printf(o, "# HELP drape_limit_hits_total Hard limits hit, by limit.\n"
+                              "# TYPE drape_limit_hits_total counter\n");
+    for (int i = 0; i < L_COUNT; i++)
+        rc |= drape_buf_printf(o, "drape_limit_hits_total{limit=\"%s\"} %llu\n", limit_names[i],
+                               (unsigned long long)LOAD(m->limits[i]));
+    rc |= hist(o, "drape_frame_queue_seconds", "Time a frame waited in the batcher.", &m->queue_us);
+    rc |= hist(o, "drape_frame_compute_seconds", "Batch compute time per frame's batch.", &m->compute_us);
+    rc |= hist(o, "drape_frame_pack_seconds", "Time to pack a frame for the wire.", &m->pack_us);
+    rc |= hist(o, "drape_frame_server_seconds", "Pose received to frame queued for sending.", &m->server_us);
+    return rc ? -1 : 0;
+}

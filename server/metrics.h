@@ -1,0 +1,52 @@
+/* draped's counters, rendered in Prometheus text format by GET /metrics.
+ * Everything is a relaxed atomic: counting never takes a lock. Cache and
+ * batcher figures are read from their own stats at scrape time. */
+#ifndef DRAPED_METRICS_H
+#define DRAPED_METRICS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "../proto/buf.h"
+
+enum { R_HEALTHZ, R_READYZ, R_METRICS, R_MODEL, R_GARMENT, R_IDENTITIES, R_FRAMES, R_STREAM, R_STATIC, R_OTHER, R_COUNT };
+enum { C_200, C_400, C_401, C_404, C_405, C_413, C_500, C_503, C_OTHER, C_COUNT };
+
+/* stream errors by code (the DRAPE_ERR_* strings, in this order) */
+enum { E_BAD_MESSAGE, E_BAD_FIELD, E_UNKNOWN_GARMENT, E_UNKNOWN_IDENTITY, E_BAD_BETAS, E_NOT_OPEN, E_ALREADY_OPEN,
+       E_LIMIT, E_INTERNAL, E_COUNT };
+
+/* hard limits, counted when hit */
+enum { L_CONNECTIONS, L_AVATARS, L_MESSAGE, L_BODY, L_SEND_QUEUE, L_ERROR_FLOOD, L_IDLE, L_CACHE, L_COUNT };
+
+/* latency histogram buckets (µs) */
+#define DRAPED_HIST_N 14
+
+typedef struct {
+    _Atomic uint64_t count, sum_us, bucket[DRAPED_HIST_N + 1];
+} draped_hist;
+
+typedef struct {
+    _Atomic uint64_t http[R_COUNT][C_COUNT];
+    _Atomic uint64_t stream_conns_total, stream_conns_open, avatars_open;
+    _Atomic uint64_t poses_total, frames_total, dropped_total, frames_lost_on_close;
+    _Atomic uint64_t stream_errors[E_COUNT];
+    _Atomic uint64_t ws_closes[6]; /* 1000 1001 1002 1007 1008 1009, 1011 counted as 1008's neighbour below */
+    _Atomic uint64_t ws_close_1011;
+    _Atomic uint64_t limits[L_COUNT];
+    _Atomic uint64_t bytes_out, http_frames_total, auth_failures;
+    draped_hist queue_us, compute_us, pack_us, server_us;
+} draped_metrics;
+
+void draped_count_http(draped_metrics *m, int route, unsigned code);
+void draped_count_error(draped_metrics *m, const char *code);
+void draped_count_close(draped_metrics *m, int code);
+void draped_hist_add(draped_hist *h, uint64_t us);
+/* Appends the metrics text; extra is rendered by the caller (cache, batcher). */
+int draped_metrics_render(drape_buf *out, draped_metrics *m);
+
+#define COUNT(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
+#define COUNT_N(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)
+#define UNCOUNT(x) atomic_fetch_sub_explicit(&(x), 1, memory_order_relaxed)
+
+#endif

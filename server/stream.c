@@ -1,0 +1,584 @@
+/* GET /v1/stream: one thread per WebSocket connection, many avatars each.
+ *
+ * Per avatar at most one frame is in the batcher; a pose that arrives while
+ * one is in flight waits in a single pending slot, and a newer pose replaces
+ * it (the newest wins; the replaced one is counted in the avatar's cumulative
+ * `dropped` and in drape_dropped_poses_total). The batcher's worker only
+ * marks a finished frame ready and wakes the connection (an eventfd); the
+ * connection's own thread packs it, queues it for sending, and submits the
+ * pending pose, so an avatar's output buffer is never written while it is
+ * being packed and frames leave in order.
+ *
+ * The pose window of a frame (t−2, t−1, t) is the avatar's last poses as
+ * received, dropped ones included: they are the motion the client sent. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../proto/msg.h"
+#include "../proto/pack.h"
+#include "../proto/ws.h"
+#include "app.h"
+
+typedef struct avatar avatar;
+
+struct stream_conn {
+    draped *d;
+    MHD_socket fd;
+    struct MHD_UpgradeResponseHandle *urh;
+    pthread_t th;
+    int efd;
+    drape_ws_parser *ps;
+    drape_buf rx, tx;
+    size_t tx_off;
+    pthread_mutex_t mu; /* the ready list, written by the batcher's worker */
+    avatar *ready;
+    avatar *avatars;
+    int n_avatars, inflight, errors_in_row;
+    int closing; /* a close frame is queued: flush and leave */
+    int64_t last_rx_ns;
+    stream_conn *next;
+};
+
+struct avatar {
+    stream_conn *sc;
+    drape_avatar_key key;
+    drape_idcache_entry *e;
+    int V, format, mode, binary;
+    float hist[2][75];
+    int nhist;
+    drape_job job;
+    float jpose[3][75];
+    uint64_t jseq, next_seq;
+    int64_t j_recv_ns;
+    float *out;
+    int inflight, status;
+    drape_error err;
+    int pending;
+    float ppose[3][75];
+    uint64_t pseq;
+    int64_t p_recv_ns;
+    uint64_t dropped;
+    int closed;
+    avatar *next, *rnext;
+};
+
+/* ---- sending ---- */
+
+static void tx_msg(stream_conn *sc, int opcode, drape_buf *m)
+{
+    drape_ws_encode(&sc->tx, opcode, m->p, m->len, NULL);
+    m->len = 0;
+}
+
+static void send_close(stream_conn *sc, int code, const char *reason)
+{
+    if (sc->closing) return;
+    drape_ws_encode_close(&sc->tx, code, reason, NULL);
+    draped_count_close(&sc->d->met, code);
+    sc->closing = 1;
+    LOG_DEBUG("stream %d: closing %d %s", sc->fd, code, reason);
+}
+
+static void send_error(stream_conn *sc, int binary, const char *code, const char *message,
+                       const drape_avatar_key *av, int has_seq, uint64_t seq)
+{
+    drape_buf m = {0};
+    drape_msg_error(&m, binary, code, message, av, has_seq, seq);
+    tx_msg(sc, binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
+    drape_buf_free(&m);
+    draped_count_error(&sc->d->met, code);
+    if (++sc->errors_in_row >= sc->d->cfg.error_flood) {
+        COUNT(sc->d->met.limits[L_ERROR_FLOOD]);
+        send_close(sc, DRAPE_WS_CLOSE_POLICY, "too many bad messages in a row");
+    }
+}
+
+/* Writes what the socket takes now. Returns -1 when the peer is gone. */
+static int flush(stream_conn *sc)
+{
+    while (sc->tx_off < sc->tx.len) {
+        ssize_t n = send(sc->fd, sc->tx.p + sc->tx_off, sc->tx.len - sc->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        sc->tx_off += (size_t)n;
+        COUNT_N(sc->d->met.bytes_out, (uint64_t)n);
+    }
+    if (sc->tx_off == sc->tx.len) sc->tx_off = sc->tx.len = 0;
+    else if (sc->tx_off > sc->tx.len / 2) {
+        memmove(sc->tx.p, sc->tx.p + sc->tx_off, sc->tx.len - sc->tx_off);
+        sc->tx.len -= sc->tx_off;
+        sc->tx_off = 0;
+    }
+    return 0;
+}
+
+/* ---- avatars ---- */
+
+static avatar *find(stream_conn *sc, const drape_avatar_key *k)
+{
+    for (avatar *a = sc->avatars; a; a = a->next)
+        if (a->key.is_str == k->is_str && (k->is_str ? !strcmp(a->key.str, k->str) : a->key.num == k->num)) return a;
+    return NULL;
+}
+
+static void avatar_free(stream_conn *sc, avatar *a)
+{
+    drape_idcache_release(sc->d->cache, a->e);
+    free(a->out);
+    free(a);
+    UNCOUNT(sc->d->met.avatars_open);
+}
+
+static void job_done(drape_job *j, int status, const drape_error *err)
+{
+    avatar *a = j->user;
+    stream_conn *sc = a->sc;
+    pthread_mutex_lock(&sc->mu);
+    a->status = status;
+    if (err) a->err = *err;
+    a->rnext = sc->ready;
+    sc->ready = a;
+    pthread_mutex_unlock(&sc->mu);
+    uint64_t one = 1;
+    if (write(sc->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
+}
+
+static void submit(stream_conn *sc, avatar *a, float (*pose)[75], uint64_t seq, int64_t recv_ns)
+{
+    memcpy(a->jpose, pose, sizeof a->jpose);
+    a->jseq = seq;
+    a->j_recv_ns = recv_ns;
+    a->job.frame.id = drape_idcache_identity(a->e);
+    for (int k = 0; k < 3; k++) {
+        a->job.frame.pose[k] = a->jpose[k];
+        a->job.frame.trans[k] = a->jpose[k] + 72;
+    }
+    a->job.frame.lbs_only = a->mode == DRAPE_MODE_LBS;
+    a->job.frame.out = a->out;
+    a->job.key = (uint64_t)(uintptr_t)a;
+    a->job.done = job_done;
+    a->job.user = a;
+    if (drape_batcher_submit(sc->d->batcher, &a->job)) {
+        send_error(sc, a->binary, DRAPE_ERR_INTERNAL, "the server is shutting down", &a->key, 1, seq);
+        return;
+    }
+    a->inflight = 1;
+    sc->inflight++;
+}
+
+/* A finished frame: pack and queue it, then start the pending pose. */
+static void complete(stream_conn *sc, avatar *a)
+{
+    draped *d = sc->d;
+    a->inflight = 0;
+    sc->inflight--;
+    if (a->closed) {
+        COUNT(d->met.frames_lost_on_close);
+        avatar_free(sc, a);
+        return;
+    }
+    if (a->status) {
+        atomic_store(&d->healthy, 0);
+        LOG_ERROR("backend failed a batch: %s", a->err.msg);
+        send_error(sc, a->binary, DRAPE_ERR_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
+    } else {
+        int64_t t0 = drape_now_ns();
+        drape_buf pk = {0}, m = {0};
+        float bbox[6];
+        drape_pack(&pk, bbox, a->format, a->out, a->V);
+        int64_t t1 = drape_now_ns();
+        drape_timing t = {(uint32_t)((a->job.t_start_ns - a->job.t_submit_ns) / 1000),
+                          (uint32_t)((a->job.t_end_ns - a->job.t_start_ns) / 1000), (uint32_t)((t1 - t0) / 1000)};
+        drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
+        tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
+        drape_buf_free(&pk);
+        drape_buf_free(&m);
+        COUNT(d->met.frames_total);
+        draped_hist_add(&d->met.queue_us, t.queue_us);
+        draped_hist_add(&d->met.compute_us, t.compute_us);
+        draped_hist_add(&d->met.pack_us, t.pack_us);
+        draped_hist_add(&d->met.server_us, (uint64_t)((drape_now_ns() - a->j_recv_ns) / 1000));
+    }
+    if (a->pending && !atomic_load(&d->stopping)) {
+        a->pending = 0;
+        submit(sc, a, a->ppose, a->pseq, a->p_recv_ns);
+    }
+}
+
+static void drain_ready(stream_conn *sc)
+{
+    uint64_t v;
+    if (read(sc->efd, &v, sizeof v) < 0 && errno != EAGAIN) LOG_WARN("stream: eventfd read failed");
+    pthread_mutex_lock(&sc->mu);
+    avatar *r = sc->ready;
+    sc->ready = NULL;
+    pthread_mutex_unlock(&sc->mu);
+    /* the list is newest first; answer in completion order */
+    avatar *rev = NULL;
+    while (r) {
+        avatar *n = r->rnext;
+        r->rnext = rev;
+        rev = r;
+        r = n;
+    }
+    while (rev) {
+        avatar *n = rev->rnext;
+        complete(sc, rev);
+        rev = n;
+    }
+}
+
+/* ---- messages ---- */
+
+static void on_open(stream_conn *sc, drape_msg *m, int binary)
+{
+    draped *d = sc->d;
+    if (find(sc, &m->avatar)) {
+        send_error(sc, binary, DRAPE_ERR_ALREADY_OPEN, "this avatar is already open on this connection", &m->avatar,
+                   0, 0);
+        return;
+    }
+    if (sc->n_avatars >= d->cfg.max_avatars) {
+        COUNT(d->met.limits[L_AVATARS]);
+        char msg[96];
+        snprintf(msg, sizeof msg, "too many avatars on this connection (limit %lld)", (long long)d->cfg.max_avatars);
+        send_error(sc, binary, DRAPE_ERR_LIMIT, msg, &m->avatar, 0, 0);
+        return;
+    }
+    if (m->mode == DRAPE_MODE_PHYSICS) {
+        send_error(sc, binary, DRAPE_ERR_BAD_FIELD, "mode 'physics' is not served yet; use neural or lbs",
+                   &m->avatar, 0, 0);
+        return;
+    }
+    drape_idcache_entry *e = NULL;
+    drape_error err = {0};
+    int rc;
+    const char *code = DRAPE_ERR_INTERNAL;
+    if (*m->identity) {
+        rc = drape_idcache_acquire_key(d->cache, &e, m->identity, NULL, &err);
+        if (rc == DRAPE_ENOTFOUND) code = DRAPE_ERR_UNKNOWN_IDENTITY;
+    } else {
+        int g = drape_model_garment(d->model, m->garment);
+        if (g < 0) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "unknown garment '%s'", m->garment);
+            send_error(sc, binary, DRAPE_ERR_UNKNOWN_GARMENT, msg, &m->avatar, 0, 0);
+            return;
+        }
+        int nb = m->n_betas < 0 ? 0 : m->n_betas;
+        rc = drape_model_check_betas(d->model, m->betas, nb, &err);
+        if (rc) code = DRAPE_ERR_BAD_BETAS;
+        else rc = drape_idcache_acquire(d->cache, &e, g, m->betas, nb, NULL, &err);
+    }
+    if (rc) {
+        if (rc == DRAPE_ERANGE && strcmp(code, DRAPE_ERR_BAD_BETAS)) {
+            code = DRAPE_ERR_LIMIT;
+            COUNT(d->met.limits[L_CACHE]);
+        }
+        send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
+        return;
+    }
+    avatar *a = calloc(1, sizeof *a);
+    int g = drape_idcache_entry_garment(e);
+    int V = d->model->garments[g].V;
+    if (a) a->out = malloc(sizeof(float) * 3 * (size_t)V);
+    if (!a || !a->out) {
+        if (a) free(a);
+        drape_idcache_release(d->cache, e);
+        send_error(sc, binary, DRAPE_ERR_INTERNAL, "out of memory", &m->avatar, 0, 0);
+        return;
+    }
+    a->sc = sc;
+    a->key = m->avatar;
+    a->e = e;
+    a->V = V;
+    a->format = m->format;
+    a->mode = m->mode;
+    a->binary = binary;
+    a->next = sc->avatars;
+    sc->avatars = a;
+    sc->n_avatars++;
+    COUNT(d->met.avatars_open);
+    drape_buf out = {0};
+    drape_msg_opened(&out, binary, &a->key, drape_idcache_entry_key(e), d->model->garments[g].name, V, a->format,
+                     a->mode);
+    tx_msg(sc, binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &out);
+    drape_buf_free(&out);
+}
+
+static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
+{
+    avatar *a = find(sc, &m->avatar);
+    if (!a) {
+        send_error(sc, binary, DRAPE_ERR_NOT_OPEN, "pose for an avatar that is not open", &m->avatar, m->has_seq,
+                   m->seq);
+        return;
+    }
+    COUNT(sc->d->met.poses_total);
+    uint64_t seq = m->has_seq ? m->seq : a->next_seq;
+    a->next_seq = seq + 1;
+    float cur[75];
+    memcpy(cur, m->pose, sizeof(float) * 72);
+    memcpy(cur + 72, m->trans, sizeof(float) * 3);
+    float win[3][75];
+    memcpy(win[2], cur, sizeof cur);
+    memcpy(win[1], a->nhist >= 1 ? a->hist[1] : cur, sizeof cur);
+    memcpy(win[0], a->nhist >= 2 ? a->hist[0] : win[1], sizeof cur);
+    memcpy(a->hist[0], a->hist[1], sizeof cur);
+    memcpy(a->hist[1], cur, sizeof cur);
+    if (a->nhist < 2) a->nhist++;
+    if (!a->inflight) {
+        submit(sc, a, win, seq, now);
+        return;
+    }
+    if (a->pending) {
+        a->dropped++;
+        COUNT(sc->d->met.dropped_total);
+    }
+    a->pending = 1;
+    memcpy(a->ppose, win, sizeof win);
+    a->pseq = seq;
+    a->p_recv_ns = now;
+}
+
+static void on_close_avatar(stream_conn *sc, drape_msg *m, int binary)
+{
+    avatar **pp = &sc->avatars;
+    while (*pp && *pp != find(sc, &m->avatar)) pp = &(*pp)->next;
+    avatar *a = *pp;
+    if (!a) {
+        send_error(sc, binary, DRAPE_ERR_NOT_OPEN, "close for an avatar that is not open", &m->avatar, 0, 0);
+        return;
+    }
+    *pp = a->next;
+    sc->n_avatars--;
+    drape_buf out = {0};
+    drape_msg_closed(&out, binary, &a->key);
+    tx_msg(sc, binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &out);
+    drape_buf_free(&out);
+    if (a->pending) {
+        a->dropped++;
+        COUNT(sc->d->met.dropped_total);
+    }
+    if (a->inflight) a->closed = 1; /* freed when its frame comes back */
+    else avatar_free(sc, a);
+}
+
+static void on_message(stream_conn *sc, const uint8_t *data, size_t len, int binary)
+{
+    drape_msg m;
+    const char *code = NULL;
+    char msg[256];
+    memset(&m, 0, sizeof m);
+    if (drape_msg_parse(&m, data, len, binary, &code, msg, sizeof msg)) {
+        int has_av = m.avatar.is_str ? m.avatar.str[0] != 0 : 1;
+        send_error(sc, binary, code ? code : DRAPE_ERR_BAD_MESSAGE, msg, has_av && m.op ? &m.avatar : NULL,
+                   m.has_seq, m.seq);
+        return;
+    }
+    sc->errors_in_row = 0;
+    int64_t now = drape_now_ns();
+    if (m.op == DRAPE_OP_OPEN) on_open(sc, &m, binary);
+    else if (m.op == DRAPE_OP_POSE) on_pose(sc, &m, binary, now);
+    else on_close_avatar(sc, &m, binary);
+}
+
+/* Feeds received bytes to the parser and acts on every event. */
+static void on_bytes(stream_conn *sc, const uint8_t *buf, size_t n)
+{
+    while (n && !sc->closing) {
+        size_t used = 0;
+        drape_ws_event ev;
+        int close_code = 0;
+        int rc = drape_ws_parse(sc->ps, buf, n, &used, &ev, &close_code);
+        buf += used;
+        n -= used;
+        if (rc < 0) {
+            if (close_code == DRAPE_WS_CLOSE_TOO_BIG) COUNT(sc->d->met.limits[L_MESSAGE]);
+            send_close(sc, close_code, close_code == DRAPE_WS_CLOSE_TOO_BIG   ? "message too big"
+                                       : close_code == DRAPE_WS_CLOSE_BAD_DATA ? "invalid UTF-8 in a text message"
+                                                                               : "protocol error");
+            return;
+        }
+        if (rc == 0) return;
+        sc->last_rx_ns = drape_now_ns();
+        switch (ev.opcode) {
+        case DRAPE_WS_TEXT:
+        case DRAPE_WS_BINARY: on_message(sc, ev.data, ev.len, ev.opcode == DRAPE_WS_BINARY); break;
+        case DRAPE_WS_PING: drape_ws_encode(&sc->tx, DRAPE_WS_PONG, ev.data, ev.len, NULL); break;
+        case DRAPE_WS_CLOSE:
+            send_close(sc, ev.close_code == DRAPE_WS_CLOSE_NO_STATUS ? DRAPE_WS_CLOSE_NORMAL : ev.close_code, "");
+            return;
+        default: break; /* pong */
+        }
+    }
+}
+
+/* ---- the connection thread ---- */
+
+static void *stream_main(void *arg)
+{
+    stream_conn *sc = arg;
+    draped *d = sc->d;
+    int64_t drain_deadline = 0, close_deadline = 0;
+    uint8_t buf[65536];
+    if (sc->rx.len) on_bytes(sc, sc->rx.p, sc->rx.len);
+    for (;;) {
+        int64_t now = drape_now_ns();
+        if (atomic_load(&d->stopping) && !sc->closing) {
+            /* drain: stop reading, wait for the frames in flight, then 1001 */
+            if (!drain_deadline) drain_deadline = now + d->cfg.drain_ms * 1000000;
+            if (sc->inflight == 0 || now >= drain_deadline) send_close(sc, DRAPE_WS_CLOSE_GOING_AWAY, "server shutting down");
+        }
+        if (!sc->closing && now - sc->last_rx_ns > d->cfg.idle_timeout * 1000000000) {
+            COUNT(d->met.limits[L_IDLE]);
+            send_close(sc, DRAPE_WS_CLOSE_POLICY, "idle timeout");
+        }
+        if (sc->tx.len - sc->tx_off > (size_t)d->cfg.send_queue && !sc->closing) {
+            /* a reader this slow only falls further behind: cut it off */
+            COUNT(d->met.limits[L_SEND_QUEUE]);
+            LOG_INFO("stream %d: client stopped reading (%zu bytes queued); closing", sc->fd, sc->tx.len - sc->tx_off);
+            break;
+        }
+        if (flush(sc)) break;
+        if (sc->closing) {
+            if (sc->tx_off == sc->tx.len) break;
+            if (!close_deadline) close_deadline = now + 2000000000LL;
+            if (now >= close_deadline) break;
+        }
+        struct pollfd p[2] = {{sc->fd, 0, 0}, {sc->efd, POLLIN, 0}};
+        if (!sc->closing && !atomic_load(&d->stopping)) p[0].events |= POLLIN;
+        if (sc->tx_off < sc->tx.len) p[0].events |= POLLOUT;
+        if (poll(p, 2, 200) < 0 && errno != EINTR) break;
+        if (p[1].revents & POLLIN) drain_ready(sc);
+        if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL) && !(p[0].revents & POLLIN)) break;
+        if (p[0].revents & POLLIN) {
+            ssize_t n = recv(sc->fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (n == 0) break; /* peer closed */
+            if (n < 0 && errno != EAGAIN && errno != EINTR) break;
+            if (n > 0) on_bytes(sc, buf, (size_t)n);
+        }
+    }
+    /* the batcher may still hold frames of ours: wait for them */
+    for (avatar *a = sc->avatars; a;) {
+        avatar *n = a->next;
+        a->pending = 0;
+        if (a->inflight) a->closed = 1;
+        else avatar_free(sc, a);
+        a = n;
+    }
+    sc->avatars = NULL;
+    while (sc->inflight > 0) {
+        struct pollfd p = {sc->efd, POLLIN, 0};
+        poll(&p, 1, 100);
+        drain_ready(sc);
+    }
+    shutdown(sc->fd, SHUT_RDWR);
+    MHD_upgrade_action(sc->urh, MHD_UPGRADE_ACTION_CLOSE);
+    pthread_mutex_lock(&d->mu);
+    stream_conn **pp = &d->streams;
+    while (*pp != sc) pp = &(*pp)->next;
+    *pp = sc->next;
+    d->n_streams--;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    UNCOUNT(d->met.stream_conns_open);
+    drape_ws_parser_free(sc->ps);
+    drape_buf_free(&sc->rx);
+    drape_buf_free(&sc->tx);
+    close(sc->efd);
+    pthread_mutex_destroy(&sc->mu);
+    free(sc);
+    return NULL;
+}
+
+typedef struct {
+    draped *d;
+} upgrade_ctx;
+
+static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra, size_t extra_len,
+                       MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+    (void)c;
+    (void)req_cls;
+    draped *d = cls;
+    stream_conn *sc = calloc(1, sizeof *sc);
+    drape_ws_limits lim = {1, (size_t)d->cfg.max_message, (size_t)d->cfg.max_message};
+    if (!sc || drape_ws_parser_create(&sc->ps, &lim) || (sc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
+        drape_buf_append(&sc->rx, extra, extra_len)) {
+        LOG_ERROR("stream: out of resources; dropping the connection");
+        if (sc) {
+            drape_ws_parser_free(sc->ps);
+            drape_buf_free(&sc->rx);
+            free(sc);
+        }
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+        return;
+    }
+    sc->d = d;
+    sc->fd = sock;
+    sc->urh = urh;
+    sc->last_rx_ns = drape_now_ns();
+    pthread_mutex_init(&sc->mu, NULL);
+    pthread_mutex_lock(&d->mu);
+    sc->next = d->streams;
+    d->streams = sc;
+    d->n_streams++;
+    pthread_mutex_unlock(&d->mu);
+    COUNT(d->met.stream_conns_total);
+    COUNT(d->met.stream_conns_open);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&sc->th, &at, stream_main, sc)) {
+        /* run it here: MHD's connection thread is ours until we return */
+        stream_main(sc);
+    }
+    pthread_attr_destroy(&at);
+}
+
+int draped_stream_upgrade(draped *d, struct MHD_Connection *c, const char *accept)
+{
+    struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgrade, d);
+    if (!r) return -1;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "websocket");
+    MHD_add_response_header(r, "Sec-WebSocket-Accept", accept);
+    MHD_add_response_header(r, "X-Drape-Instance", d->instance);
+    enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+    MHD_destroy_response(r);
+    draped_count_http(&d->met, R_STREAM, 101);
+    return ok == MHD_YES ? 0 : -1;
+}
+
+void draped_streams_shutdown(draped *d)
+{
+    atomic_store(&d->stopping, 1);
+    int64_t deadline = drape_now_ns() + (d->cfg.drain_ms + 3000) * 1000000;
+    pthread_mutex_lock(&d->mu);
+    for (stream_conn *s = d->streams; s; s = s->next) {
+        uint64_t one = 1;
+        if (write(s->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
+    }
+    while (d->n_streams > 0 && drape_now_ns() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+    }
+    if (d->n_streams) LOG_WARN("%d streams did not close in time", d->n_streams);
+    pthread_mutex_unlock(&d->mu);
+}

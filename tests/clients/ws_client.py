@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""Stream scenarios against a running draped, driven by Python's `websockets`
+(and raw sockets only where a scenario must break the protocol on purpose).
+
+    ws_client.py URL SCENARIO [args...]
+
+Each scenario checks what it observes and exits 0, or prints why it failed
+and exits 1. The Criterion tests in tests/test_server.c run them."""
+import asyncio
+import base64
+import json
+import math
+import os
+import socket
+import struct
+import sys
+import time
+
+import msgpack
+import numpy as np
+import websockets
+
+URL = sys.argv[1]
+GARMENT = os.environ.get("DRAPE_TEST_GARMENT", "skirt")
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def pose(t, k=0):
+    p = [0.0] * 72
+    p[3 * 16 + 2] = 0.6 * math.sin(0.2 * t + k)   # left shoulder
+    p[3 * 1 + 0] = 0.4 * math.sin(0.15 * t + k)   # left hip
+    p[3 * 2 + 0] = -0.4 * math.sin(0.15 * t + k)  # right hip
+    return p
+
+
+def decode(fr):
+    """frame → float32 [count,3] (the protocol's formats, by hand)."""
+    n, fmt, data = fr["count"], fr["format"], fr["data"]
+    bb = np.array(fr["bbox"], dtype=np.float64)
+    if isinstance(data, list):
+        if fmt == "f32":
+            return np.array(data, dtype=np.float32).reshape(n, 3)
+        raw = bytes(data) if fmt == "meshopt" else np.array(data, dtype=np.uint16).tobytes()
+    else:
+        raw = data
+    if fmt == "f32":
+        return np.frombuffer(raw, dtype="<f4").reshape(n, 3)
+    if fmt == "f16":
+        return np.frombuffer(raw, dtype="<f2").astype(np.float32).reshape(n, 3)
+    if fmt == "q16":
+        q = np.frombuffer(raw, dtype="<u2").reshape(n, 3).astype(np.float64)
+        ext = bb[3:] - bb[:3]
+        return (bb[:3] + q / 65535.0 * ext).astype(np.float32)
+    return None  # meshopt: checked by the C client tests
+
+
+class Conn:
+    def __init__(self, ws, binary):
+        self.ws, self.binary = ws, binary
+
+    async def send(self, msg):
+        await self.ws.send(msgpack.packb(msg, use_bin_type=True) if self.binary else json.dumps(msg))
+
+    async def recv(self, timeout=20):
+        m = await asyncio.wait_for(self.ws.recv(), timeout)
+        return msgpack.unpackb(m, raw=False) if isinstance(m, bytes) else json.loads(m)
+
+    async def until(self, pred, timeout=20):
+        end = time.time() + timeout
+        while True:
+            m = await self.recv(max(0.1, end - time.time()))
+            if pred(m):
+                return m
+
+
+async def connect(binary=False):
+    ws = await websockets.connect(URL, max_size=64 << 20, ping_interval=None)
+    return Conn(ws, binary)
+
+
+async def stream_many(avatars="8", poses="10", binary="0", fmt="f32"):
+    """Many avatars on one connection, paced (each pose sent after its frame
+    came back), so nothing is dropped: every pose gets its frame, in order."""
+    A, T = int(avatars), int(poses)
+    c = await connect(binary == "1")
+    for a in range(A):
+        await c.send({"op": "open", "avatar": a if a % 2 else f"player-{a}", "garment": GARMENT,
+                      "betas": [0.1 * a, -0.2], "format": fmt})
+    opened = {}
+    while len(opened) < A:
+        m = await c.recv()
+        check(m["op"] == "opened", f"expected opened, got {m}")
+        opened[str(m["avatar"])] = m
+    V = next(iter(opened.values()))["vertices"]
+    seqs = {k: [] for k in opened}
+    for t in range(T):
+        for a in range(A):
+            await c.send({"op": "pose", "avatar": a if a % 2 else f"player-{a}", "seq": t, "pose": pose(t, a),
+                          "trans": [0, 0.01 * t, 0]})
+        got = 0
+        while got < A:
+            m = await c.recv()
+            check(m["op"] == "frame", f"expected frame, got {m}")
+            check(m["count"] == V and m["format"] == fmt, f"bad frame header {m['count']} {m['format']}")
+            x = decode(m)
+            if x is not None:
+                check(np.isfinite(x).all(), "non-finite vertices")
+                lo, hi = np.array(m["bbox"][:3]), np.array(m["bbox"][3:])
+                check((x >= lo - 1e-3).all() and (x <= hi + 1e-3).all(), "vertices outside the bbox")
+            for key in ("queue", "compute", "pack"):
+                check(key in m["timing"], f"timing lacks {key}")
+            seqs[str(m["avatar"])].append(m["seq"])
+            got += 1
+    for k, s in seqs.items():
+        check(s == list(range(T)), f"avatar {k} frames out of order or missing: {s}")
+    for a in range(A):
+        await c.send({"op": "close", "avatar": a if a % 2 else f"player-{a}"})
+    await c.until(lambda m: m["op"] == "closed")
+    await c.ws.close()
+    print(json.dumps({"avatars": A, "frames": A * T, "vertices": V}))
+
+
+async def formats():
+    """The same pose in every format: each decodes to the f32 result within
+    the documented bound (f16: 2^-11 relative; q16: extent/131070)."""
+    c = await connect(True)
+    fmts = ["f32", "f16", "q16", "meshopt"]
+    for i, f in enumerate(fmts):
+        await c.send({"op": "open", "avatar": i, "garment": GARMENT, "format": f})
+    for _ in fmts:
+        await c.until(lambda m: m["op"] == "opened")
+    for i, _ in enumerate(fmts):
+        await c.send({"op": "pose", "avatar": i, "seq": 1, "pose": pose(3), "trans": [0.1, 0, 0]})
+    frames = {}
+    while len(frames) < 4:
+        m = await c.until(lambda m: m["op"] == "frame")
+        frames[fmts[m["avatar"]]] = m
+    ref = decode(frames["f32"])
+    ext = np.array(frames["q16"]["bbox"][3:]) - np.array(frames["q16"]["bbox"][:3])
+    e16 = np.abs(decode(frames["f16"]) - ref).max()
+    eq = np.abs(decode(frames["q16"]) - ref).max(axis=0)
+    check(e16 <= np.abs(ref).max() * 2 ** -11 + 1e-7, f"f16 error {e16}")
+    check((eq <= ext / 131070 + 1e-6).all(), f"q16 error {eq} for extent {ext}")
+    check(len(frames["meshopt"]["data"]) < len(frames["q16"]["data"]) * 4 // 3 + 64, "meshopt larger than q16")
+    await c.ws.close()
+    print(json.dumps({"f16_err": float(e16), "q16_err": eq.tolist()}))
+
+
+async def bad_inputs():
+    """Every bad message gets an error with the right code; the connection
+    stays open and a good avatar on it keeps getting every frame."""
+    c = await connect(False)
+    await c.send({"op": "open", "avatar": "good", "garment": GARMENT})
+    await c.until(lambda m: m["op"] == "opened")
+    cases = [
+        ("{not json", "bad_message"),
+        ("[1,2,3]", "bad_message"),
+        (json.dumps({"op": "dance", "avatar": 1}), "bad_message"),
+        (json.dumps({"op": "pose", "avatar": "good", "seq": 1, "pose": [0] * 71}), "bad_field"),
+        (json.dumps({"op": "pose", "avatar": "good", "seq": 1, "pose": ["x"] * 72}), "bad_field"),
+        (json.dumps({"op": "pose", "avatar": "good", "seq": 1, "pose": [0] * 72, "trans": [0, 0]}), "bad_field"),
+        (json.dumps({"op": "open", "avatar": "x", "garment": "ballgown"}), "unknown_garment"),
+        (json.dumps({"op": "open", "avatar": "y", "identity": "0123456789abcdef"}), "unknown_identity"),
+        (json.dumps({"op": "open", "avatar": "z", "garment": GARMENT, "betas": [99]}), "bad_betas"),
+        (json.dumps({"op": "open", "avatar": "z", "garment": GARMENT, "betas": [0] * 17}), "bad_field"),
+        (json.dumps({"op": "pose", "avatar": "ghost", "seq": 1, "pose": [0] * 72}), "not_open"),
+        (json.dumps({"op": "close", "avatar": "ghost"}), "not_open"),
+        (json.dumps({"op": "open", "avatar": "good", "garment": GARMENT}), "already_open"),
+        (json.dumps({"op": "open", "avatar": "", "garment": GARMENT}), "bad_field"),
+    ]
+    bin_cases = [
+        (b"\xc1\xff\x00", "bad_message"),
+        (msgpack.packb({"op": "pose", "avatar": "good", "seq": 2, "pose": [float("nan")] + [0.0] * 71}), "bad_field"),
+        (msgpack.packb({"op": "pose", "avatar": "good", "seq": 2, "pose": [0.0] * 71 + [float("inf")]}), "bad_field"),
+    ]
+    seq = 0
+    for payload, code in cases + bin_cases:
+        await c.ws.send(payload)
+        m = await c.until(lambda m: m["op"] == "error")
+        check(m["code"] == code, f"{payload[:60]!r}: expected {code}, got {m}")
+        check(m["message"], "empty error message")
+        await c.send({"op": "pose", "avatar": "good", "seq": seq, "pose": pose(seq)})
+        f = await c.until(lambda m: m["op"] == "frame")
+        check(f["avatar"] == "good" and f["seq"] == seq, f"good avatar lost a frame: {f}")
+        seq += 1
+    await c.ws.close()
+    print(json.dumps({"cases": len(cases) + len(bin_cases), "good_frames": seq}))
+
+
+async def flood(n="60"):
+    """A client that sends faster than it is served: the newest pose wins,
+    every pose is answered or counted as dropped, frames stay in order."""
+    N = int(n)
+    c = await connect(True)
+    await c.send({"op": "open", "avatar": 7, "garment": GARMENT})
+    await c.until(lambda m: m["op"] == "opened")
+    for t in range(N):
+        await c.send({"op": "pose", "avatar": 7, "seq": t, "pose": pose(t)})
+    seqs, dropped = [], 0
+    while True:
+        m = await c.until(lambda m: m["op"] == "frame")
+        seqs.append(m["seq"])
+        dropped = m["dropped"]
+        if m["seq"] == N - 1:
+            break
+    check(seqs == sorted(seqs), f"frames out of order: {seqs}")
+    check(len(seqs) + dropped == N, f"{len(seqs)} frames + {dropped} dropped != {N} poses")
+    check(dropped > 0, "nothing was dropped: the flood was too slow to test newest-wins")
+    await c.ws.close()
+    print(json.dumps({"sent": N, "frames": len(seqs), "dropped": dropped}))
+
+
+async def many_connections(n="6", avatars="3", poses="5"):
+    res = await asyncio.gather(*[stream_many_quiet(avatars, poses, str(i % 2)) for i in range(int(n))])
+    check(all(res), "a connection failed")
+    print(json.dumps({"connections": int(n)}))
+
+
+async def stream_many_quiet(avatars, poses, binary):
+    c = await connect(binary == "1")
+    A, T = int(avatars), int(poses)
+    for a in range(A):
+        await c.send({"op": "open", "avatar": a, "garment": GARMENT, "betas": [0.3 * a]})
+    for _ in range(A):
+        await c.until(lambda m: m["op"] == "opened")
+    for t in range(T):
+        for a in range(A):
+            await c.send({"op": "pose", "avatar": a, "seq": t, "pose": pose(t, a)})
+        for _ in range(A):
+            m = await c.until(lambda m: m["op"] in ("frame", "error"))
+            check(m["op"] == "frame", f"error: {m}")
+    await c.ws.close()
+    return True
+
+
+async def shutdown_wait():
+    """Streams until the server goes away: expects close 1001 and no frame
+    of a sent pose lost before it (the test sends SIGTERM meanwhile)."""
+    c = await connect(False)
+    await c.send({"op": "open", "avatar": 1, "garment": GARMENT})
+    await c.until(lambda m: m["op"] == "opened")
+    print("streaming", flush=True)
+    t = 0
+    try:
+        while True:
+            await c.send({"op": "pose", "avatar": 1, "seq": t, "pose": pose(t)})
+            m = await c.until(lambda m: m["op"] == "frame", timeout=30)
+            check(m["seq"] == t, f"frame {m['seq']} for pose {t}")
+            t += 1
+    except websockets.exceptions.ConnectionClosed as e:
+        check(e.code == 1001, f"closed with {e.code}, expected 1001")
+        print(json.dumps({"frames": t, "close": e.code}))
+
+
+# ---- raw sockets: protocol violations a real client library refuses to make ----
+
+def raw_connect():
+    host, rest = URL[len("ws://"):].split("/", 1)
+    h, p = host.split(":")
+    s = socket.create_connection((h, int(p)), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /{rest} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(4096)
+    check(buf.startswith(b"HTTP/1.1 101"), f"no upgrade: {buf[:80]!r}")
+    return s, buf.split(b"\r\n\r\n", 1)[1]
+
+
+def frame(op, payload, mask=True, fin=True):
+    b0 = (0x80 if fin else 0) | op
+    n = len(payload)
+    hdr = bytes([b0]) + (bytes([(0x80 if mask else 0) | n]) if n < 126 else
+                         bytes([(0x80 if mask else 0) | 126]) + struct.pack(">H", n) if n < 65536 else
+                         bytes([(0x80 if mask else 0) | 127]) + struct.pack(">Q", n))
+    if not mask:
+        return hdr + payload
+    k = os.urandom(4)
+    return hdr + k + bytes(b ^ k[i % 4] for i, b in enumerate(payload))
+
+
+def read_close(s, rest):
+    """Reads server frames until a close; returns its code."""
+    buf = rest
+    s.settimeout(10)
+    while True:
+        while len(buf) < 2:
+            d = s.recv(65536)
+            if not d:
+                fail("connection dropped without a close frame")
+            buf += d
+        n = buf[1] & 0x7F
+        off = 2
+        if n == 126:
+            n, off = struct.unpack(">H", buf[2:4])[0], 4
+        elif n == 127:
+            n, off = struct.unpack(">Q", buf[2:10])[0], 10
+        while len(buf) < off + n:
+            d = s.recv(65536)
+            if not d:
+                fail("connection dropped mid-frame")
+            buf += d
+        op, payload, buf = buf[0] & 0xF, buf[off:off + n], buf[off + n:]
+        if op == 0x8:
+            return struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else 1005
+
+
+def protocol(case):
+    s, rest = raw_connect()
+    if case == "unmasked":
+        s.sendall(frame(1, b'{"op":"close","avatar":1}', mask=False))
+        want = 1002
+    elif case == "utf8":
+        s.sendall(frame(1, b'{"op":"\xff\xfe"}'))
+        want = 1007
+    elif case == "too_big":
+        s.sendall(frame(2, b"\0" * (int(os.environ.get("DRAPE_TEST_MAX_MESSAGE", "65536")) + 1)))
+        want = 1009
+    elif case == "fragmented_ping":
+        # a text message in two fragments with a ping between: answered normally
+        s.sendall(frame(1, b'{"op":"close",', fin=False) + frame(9, b"hi") + frame(0, b'"avatar":5}'))
+        s.sendall(frame(8, struct.pack(">H", 1000)))
+        want = 1000
+    elif case == "reserved_bits":
+        s.sendall(bytes([0xC1]) + frame(1, b"{}")[1:])
+        want = 1002
+    elif case == "client_close":
+        s.sendall(frame(8, struct.pack(">H", 1000) + b"bye"))
+        want = 1000
+    else:
+        fail(f"unknown case {case}")
+    code = read_close(s, rest)
+    check(code == want, f"{case}: close code {code}, expected {want}")
+    s.close()
+    print(json.dumps({"case": case, "close": code}))
+
+
+def main():
+    scen = sys.argv[2]
+    args = sys.argv[3:]
+    if scen == "protocol":
+        protocol(args[0])
+        return
+    asyncio.run(globals()[scen](*args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+/* draped end to end: a real daemon on a loopback port, driven by curl and
+ * by Python's websockets (tests/clients/ws_client.py). */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define OUT 65536
+static char out[OUT];
+
+static const char *py(void) { return getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3"; }
+
+/* curl: prints the body, then "HTTP <code>" on its own line */
+static int curl(tu_server *s, const char *args, const char *path)
+{
+    return tu_run(out, OUT, "curl -s -S -w '\\nHTTP %%{http_code}\\n' %s '%s%s'", args, s->url, path);
+}
+
+static void expect_code(const char *what, int code)
+{
+    char want[32];
+    snprintf(want, sizeof want, "HTTP %d", code);
+    cr_assert(strstr(out, want), "%s: expected %s, got:\n%s", what, want, out);
+}
+
+static void scenario(tu_server *s, const char *args)
+{
+    int rc = tu_run(out, OUT, "%s tests/clients/ws_client.py %s %s", py(), s->ws, args);
+    cr_assert_eq(rc, 0, "scenario '%s' failed:\n%s", args, out);
+}
+
+Test(server, health_model_garment_metrics)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    curl(&s, "", "/healthz");
+    expect_code("healthz", 200);
+    curl(&s, "", "/readyz");
+    expect_code("readyz", 200);
+    cr_assert(strstr(out, "\"ready\""), "%s", out);
+    curl(&s, "-i", "/v1/model");
+    expect_code("model", 200);
+    cr_assert(strstr(out, "X-Drape-Instance: "), "no instance header:\n%s", out);
+    cr_assert(strstr(out, "\"skirt\"") && strstr(out, "\"miniskirt\"") && strstr(out, "\"backend\":\"cpu\""), "%s", out);
+    curl(&s, "", "/v1/garments/skirt");
+    expect_code("garment", 200);
+    cr_assert(strstr(out, "\"positions\":[") && strstr(out, "\"indices\":[") && strstr(out, "\"uv\":["), "%.300s", out);
+    curl(&s, "", "/v1/garments/ballgown");
+    expect_code("unknown garment", 404);
+    cr_assert(strstr(out, "unknown_garment"), "%s", out);
+    curl(&s, "", "/v1/nothing");
+    expect_code("unknown route", 404);
+    curl(&s, "-X DELETE", "/v1/model");
+    expect_code("wrong method", 405);
+    curl(&s, "", "/metrics");
+    expect_code("metrics", 200);
+    cr_assert(strstr(out, "drape_http_requests_total{route=\"model\",code=\"200\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_cache_hits_total"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, identities_are_idempotent_and_cached)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    const char *body = "-X POST -H 'Content-Type: application/json' -d '{\"garment\":\"skirt\",\"betas\":[0.5,-1]}'";
+    curl(&s, body, "/v1/identities");
+    expect_code("create", 200);
+    char *p = strstr(out, "\"identity\":\"");
+    cr_assert_not_null(p, "%s", out);
+    char id[17];
+    memcpy(id, p + 12, 16);
+    id[16] = 0;
+    cr_assert(strstr(out, "\"cached\":false"), "%s", out);
+    curl(&s, body, "/v1/identities");
+    cr_assert(strstr(out, id) && strstr(out, "\"cached\":true"), "second create was not a hit: %s", out);
+    /* the id works for stateless frames */
+    char req[512];
+    snprintf(req, sizeof req, "-X POST -d '{\"identity\":\"%s\",\"pose\":[%s0],\"format\":\"q16\"}'", id,
+             "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
+             "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,");
+    curl(&s, req, "/v1/frames");
+    expect_code("frames", 200);
+    cr_assert(strstr(out, "\"format\":\"q16\"") && strstr(out, "\"bbox\":["), "%.400s", out);
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_cache_encodes_total 1\n"), "encoded more than once:\n%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, http_bad_input)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-message 4096");
+    struct {
+        const char *args, *path;
+        int code;
+        const char *err;
+    } cases[] = {
+        {"-X POST -d '{nope'", "/v1/identities", 400, "bad_message"},
+        {"-X POST -d '{\"garment\":7}'", "/v1/identities", 400, "bad_field"},
+        {"-X POST -d '{\"garment\":\"ballgown\"}'", "/v1/identities", 404, "unknown_garment"},
+        {"-X POST -d '{\"garment\":\"skirt\",\"betas\":[99]}'", "/v1/identities", 400, "bad_betas"},
+        {"-X POST -d '{\"garment\":\"skirt\",\"betas\":[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}'", "/v1/identities", 400,
+         "bad_betas"},
+        {"-X POST -d '{\"identity\":\"0123456789abcdef\",\"pose\":[0]}'", "/v1/frames", 404, "unknown_identity"},
+        {"-X POST -d '{\"garment\":\"skirt\",\"pose\":[1,2,3]}'", "/v1/frames", 400, "bad_field"},
+        {"-X POST -d '{\"items\":[]}'", "/v1/frames", 400, "bad_field"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        curl(&s, cases[i].args, cases[i].path);
+        expect_code(cases[i].args, cases[i].code);
+        cr_assert(strstr(out, cases[i].err), "%s: expected %s in %s", cases[i].args, cases[i].err, out);
+    }
+    /* an oversized body: 413, and the server keeps serving */
+    tu_run(out, OUT, "head -c 10000 /dev/zero | tr '\\0' ' ' > %s", tu_tmp("big.json"));
+    char args[600];
+    snprintf(args, sizeof args, "-X POST --data-binary @%s", tu_tmp("big.json"));
+    curl(&s, args, "/v1/identities");
+    expect_code("oversized body", 413);
+    curl(&s, "", "/healthz");
+    expect_code("after bad input", 200);
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"body\"} 1"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, api_keys)
+{
+    const char *keys = tu_tmp("keys.txt");
+    FILE *f = fopen(keys, "w");
+    fprintf(f, "# keys\nsecret-one\nsecret-two\n");
+    fclose(f);
+    char extra[600];
+    snprintf(extra, sizeof extra, "--api-key-file %s", keys);
+    tu_server s = tu_draped_start("tiny_random", extra);
+    curl(&s, "", "/v1/model");
+    expect_code("no key", 401);
+    curl(&s, "-H 'Authorization: Bearer wrong'", "/v1/model");
+    expect_code("wrong key", 401);
+    curl(&s, "-H 'Authorization: Bearer secret-two'", "/v1/model");
+    expect_code("right key", 200);
+    curl(&s, "", "/healthz");
+    expect_code("health needs no key", 200);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, stream_many_avatars_json_and_msgpack)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-delay-us 1000");
+    scenario(&s, "stream_many 8 6 0 f32");
+    scenario(&s, "stream_many 5 4 1 q16");
+    scenario(&s, "stream_many 3 3 0 f16");
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, formats_agree_within_bounds)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    scenario(&s, "formats");
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, bad_stream_messages_leave_others_streaming)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    scenario(&s, "bad_inputs");
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 7"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, newest_pose_wins_and_drops_are_counted)
+{
+    /* a slow batch (long delay) so that poses pile up behind the first */
+    tu_server s = tu_draped_start("small_random", "--max-delay-us 20000");
+    scenario(&s, "flood 60");
+    curl(&s, "", "/metrics");
+    cr_assert(!strstr(out, "drape_dropped_poses_total 0\n"), "no drops counted:\n%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, many_connections)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    scenario(&s, "many_connections 8 3 4");
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, websocket_protocol_violations_close_with_the_right_code)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-message 65536");
+    const char *cases[] = {"unmasked", "utf8", "too_big", "fragmented_ping", "reserved_bits", "client_close"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char a[64];
+        snprintf(a, sizeof a, "protocol %s", cases[i]);
+        scenario(&s, a);
+    }
+    scenario(&s, "stream_many 2 2 0 f32"); /* and it still serves */
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, connection_limit)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-connections 1");
+    /* hold one stream open in the background, then a second is refused */
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s tests/clients/ws_client.py %s shutdown_wait > %s 2>&1 &", py(), s.ws,
+             tu_tmp("holder.out"));
+    cr_assert_eq(system(cmd), 0);
+    for (int i = 0; i < 100; i++) {
+        tu_run(out, OUT, "cat %s", tu_tmp("holder.out"));
+        if (strstr(out, "streaming")) break;
+        usleep(100000);
+    }
+    cr_assert(strstr(out, "streaming"), "holder did not start: %s", out);
+    curl(&s, "-H 'Upgrade: websocket' -H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 13' "
+             "-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='",
+         "/v1/stream");
+    expect_code("second stream", 503);
+    cr_assert(strstr(out, "too many stream connections"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, sigterm_drains_and_closes_streams_with_1001)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    char cmd[512];
+    const char *res = tu_tmp("shutdown.out");
+    snprintf(cmd, sizeof cmd, "%s tests/clients/ws_client.py %s shutdown_wait > %s 2>&1; echo rc=$? >> %s", py(),
+             s.ws, res, res);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100; i++) {
+        tu_run(out, OUT, "cat %s", res);
+        if (strstr(out, "streaming")) break;
+        usleep(100000);
+    }
+    usleep(300000); /* a few frames go by */
+    cr_assert_eq(tu_draped_stop(&s), 0, "draped did not exit 0 on SIGTERM");
+    waitpid(pid, NULL, 0);
+    tu_run(out, OUT, "cat %s", res);
+    cr_assert(strstr(out, "\"close\": 1001") && strstr(out, "rc=0"), "%s", out);
+}
