@@ -40,6 +40,7 @@ typedef struct {
 typedef struct {
     int op;
     drape_avatar_key avatar;
+    int has_avatar;                      /* (added) 1 once avatar was read, also on errors */
     /* open */
     char identity[DRAPE_MSG_ID_MAX + 1]; /* "" when garment is given instead */
     char garment[DRAPE_MSG_NAME_MAX + 1];
@@ -111,8 +112,12 @@ typedef struct {
     char message[256];
     char identity[DRAPE_MSG_ID_MAX + 1];
     char garment[DRAPE_MSG_NAME_MAX + 1];
+    int mode;                    /* (added) opened: drape_mode */
 } drape_server_msg;
 
+/* Fills *m (it need not be cleared first: it is overwritten, so clear a
+ * previous message's data before reusing it). On failure returns a negative
+ * status, op is "" and message holds the reason. */
 int drape_server_msg_parse(drape_server_msg *m, const uint8_t *data, size_t len, int binary);
 void drape_server_msg_clear(drape_server_msg *m); /* frees data */
 

@@ -43,6 +43,7 @@ typedef struct {
     int server;         /* 1: frames must be masked (client→server); 0: must not be */
     size_t max_frame;   /* payload bytes of one frame (control frames: 125 always) */
     size_t max_message; /* bytes of one reassembled data message */
+    /* (0 in max_frame or max_message means no limit) */
 } drape_ws_limits;
 
 typedef struct drape_ws_parser drape_ws_parser;
@@ -71,6 +72,12 @@ int drape_ws_parse(drape_ws_parser *p, const uint8_t *buf, size_t n, size_t *use
  * data/len is the payload after the code: use drape_ws_encode_close. */
 int drape_ws_encode(drape_buf *out, int opcode, const void *data, size_t len, const uint8_t *mask);
 int drape_ws_encode_close(drape_buf *out, int code, const char *reason, const uint8_t *mask);
+
+/* Added for the client (handshake key) and tests: SHA-1 of n bytes, and
+ * standard base64 with padding (out needs 4*ceil(n/3)+1 bytes; returns the
+ * length written, without the NUL). */
+void drape_sha1(uint8_t out[20], const void *data, size_t n);
+size_t drape_base64(char *out, const uint8_t *in, size_t n);
 
 /* Whole-buffer UTF-8 validation (RFC 3629: no overlongs, no surrogates, ≤ U+10FFFF). */
 int drape_utf8_valid(const uint8_t *s, size_t n);
