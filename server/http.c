@@ -181,7 +181,7 @@ static int parse_recipe(draped *d, json_t *o, int *garment, float *betas, int *n
         drape_error e = {0};
         if (drape_model_check_betas(d->model, betas, *nb, &e)) {
             *code = DRAPE_ERR_BAD_BETAS;
-            return snprintf(msg, cap, "%s", e.msg), -1;
+            return snprintf(msg, cap, "%.250s", e.msg), -1;
         }
     }
     return 0;
@@ -319,7 +319,7 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
         *code = rc == DRAPE_ENOTFOUND ? DRAPE_ERR_UNKNOWN_IDENTITY : rc == DRAPE_ERANGE ? DRAPE_ERR_LIMIT
                                                                                          : DRAPE_ERR_INTERNAL;
         if (rc == DRAPE_ERANGE) COUNT(d->met.limits[L_CACHE]);
-        return snprintf(msg, cap, "%s", err.msg), -1;
+        return snprintf(msg, cap, "%.250s", err.msg), -1;
     }
     it->job.frame.id = drape_idcache_identity(it->e);
     for (int k = 0; k < 3; k++) {
@@ -696,15 +696,15 @@ int draped_http_start(draped *d)
     }
     unsigned limit = (unsigned)d->cfg.max_connections + 64;
     if (cert)
-        d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_SOCK_ADDR, &sa,
-                                  MHD_OPTION_NOTIFY_COMPLETED, completed, d, MHD_OPTION_CONNECTION_LIMIT, limit,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                                  d, MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
+        d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, d,
+                                  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, d,
+                                  MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                                  MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
     else
-        d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_SOCK_ADDR, &sa,
-                                  MHD_OPTION_NOTIFY_COMPLETED, completed, d, MHD_OPTION_CONNECTION_LIMIT, limit,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
-                                  d, MHD_OPTION_END);
+        d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, d,
+                                  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, d,
+                                  MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                                  MHD_OPTION_END);
     free(cert);
     free(key);
     if (!d->mhd) {

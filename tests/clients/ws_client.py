@@ -171,7 +171,7 @@ async def bad_inputs():
         (json.dumps({"op": "open", "avatar": "x", "garment": "ballgown"}), "unknown_garment"),
         (json.dumps({"op": "open", "avatar": "y", "identity": "0123456789abcdef"}), "unknown_identity"),
         (json.dumps({"op": "open", "avatar": "z", "garment": GARMENT, "betas": [99]}), "bad_betas"),
-        (json.dumps({"op": "open", "avatar": "z", "garment": GARMENT, "betas": [0] * 17}), "bad_field"),
+        (json.dumps({"op": "open", "avatar": "z", "garment": GARMENT, "betas": [0] * 17}), "bad_betas"),
         (json.dumps({"op": "pose", "avatar": "ghost", "seq": 1, "pose": [0] * 72}), "not_open"),
         (json.dumps({"op": "close", "avatar": "ghost"}), "not_open"),
         (json.dumps({"op": "open", "avatar": "good", "garment": GARMENT}), "already_open"),
