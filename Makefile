@@ -3,6 +3,7 @@
 #   make test       install dependencies (scripts/deps.sh), build, run every test
 #   make check      the same tests under AddressSanitizer + UBSan; fails on any report
 #   make bench      module A/B latency, C runtime vs the PyTorch reference
+#   make run        start draped on :8080 with the bundled default model
 #   make clean
 # The top-level targets first run scripts/deps.sh (idempotent, quiet when all
 # is installed) and then re-enter make, so that pkg-config sees the packages.
@@ -14,8 +15,8 @@ JOBS   ?= 2
 
 ifeq ($(DRAPE_DEPS_OK),)
 
-.PHONY: all test check bench clean deps bundles
-all test check bench bundles: deps
+.PHONY: all test check bench clean deps bundles run
+all test check bench bundles run: deps
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 deps:
 	@scripts/deps.sh
@@ -48,7 +49,14 @@ BUNDLES := $(DATA)/tiny_random.safetensors $(DATA)/tiny_zero.safetensors \
            $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 PY_ASSETS := train/make_bundle.py train/assets.py train/bundle.py
 
-.PHONY: all test check bench bundles cuda-note
+.PHONY: all test check bench bundles cuda-note run
+
+# The service with the bundled default model (the trained one once it is in
+# models/, until then the best generated bundle) on the best backend; the
+# port is DRAPE_PORT or 8080, every other flag has its DRAPE_* variable.
+RUN_MODEL := $(if $(wildcard models/default.safetensors),models/default.safetensors,$(DATA)/small_random.safetensors)
+run: $(BUILD)/draped $(RUN_MODEL)
+	$(BUILD)/draped --model $(RUN_MODEL) --backend $${DRAPE_BACKEND:-auto}
 
 all: cuda-note $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth
 

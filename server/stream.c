@@ -529,6 +529,10 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
     sc->fd = sock;
     sc->urh = urh;
     sc->last_rx_ns = drape_now_ns();
+    /* a modest kernel buffer: a client that stops reading shows up in our
+     * own bounded queue soon, not after megabytes of kernel memory */
+    int sndbuf = 256 << 10;
+    setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
     pthread_mutex_init(&sc->mu, NULL);
     pthread_mutex_lock(&d->mu);
     sc->next = d->streams;

@@ -246,3 +246,53 @@ Test(server, sigterm_drains_and_closes_streams_with_1001)
     tu_run(out, OUT, "cat %s", res);
     cr_assert(strstr(out, "\"close\": 1001") && strstr(out, "rc=0"), "%s", out);
 }
+
+Test(server, slow_readers_and_vanishing_clients_do_not_hurt_others)
+{
+    tu_server s = tu_draped_start("tiny_random", "--send-queue 65536");
+    scenario(&s, "slow_reader 3000");
+    scenario(&s, "half_frame");
+    scenario(&s, "stream_many 2 3 1 f32");
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"send_queue\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_avatars 0\n"), "avatars leaked:\n%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, avatar_limit_and_idle_timeout)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-avatars 2 --idle-timeout 1");
+    scenario(&s, "avatar_limit 2");
+    scenario(&s, "idle 1.5");
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"avatars\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"idle\"} 1"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, cache_pins_streaming_identities)
+{
+    /* tiny identities are ~17 kB: room for one */
+    tu_server s = tu_draped_start("tiny_random", "--cache-bytes 25000");
+    scenario(&s, "cache_pinned");
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_cache_refused_total 1\n") && strstr(out, "drape_cache_evictions_total 1\n"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, tls)
+{
+    const char *key = tu_tmp("tls.key"), *crt = tu_tmp("tls.crt");
+    int rc = tu_run(out, OUT, "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 2 -subj /CN=localhost",
+                    key, crt);
+    if (rc) cr_skip_test("openssl cannot make a test certificate: %s", out);
+    char extra[1200];
+    snprintf(extra, sizeof extra, "--tls-cert %s --tls-key %s", crt, key);
+    tu_server s = tu_draped_start("tiny_random", extra);
+    tu_run(out, OUT, "curl -s -k -w '\\nHTTP %%{http_code}\\n' https://127.0.0.1:%d/v1/model", s.port);
+    expect_code("https", 200);
+    cr_assert(strstr(out, "\"skirt\""), "%s", out);
+    tu_run(out, OUT, "curl -s -w '\\nHTTP %%{http_code}\\n' http://127.0.0.1:%d/v1/model", s.port);
+    cr_assert(!strstr(out, "HTTP 200"), "plain HTTP answered on a TLS port: %s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}

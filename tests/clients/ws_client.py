@@ -263,10 +263,14 @@ async def shutdown_wait():
 
 # ---- raw sockets: protocol violations a real client library refuses to make ----
 
-def raw_connect():
+def raw_connect(rcvbuf=0):
     host, rest = URL[len("ws://"):].split("/", 1)
     h, p = host.split(":")
-    s = socket.create_connection((h, int(p)), timeout=10)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(10)
+    s.connect((h, int(p)))
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall((f"GET /{rest} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
@@ -345,11 +349,112 @@ def protocol(case):
     print(json.dumps({"case": case, "close": code}))
 
 
+def raw_send_msg(s, obj):
+    s.sendall(frame(1, json.dumps(obj).encode()))
+
+
+def slow_reader(n="3000"):
+    """Sends poses and never reads: the server must cut this client off
+    (bounded send queue) instead of buffering without end."""
+    s, _ = raw_connect(rcvbuf=4096)
+    raw_send_msg(s, {"op": "open", "avatar": 1, "garment": GARMENT})
+    s.settimeout(0.05)
+    closed = False
+    for t in range(int(n)):
+        try:
+            raw_send_msg(s, {"op": "pose", "avatar": 1, "seq": t, "pose": pose(t)})
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+            break
+        except socket.timeout:
+            pass  # the server stopped reading us too
+        if t % 20 == 0:
+            time.sleep(0.02)  # let frames come back (and pile up)
+    if not closed:
+        # now drain: the stream must end (EOF or reset), not go on forever
+        s.settimeout(10)
+        try:
+            while s.recv(1 << 20):
+                pass
+        except (ConnectionResetError, socket.timeout) as e:
+            check(not isinstance(e, socket.timeout), "the server kept a non-reading client open")
+    print(json.dumps({"cut_off": True}))
+
+
+def half_frame():
+    """A client that disconnects in the middle of a frame, and one that
+    leaves with frames in flight: the server carries on."""
+    s, _ = raw_connect()
+    raw_send_msg(s, {"op": "open", "avatar": 1, "garment": GARMENT})
+    for t in range(5):
+        raw_send_msg(s, {"op": "pose", "avatar": 1, "seq": t, "pose": pose(t)})
+    s.sendall(frame(1, b'{"op":"pose","avatar":1,"seq":9,"pose":[0,0]}')[:9])
+    s.close()
+    print(json.dumps({"ok": True}))
+
+
+async def avatar_limit(limit="2"):
+    c = await connect(False)
+    L = int(limit)
+    for a in range(L + 1):
+        await c.send({"op": "open", "avatar": a, "garment": GARMENT})
+    ok, errs = 0, []
+    while ok + len(errs) < L + 1:
+        m = await c.recv()
+        if m["op"] == "opened":
+            ok += 1
+        else:
+            errs.append(m)
+    check(ok == L and len(errs) == 1 and errs[0]["code"] == "limit", f"{ok} opened, errors {errs}")
+    # closing one makes room
+    await c.send({"op": "close", "avatar": 0})
+    await c.until(lambda m: m["op"] == "closed")
+    await c.send({"op": "open", "avatar": L, "garment": GARMENT})
+    m = await c.recv()
+    check(m["op"] == "opened", f"no room after a close: {m}")
+    await c.ws.close()
+    print(json.dumps({"limit": L}))
+
+
+async def cache_pinned():
+    """With room for one identity: a second one is refused while the first
+    is streaming (pinned), and accepted once the first avatar closed."""
+    c = await connect(False)
+    await c.send({"op": "open", "avatar": "a", "garment": GARMENT, "betas": [0.5]})
+    await c.until(lambda m: m["op"] == "opened")
+    await c.send({"op": "open", "avatar": "b", "garment": GARMENT, "betas": [-0.5]})
+    m = await c.recv()
+    check(m["op"] == "error" and m["code"] == "limit" and "cache full" in m["message"], f"{m}")
+    await c.send({"op": "pose", "avatar": "a", "seq": 0, "pose": pose(0)})
+    m = await c.until(lambda m: m["op"] in ("frame", "error"))
+    check(m["op"] == "frame", f"the pinned identity stopped working: {m}")
+    await c.send({"op": "close", "avatar": "a"})
+    await c.until(lambda m: m["op"] == "closed")
+    await c.send({"op": "open", "avatar": "b", "garment": GARMENT, "betas": [-0.5]})
+    m = await c.recv()
+    check(m["op"] == "opened", f"not admitted after eviction: {m}")
+    await c.ws.close()
+    print(json.dumps({"ok": True}))
+
+
+async def idle(seconds="2.5"):
+    c = await connect(False)
+    try:
+        await asyncio.wait_for(c.ws.recv(), float(seconds) + 5)
+        fail("expected the idle connection to close")
+    except websockets.exceptions.ConnectionClosed as e:
+        check(e.code == 1008, f"idle close code {e.code}")
+    print(json.dumps({"close": 1008}))
+
+
 def main():
     scen = sys.argv[2]
     args = sys.argv[3:]
     if scen == "protocol":
         protocol(args[0])
+        return
+    if scen in ("slow_reader", "half_frame"):
+        globals()[scen](*args)
         return
     asyncio.run(globals()[scen](*args))
 
