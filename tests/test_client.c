@@ -1,0 +1,274 @@
+/* libdrape-client against a small in-process fake server (a thread that
+ * speaks the stream protocol with proto/ws.c and proto/msg.c): handshake,
+ * messages in both encodings, every vertex format, pings, close handshake,
+ * refused and broken upgrades, bad URLs. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../proto/client.h"
+#include "../proto/pack.h"
+#include "../proto/ws.h"
+
+enum { FAKE_OK, FAKE_403, FAKE_BAD_ACCEPT };
+
+typedef struct {
+    int listen_fd, port, mode;
+    pthread_t th;
+    int got_pong, got_close, n_poses;
+} fake;
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w <= 0) return;
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+static void reply(int fd, drape_buf *msg, int bin)
+{
+    drape_buf f = {0};
+    drape_ws_encode(&f, bin ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, msg->p, msg->len, NULL);
+    send_all(fd, f.p, f.len);
+    drape_buf_free(&f);
+    msg->len = 0;
+}
+
+/* vertices the fake "computes" from a pose: 4 points from its first values */
+static void fake_vertices(const float *pose, float *xyz)
+{
+    for (int i = 0; i < 12; i++) xyz[i] = pose[i] * 0.5f + (float)i * 0.01f;
+}
+
+static void *serve(void *arg)
+{
+    fake *f = arg;
+    int fd = accept(f->listen_fd, NULL, NULL);
+    if (fd < 0) return NULL;
+    char head[4096];
+    size_t hl = 0;
+    while (hl < sizeof head - 1) {
+        ssize_t n = recv(fd, head + hl, sizeof head - 1 - hl, 0);
+        if (n <= 0) break;
+        hl += (size_t)n;
+        head[hl] = 0;
+        if (strstr(head, "\r\n\r\n")) break;
+    }
+    char *k = strstr(head, "Sec-WebSocket-Key: ");
+    char key[64] = "", acc[29] = "";
+    if (k) sscanf(k + 19, "%63[^\r]", key);
+    drape_ws_accept_key(acc, key);
+    char resp[512];
+    if (f->mode == FAKE_403)
+        snprintf(resp, sizeof resp, "HTTP/1.1 403 Forbidden\r\nContent-Length: 22\r\n\r\n{\"error\":\"forbidden\"}\n");
+    else
+        snprintf(resp, sizeof resp, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Accept: %s\r\n\r\n", f->mode == FAKE_BAD_ACCEPT ? "AAAAAAAAAAAAAAAAAAAAAAAAAAA=" : acc);
+    send_all(fd, resp, strlen(resp));
+    if (f->mode != FAKE_OK) {
+        close(fd);
+        return NULL;
+    }
+    /* a ping up front: the client must answer it while waiting for messages */
+    drape_buf out = {0}, msg = {0};
+    drape_ws_encode(&out, DRAPE_WS_PING, "hi", 2, NULL);
+    send_all(fd, out.p, out.len);
+    drape_ws_parser *p;
+    drape_ws_limits lim = {1, 1 << 20, 1 << 20};
+    drape_ws_parser_create(&p, &lim);
+    int fmt = DRAPE_FMT_F32;
+    uint8_t buf[65536];
+    for (int done = 0; !done;) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        size_t off = 0;
+        while (off < (size_t)n && !done) {
+            size_t used;
+            drape_ws_event ev;
+            int cc;
+            int r = drape_ws_parse(p, buf + off, (size_t)n - off, &used, &ev, &cc);
+            off += used;
+            if (r < 0) {
+                done = 1;
+                break;
+            }
+            if (r == 0) break;
+            if (ev.opcode == DRAPE_WS_PONG) f->got_pong = ev.len == 2 && !memcmp(ev.data, "hi", 2);
+            if (ev.opcode == DRAPE_WS_CLOSE) {
+                f->got_close = ev.close_code;
+                out.len = 0;
+                drape_ws_encode_close(&out, ev.close_code, "bye", NULL);
+                send_all(fd, out.p, out.len);
+                done = 1;
+            }
+            if (ev.opcode != DRAPE_WS_TEXT && ev.opcode != DRAPE_WS_BINARY) continue;
+            int bin = ev.opcode == DRAPE_WS_BINARY;
+            drape_msg m;
+            const char *code;
+            char why[256];
+            if (drape_msg_parse(&m, ev.data, ev.len, bin, &code, why, sizeof why)) {
+                drape_msg_error(&msg, bin, code, why, m.has_avatar ? &m.avatar : NULL, m.has_seq, m.seq);
+                reply(fd, &msg, bin);
+                continue;
+            }
+            if (m.op == DRAPE_OP_OPEN) {
+                fmt = m.format;
+                drape_msg_opened(&msg, bin, &m.avatar, "beef", m.garment, 4, fmt, m.mode);
+            } else if (m.op == DRAPE_OP_POSE) {
+                float xyz[12], bbox[6];
+                fake_vertices(m.pose, xyz);
+                drape_buf packed = {0};
+                drape_pack(&packed, bbox, fmt, xyz, 4);
+                drape_timing t = {1, 2, 3};
+                drape_msg_frame(&msg, bin, &m.avatar, m.seq, fmt, 4, bbox, packed.p, packed.len, &t, 0);
+                drape_buf_free(&packed);
+                f->n_poses++;
+            } else {
+                drape_msg_closed(&msg, bin, &m.avatar);
+            }
+            reply(fd, &msg, bin);
+        }
+    }
+    drape_ws_parser_free(p);
+    drape_buf_free(&out);
+    drape_buf_free(&msg);
+    close(fd);
+    return NULL;
+}
+
+static void fake_start(fake *f, int mode)
+{
+    memset(f, 0, sizeof *f);
+    f->mode = mode;
+    f->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(f->listen_fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(f->listen_fd, 4), 0);
+    socklen_t sl = sizeof a;
+    getsockname(f->listen_fd, (struct sockaddr *)&a, &sl);
+    f->port = ntohs(a.sin_port);
+    pthread_create(&f->th, NULL, serve, f);
+}
+
+static void fake_stop(fake *f)
+{
+    pthread_join(f->th, NULL);
+    close(f->listen_fd);
+}
+
+static drape_server_msg expect_msg(drape_client *c, const char *op)
+{
+    drape_server_msg m;
+    drape_error e = {0};
+    int r = drape_client_recv(c, &m, 5000, &e);
+    cr_assert_eq(r, 1, "recv: %d %s", r, e.msg);
+    cr_assert_str_eq(m.op, op, "%s: %s", m.op, m.message);
+    return m;
+}
+
+Test(client, streams_every_format_in_both_encodings, .timeout = 60)
+{
+    for (int json = 0; json <= 1; json++)
+        for (int fmt = 0; fmt < DRAPE_FMT_COUNT; fmt++) {
+            fake f;
+            fake_start(&f, FAKE_OK);
+            char url[128];
+            snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream?x=1", f.port);
+            drape_client *c;
+            drape_error e = {0};
+            drape_client_opts o = {json, 5000, 0, NULL};
+            cr_assert_eq(drape_client_connect(&c, url, &o, &e), 0, "%s", e.msg);
+            cr_assert_geq(drape_client_fd(c), 0);
+            drape_avatar_key a = {1, 0, "av"};
+            cr_assert_eq(drape_client_open(c, &a, NULL, "skirt", (float[]){1, 2}, 2, fmt, DRAPE_MODE_NEURAL, &e), 0, "%s", e.msg);
+            drape_server_msg m = expect_msg(c, "opened");
+            cr_assert_str_eq(m.garment, "skirt");
+            cr_assert_eq(m.vertices, 4);
+            cr_assert_eq(m.format, fmt);
+            drape_server_msg_clear(&m);
+            float pose[72];
+            for (int i = 0; i < 72; i++) pose[i] = 0.01f * (float)i - 0.3f;
+            for (uint64_t seq = 1; seq <= 3; seq++) {
+                pose[0] = (float)seq * 0.1f;
+                cr_assert_eq(drape_client_pose(c, &a, seq, pose, (float[]){0, 0, 1}, &e), 0, "%s", e.msg);
+                m = expect_msg(c, "frame");
+                cr_assert_eq(m.seq, seq);
+                cr_assert_eq(m.count, 4);
+                cr_assert_eq(m.timing.compute_us, 2);
+                float xyz[12], want[12];
+                cr_assert_eq(drape_client_decode(&m, xyz), 0);
+                fake_vertices(pose, want);
+                float bound = drape_pack_error_bound(fmt, m.bbox);
+                for (int i = 0; i < 12; i++)
+                    cr_assert_leq(fabsf(xyz[i] - want[i]), bound, "%s[%d]", drape_format_name(fmt), i);
+                drape_server_msg_clear(&m);
+            }
+            /* a bad message gets an error, and the stream goes on */
+            cr_assert_eq(drape_client_send_frame(c, json ? DRAPE_WS_TEXT : DRAPE_WS_BINARY, "{}", json ? 2 : 1, &e), 0);
+            m = expect_msg(c, "error");
+            cr_assert_str_eq(m.code, DRAPE_ERR_BAD_MESSAGE);
+            drape_server_msg_clear(&m);
+            cr_assert_eq(drape_client_close_avatar(c, &a, &e), 0);
+            m = expect_msg(c, "closed");
+            cr_assert_str_eq(m.avatar.str, "av");
+            drape_server_msg_clear(&m);
+            cr_assert_eq(drape_client_close(c, 2000), 0, "the server answered the close");
+            fake_stop(&f);
+            cr_assert(f.got_pong, "the client answered the ping");
+            cr_assert_eq(f.got_close, 1000);
+            cr_assert_eq(f.n_poses, 3);
+        }
+}
+
+Test(client, refused_and_bad_handshakes, .timeout = 30)
+{
+    fake f;
+    char url[128];
+    drape_client *c;
+    drape_error e = {0};
+    fake_start(&f, FAKE_403);
+    snprintf(url, sizeof url, "ws://localhost:%d/v1/stream", f.port);
+    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), DRAPE_EIO);
+    cr_assert(strstr(e.msg, "403 Forbidden") && strstr(e.msg, "forbidden"), "%s", e.msg);
+    cr_assert_null(c);
+    fake_stop(&f);
+
+    fake_start(&f, FAKE_BAD_ACCEPT);
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d", f.port);
+    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), DRAPE_EFORMAT);
+    cr_assert(strstr(e.msg, "Sec-WebSocket-Accept"), "%s", e.msg);
+    fake_stop(&f);
+
+    /* nobody listening: the port of a socket we bind and close */
+    int port = f.port;
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream", port);
+    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), DRAPE_EIO);
+    cr_assert(strstr(e.msg, "connect"), "%s", e.msg);
+}
+
+Test(client, rejects_bad_urls)
+{
+    const char *bad[] = {"http://127.0.0.1/", "ws://", "ws://:80/", "ws://host:0/", "ws://host:99999/", "ws://host:80x/",
+                         "ws://[::1/", "ws://h/a b", NULL};
+    drape_client *c;
+    drape_error e = {0};
+    for (int i = 0; bad[i]; i++) {
+        cr_assert_eq(drape_client_connect(&c, bad[i], NULL, &e), DRAPE_EINVAL, "%s: %s", bad[i], e.msg);
+        cr_assert(strstr(e.msg, "url"), "%s", e.msg);
+    }
+    cr_assert_eq(drape_client_connect(&c, "wss://example.com/", NULL, &e), DRAPE_ENOTSUP);
+    cr_assert_eq(drape_client_connect(&c, NULL, NULL, &e), DRAPE_EINVAL);
+}
