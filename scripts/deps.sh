@@ -18,6 +18,11 @@ PKGS=(
   curl python3-websockets python3-msgpack  # integration tests: clients nobody here wrote
 )
 
+# node and npm for the viewer's tests (three.js, playwright-core): Debian's,
+# unless a node is already installed some other way
+if ! command -v node >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
+PKGS+=(chromium nginx-light openssl)  # the viewer's browser test, the routing test, TLS test certificates
+
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -25,13 +30,14 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# the web/ npm packages (from the lock file; quiet when already there)
+"$(dirname "$0")/npm.sh"

@@ -23,7 +23,9 @@
 #include <stdarg.h>
 #include <strings.h>
 
+#include "../proto/gltf.h"
 #include "../proto/msg.h"
+#include "../runtime/mesh.h"
 #include "../proto/pack.h"
 #include "../proto/ws.h"
 #include "app.h"
@@ -136,15 +138,42 @@ static enum MHD_Result route_model(draped *d, struct MHD_Connection *c)
     return send_json(d, c, R_MODEL, 200, j);
 }
 
+/* The garment as binary glTF. Its vertices are the model's garment vertices
+ * in order, so streamed frames update the geometry in place; a vertex on a
+ * UV seam takes the first of its UVs (the JSON form has the exact per-face
+ * UVs). Normals are the rest pose's. */
+static enum MHD_Result route_garment_glb(draped *d, struct MHD_Connection *c, const drape_garment *g)
+{
+    float *uv = malloc(sizeof(float) * 2 * (size_t)g->V), *nrm = malloc(sizeof(float) * 3 * (size_t)g->V);
+    drape_buf out = {0};
+    int rc = DRAPE_ENOMEM;
+    if (uv && nrm) {
+        for (int v = 0; v < g->V; v++) {
+            int k = g->copy_start[v] < g->copy_start[v + 1] ? g->copy_uv[g->copy_start[v]] : -1;
+            uv[2 * v] = k >= 0 ? g->uv[2 * k] : 0.0f;
+            uv[2 * v + 1] = k >= 0 ? g->uv[2 * k + 1] : 0.0f;
+        }
+        drape_mesh_normals(nrm, g->rest, g->V, g->faces, g->F);
+        rc = drape_gltf_write(&out, g->rest, g->V, uv, nrm, g->faces, g->F, g->name);
+    }
+    free(uv);
+    free(nrm);
+    if (rc) {
+        drape_buf_free(&out);
+        return send_error(d, c, R_GARMENT, 500, DRAPE_ERR_INTERNAL, "cannot write the glTF: %s", drape_strerror(rc));
+    }
+    return send_buf(d, c, R_GARMENT, 200, "model/gltf-binary", out.p, out.len, MHD_RESPMEM_MUST_FREE);
+}
+
 static enum MHD_Result route_garment(draped *d, struct MHD_Connection *c, const char *name)
 {
     int gi = drape_model_garment(d->model, name);
     if (gi < 0) return send_error(d, c, R_GARMENT, 404, DRAPE_ERR_UNKNOWN_GARMENT, "unknown garment '%s'", name);
     const drape_garment *g = &d->model->garments[gi];
     const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
+    if (fmt && !strcmp(fmt, "glb")) return route_garment_glb(d, c, g);
     if (fmt && strcmp(fmt, "json"))
-        return send_error(d, c, R_GARMENT, 400, DRAPE_ERR_BAD_FIELD, "format '%s': use json (glb is not built yet)",
-                          fmt);
+        return send_error(d, c, R_GARMENT, 400, DRAPE_ERR_BAD_FIELD, "format '%s': use json or glb", fmt);
     json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o}", "name", g->name, "vertices", g->V, "faces", g->F,
                           "uvs", g->Nuv, "positions", floats(g->rest, (size_t)g->V * 3), "indices",
                           ints(g->faces, (size_t)g->F * 3), "uv", floats(g->uv, (size_t)g->Nuv * 2), "uv_indices",

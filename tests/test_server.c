@@ -51,6 +51,15 @@ Test(server, health_model_garment_metrics)
     curl(&s, "", "/v1/garments/skirt");
     expect_code("garment", 200);
     cr_assert(strstr(out, "\"positions\":[") && strstr(out, "\"indices\":[") && strstr(out, "\"uv\":["), "%.300s", out);
+    /* the same garment as binary glTF, opened by three.js's GLTFLoader */
+    const char *glb = tu_tmp("skirt.glb");
+    char args[600];
+    snprintf(args, sizeof args, "-o %s", glb);
+    curl(&s, args, "/v1/garments/skirt?format=glb");
+    expect_code("glb", 200);
+    int rc = tu_run(out, OUT, "node tests/js/gltf_check.mjs %s", glb);
+    cr_assert_eq(rc, 0, "three.js could not open the garment: %s", out);
+    cr_assert(strstr(out, "\"vertices\":240") && strstr(out, "\"triangles\":432"), "%s", out);
     curl(&s, "", "/v1/garments/ballgown");
     expect_code("unknown garment", 404);
     cr_assert(strstr(out, "unknown_garment"), "%s", out);
