@@ -14,7 +14,10 @@
  * avatar is a client-chosen non-negative integer (< 2^53) or a string of
  * 1..64 bytes; the server echoes it in the form it was given. In JSON, frame
  * "data" is an array of numbers (f32: floats; f16/q16: the uint16 values;
- * meshopt: the bytes); in msgpack it is a bin. Unknown keys are ignored. */
+ * meshopt: the bytes); in msgpack it is a bin. Unknown keys are ignored.
+ * (Added:) frame "dropped" is cumulative: the poses of this avatar the server
+ * has dropped since it was opened (newest wins), so a lost count is never
+ * lost for good; clients take the latest value. */
 #ifndef DRAPE_MSG_H
 #define DRAPE_MSG_H
 

@@ -13,9 +13,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "../proto/client.h"
+#include "../proto/loadstats.h"
 #include "../proto/pack.h"
 #include "../proto/ws.h"
+#include "util.h"
 
 enum { FAKE_OK, FAKE_403, FAKE_BAD_ACCEPT };
 
@@ -271,4 +275,133 @@ Test(client, rejects_bad_urls)
     }
     cr_assert_eq(drape_client_connect(&c, "wss://example.com/", NULL, &e), DRAPE_ENOTSUP);
     cr_assert_eq(drape_client_connect(&c, NULL, NULL, &e), DRAPE_EINVAL);
+}
+
+/* ---- drape load: the report helpers and the command line ---- */
+
+Test(load, percentiles_by_nearest_rank)
+{
+    double ms[1000];
+    for (int i = 0; i < 1000; i++) ms[i] = (double)(1000 - i); /* unsorted on purpose */
+    drape_latency_stats s;
+    drape_latency_summarize(ms, 1000, &s);
+    cr_assert_eq(s.n, 1000);
+    cr_assert_float_eq(s.p50, 500, 0);
+    cr_assert_float_eq(s.p90, 900, 0);
+    cr_assert_float_eq(s.p99, 990, 0);
+    cr_assert_float_eq(s.p999, 999, 0);
+    cr_assert_float_eq(s.max, 1000, 0);
+    cr_assert_float_eq(s.mean, 500.5, 1e-9);
+    double one = 3.5;
+    drape_latency_summarize(&one, 1, &s);
+    cr_assert(s.p50 == 3.5 && s.p999 == 3.5 && s.max == 3.5);
+    drape_latency_summarize(NULL, 0, &s);
+    cr_assert(s.n == 0 && s.p99 == 0 && s.max == 0);
+    /* 10 samples: p90 is the 9th, p99 and p99.9 the 10th */
+    double ten[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 100};
+    drape_latency_summarize(ten, 10, &s);
+    cr_assert(s.p50 == 5 && s.p90 == 9 && s.p99 == 100 && s.p999 == 100);
+}
+
+Test(load, report_text_and_json)
+{
+    drape_load_report r = {"ws://h:1/v1/stream", "q16", "skirt", 64, 4, 30, 10, 10.5, 19200, 19100, 50, 50, 2, 0,
+                           {0, 0, 0, 0, 0, 0, 0}};
+    double ms[4] = {1, 2, 3, 4};
+    drape_latency_summarize(ms, 4, &r.latency);
+    drape_buf b = {0};
+    cr_assert_eq(drape_load_report_text(&b, &r), 0);
+    drape_buf_append(&b, "", 1);
+    cr_assert(strstr((char *)b.p, "64 avatars on 4 connections at 30 fps"), "%s", (char *)b.p);
+    cr_assert(strstr((char *)b.p, "p99.9 4.00"), "%s", (char *)b.p);
+    cr_assert(strstr((char *)b.p, "50 dropped"), "%s", (char *)b.p);
+    b.len = 0;
+    cr_assert_eq(drape_load_report_json(&b, &r), 0);
+    json_error_t je;
+    json_t *j = json_loadb((const char *)b.p, b.len, 0, &je);
+    cr_assert(j, "%s", je.text);
+    cr_assert_eq(json_integer_value(json_object_get(j, "received")), 19100);
+    cr_assert_float_eq(json_real_value(json_object_get(j, "throughput_fps")), 19100 / 10.5, 0.01);
+    cr_assert_float_eq(json_real_value(json_object_get(json_object_get(j, "latency_ms"), "p99_9")), 4, 0);
+    json_decref(j);
+    drape_buf_free(&b);
+}
+
+static const char *drape_bin(void)
+{
+    const char *b = getenv("DRAPE_BIN");
+    return b ? b : "build/drape";
+}
+
+static void load_fails(const char *args, const char *needle)
+{
+    char out[4096];
+    int rc = tu_run(out, sizeof out, "%s load %s", drape_bin(), args);
+    cr_assert_eq(rc, 2, "drape load %s: exit %d, want 2: %s", args, rc, out);
+    cr_assert(strstr(out, needle), "drape load %s: '%s' should mention '%s'", args, out, needle);
+}
+
+Test(load, rejects_bad_arguments)
+{
+    const char *u = "--url ws://127.0.0.1:9/v1/stream";
+    char a[512];
+    load_fails("--avatars 2 --fps 30 --duration 1", "--url is required");
+    load_fails("--url http://x --avatars 2 --fps 30 --duration 1", "must start with ws://");
+#define BAD(extra, needle)                                        \
+    snprintf(a, sizeof a, "%s %s", u, extra);                     \
+    load_fails(a, needle)
+    BAD("--fps 30 --duration 1", "--avatars is required");
+    BAD("--avatars 2 --duration 1", "--fps is required");
+    BAD("--avatars 2 --fps 30", "--duration is required");
+    BAD("--avatars 0 --fps 30 --duration 1", "--avatars: 0 is out of range");
+    BAD("--avatars 2.5 --fps 30 --duration 1", "--avatars: '2.5' is not a valid number");
+    BAD("--avatars many --fps 30 --duration 1", "not a valid number");
+    BAD("--avatars 2 --fps -1 --duration 1", "--fps: -1 is out of range");
+    BAD("--avatars 2 --fps nan --duration 1", "--fps: 'nan' is not a valid number");
+    BAD("--avatars 2 --fps 30 --duration 0", "--duration: 0 is out of range");
+    BAD("--avatars 2 --fps 30 --duration 1 --connections 3", "--connections 3 is more than --avatars 2");
+    BAD("--avatars 2 --fps 30 --duration 1 --format png", "--format: 'png' is not one of");
+    BAD("--avatars 2 --fps 30 --duration 1 --mode magic", "--mode: 'magic'");
+    BAD("--avatars 2 --fps 30 --duration 1 --betas 1,x", "--betas");
+    BAD("--avatars 2 --fps 30 --duration 1 --betas 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16", "more than 16");
+    BAD("--avatars 2 --fps 30 --duration 1 --garment ''", "--garment");
+    BAD("--avatars 2 --fps 30 --duration 1 --bogus 1", "unknown option '--bogus'");
+    BAD("--avatars 2 --fps 30 --duration", "--duration needs a value");
+#undef BAD
+}
+
+Test(load, runs_against_the_fake_server, .timeout = 60)
+{
+    fake f;
+    fake_start(&f, FAKE_OK);
+    char out[8192];
+    int rc = tu_run(out, sizeof out,
+                    "%s load --url ws://127.0.0.1:%d/v1/stream --avatars 3 --fps 20 --duration 0.5 --format q16 --json "
+                    "2>/dev/null",
+                    drape_bin(), f.port);
+    fake_stop(&f);
+    cr_assert_eq(rc, 0, "%s", out);
+    json_error_t je;
+    json_t *j = json_loads(out, 0, &je);
+    cr_assert(j, "%s: %s", out, je.text);
+    cr_assert_eq(json_integer_value(json_object_get(j, "sent")), 30, "%s", out);
+    cr_assert_eq(json_integer_value(json_object_get(j, "received")), 30, "%s", out);
+    cr_assert_eq(json_integer_value(json_object_get(j, "errors")), 0, "%s", out);
+    cr_assert_eq(json_integer_value(json_object_get(j, "connection_errors")), 0, "%s", out);
+    json_t *lat = json_object_get(j, "latency_ms");
+    cr_assert_eq(json_integer_value(json_object_get(lat, "n")), 30);
+    cr_assert_geq(json_real_value(json_object_get(lat, "p50")), 0);
+    cr_assert_geq(json_real_value(json_object_get(lat, "max")), json_real_value(json_object_get(lat, "p99")));
+    cr_assert_eq(f.n_poses, 30);
+    cr_assert_eq(f.got_close, 1000);
+    json_decref(j);
+}
+
+Test(load, unreachable_server_is_a_clear_failure, .timeout = 30)
+{
+    char out[4096];
+    int rc = tu_run(out, sizeof out, "%s load --url ws://127.0.0.1:9/v1/stream --avatars 1 --fps 10 --duration 0.1",
+                    drape_bin());
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "connection 0: connect 127.0.0.1:9"), "%s", out);
 }

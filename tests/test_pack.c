@@ -3,8 +3,10 @@
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../proto/pack.h"
 #include "../runtime/status.h"
@@ -179,4 +181,41 @@ Test(pack, half_float_edge_cases)
         if ((h & 0x7C00) == 0x7C00) continue;
         cr_assert_eq(drape_f32_to_f16(drape_f16_to_f32((uint16_t)h)), h, "half 0x%04x", h);
     }
+}
+
+/* The browser's decoder (meshoptimizer from npm, run in node) reads what
+ * drape_pack writes, value for value; skipped without node/web/node_modules. */
+Test(pack, meshopt_decodes_in_javascript, .timeout = 120)
+{
+    if (tu_run(NULL, 0, "command -v node") != 0 || access("web/node_modules/meshoptimizer", F_OK) != 0)
+        cr_skip_test("node or web/node_modules missing (scripts/npm.sh installs it): JavaScript decoder check skipped");
+    int n = 300;
+    float *x = random_cloud(n, 0.6f, 0.1f, 99);
+    drape_buf b = {0};
+    float bbox[6];
+    cr_assert_eq(drape_pack(&b, bbox, DRAPE_FMT_MESHOPT, x, n), 0);
+    const char *path = tu_tmp("v.meshopt");
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    cr_assert_eq(fwrite(b.p, 1, b.len, f), b.len);
+    fclose(f);
+    static char out[65536];
+    int rc = tu_run(out, sizeof out, "node tests/js/meshopt_check.mjs '%s' %d", path, n);
+    cr_assert_eq(rc, 0, "%s", out);
+    /* compare with q16 packed in C, padded with the 4th zero */
+    drape_buf q = {0};
+    cr_assert_eq(drape_pack(&q, bbox, DRAPE_FMT_Q16, x, n), 0);
+    const char *p = out;
+    cr_assert_eq(*p++, '[', "%s", out);
+    for (int i = 0; i < n * 4; i++) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        cr_assert_neq(end, p, "value %d missing", i);
+        long want = i % 4 == 3 ? 0 : (long)(q.p[2 * (i / 4 * 3 + i % 4)] | q.p[2 * (i / 4 * 3 + i % 4) + 1] << 8);
+        cr_assert_eq(v, want, "value %d: %ld vs %ld", i, v, want);
+        p = end + 1;
+    }
+    drape_buf_free(&q);
+    drape_buf_free(&b);
+    free(x);
 }

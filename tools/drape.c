@@ -3,6 +3,7 @@
  *   drape infer --model M --garment G [--betas b0,b1,...] --poses IN.npy --out OUT.npy
  *               [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]
  *   drape sim cloth ...   (tools/sim_cmd.c)
+ *   drape load --url ws://HOST:PORT/v1/stream ...   (tools/load_cmd.c)
  * Every failure prints one clear line to stderr and exits non-zero. */
 #include <errno.h>
 #include <math.h>
@@ -22,7 +23,9 @@ static int usage(void)
             "usage: drape info MODEL\n"
             "       drape infer --model MODEL --garment NAME [--betas b0,b1,...] --poses IN.npy --out OUT.npy\n"
             "                   [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]\n"
-            "       drape sim cloth --mesh IN.obj [--pin i,j,...] ... --out OUT.obj   (drape sim for all options)\n");
+            "       drape sim cloth --mesh IN.obj [--pin i,j,...] ... --out OUT.obj   (drape sim for all options)\n"
+            "       drape load --url ws://HOST:PORT/v1/stream --avatars N --fps F --duration S [--connections C]\n"
+            "                  [--format f32|f16|q16|meshopt] [--garment NAME] [--betas ...] [--json]   (drape load for all)\n");
     return 2;
 }
 
@@ -162,6 +165,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "infer")) return cmd_infer(argc - 2, argv + 2);
     if (!strcmp(argv[1], "sim")) return drape_cmd_sim(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "load")) return drape_cmd_load(argc - 2, argv + 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { usage(); return 0; }
     fprintf(stderr, "drape: unknown command '%s'\n", argv[1]);
     return usage();
