@@ -58,7 +58,8 @@ RUN_MODEL := $(if $(wildcard models/default.safetensors),models/default.safetens
 run: $(BUILD)/draped $(RUN_MODEL)
 	$(BUILD)/draped --model $(RUN_MODEL) --backend $${DRAPE_BACKEND:-auto}
 
-all: cuda-note $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth
+all: cuda-note $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth \
+     $(BUILD)/drape_bench_server
 
 cuda-note:
 	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); no CUDA sources yet, building the CPU backend only"; \
@@ -90,6 +91,9 @@ $(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/libdrape.a
 $(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(BUILD)/libdrape.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(BUILD)/libdrape.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # Test and benchmark bundles, made by the project's own generator.
 $(DATA)/%.safetensors: $(PY_ASSETS)
 	@mkdir -p $(DATA)
@@ -98,7 +102,7 @@ $(DATA)/%.safetensors: $(PY_ASSETS)
 
 bundles: $(BUNDLES)
 
-TEST_ENV := DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape DRAPED_BIN=$(BUILD)/draped DRAPE_PYTHON=$(PYTHON) OPENBLAS_NUM_THREADS=1
+TEST_ENV := OMP_WAIT_POLICY=passive DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape DRAPED_BIN=$(BUILD)/draped DRAPE_PYTHON=$(PYTHON) OPENBLAS_NUM_THREADS=1
 
 test: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS)
@@ -116,10 +120,12 @@ check:
 	@if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)" build-asan/check.log; \
 	 then echo "make check: sanitizer reports above"; exit 1; else echo "make check: no sanitizer reports"; fi
 
-bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(DATA)/tiny_random.safetensors $(RUN_MODEL)
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape
+	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
+	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(DATA)/tiny_random.safetensors $(BUILD)/draped $(BUILD)/drape
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d
 
 endif

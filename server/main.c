@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../runtime/omp_env.h"
 #include "app.h"
 
 static uint64_t file_digest(const char *path)
@@ -65,6 +66,7 @@ static void cleanup(draped *d)
 
 int main(int argc, char **argv)
 {
+    drape_omp_env(argv);
     static draped d;
     int rc = draped_config_load(&d.cfg, argc, argv);
     if (rc) return rc > 0 ? 0 : 2;

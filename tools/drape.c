@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/omp_env.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
 #include "../runtime/npy.h"
@@ -161,6 +162,7 @@ done:
 
 int main(int argc, char **argv)
 {
+    drape_omp_env(argv);
     if (argc < 2) return usage();
     if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
     if (!strcmp(argv[1], "infer")) return cmd_infer(argc - 2, argv + 2);

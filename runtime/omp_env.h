@@ -1,0 +1,13 @@
+/* OpenMP's idle threads spin by default (OMP_WAIT_POLICY=active). On the
+ * shared, oversubscribed machines Drape runs on (a daemon's own connection
+ * threads, other processes, CI runners) a spinning team steals the cores the
+ * other team member needs: a 2-thread module A measured 13x slower than with
+ * passive waiting. libgomp reads the variable when it is loaded, before
+ * main(), so the programs re-execute themselves once with it set. An
+ * explicit OMP_WAIT_POLICY from the user is kept. */
+#ifndef DRAPE_OMP_ENV_H
+#define DRAPE_OMP_ENV_H
+
+void drape_omp_env(char **argv);
+
+#endif
