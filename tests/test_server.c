@@ -194,6 +194,9 @@ Test(server, many_connections)
 {
     tu_server s = tu_draped_start("tiny_random", "");
     scenario(&s, "many_connections 8 3 4");
+    /* 8 connections asked for the same 3 identities at once: 3 encodes */
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_cache_encodes_total 3\n"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
