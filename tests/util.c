@@ -200,5 +200,11 @@ int tu_draped_stop(tu_server *s)
     int st = 0;
     waitpid(s->pid, &st, 0);
     s->pid = 0;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    if (rc) { /* show why (a sanitizer report lands in this log too) */
+        char logtext[8192] = "";
+        tu_run(logtext, sizeof logtext, "tail -c 6000 %s", s->log);
+        fprintf(stderr, "draped exited %d; its log:\n%s\n", rc, logtext);
+    }
+    return rc;
 }
