@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "../sim/cloth.h"
+#include "../sim/geom.h"
 #include "../sim/obj.h"
 
 static double now_ms(void)
@@ -26,22 +27,6 @@ static int run(const char *cmd, char *out, size_t n)
     size_t got = fread(out, 1, n - 1, p);
     out[got] = 0;
     return pclose(p);
-}
-
-/* the notebook's grid: nx × nx nodes over 2 m × 2 m, top corners pinned */
-static void grid(double *X, int32_t *T, int nx)
-{
-    for (int j = 0; j < nx; j++)
-        for (int i = 0; i < nx; i++) {
-            double *p = X + 3 * (j * nx + i);
-            p[0] = -1 + 2.0 * i / (nx - 1), p[1] = -1 + 2.0 * j / (nx - 1), p[2] = 0;
-        }
-    for (int j = 0, f = 0; j + 1 < nx; j++)
-        for (int i = 0; i + 1 < nx; i++, f += 2) {
-            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
-            int32_t t[6] = {a, b, d, a, d, c};
-            memcpy(T + 3 * f, t, sizeof t);
-        }
 }
 
 int main(int argc, char **argv)
@@ -86,7 +71,7 @@ int main(int argc, char **argv)
         int nx = sizes[s], n = nx * nx, F = 2 * (nx - 1) * (nx - 1);
         double *X = malloc(sizeof(double) * 3 * n);
         int32_t *T = malloc(sizeof(int32_t) * 3 * F), pins[2] = {(nx - 1) * nx, nx * nx - 1};
-        grid(X, T, nx);
+        drape_grid_mesh(X, T, nx, nx, 2, 2); /* the notebook's 2 m × 2 m */
         drape_cloth_params p = {.dt = 1.0 / 30, .gravity = 9.8, .iters = 10, .ym = 80, .mass = DRAPE_MASS_UNIT};
         drape_cloth *c;
         if (drape_cloth_create(&c, X, n, T, F, pins, 2, &p, &e)) { fprintf(stderr, "bench: %s\n", e.msg); return 1; }

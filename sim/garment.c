@@ -71,7 +71,7 @@ int drape_garment_body_frames(const drape_model *m, const float *betas, int n_be
     if (rc) return rc;
     if ((rc = drape_poses_check(poses, T, err))) return rc;
     float b[DRAPE_MAX_BETAS] = {0}, J[DRAPE_JOINTS * 3], A[DRAPE_JOINTS * 12];
-    memcpy(b, betas, (size_t)n_betas * sizeof *b);
+    if (n_betas > 0) memcpy(b, betas, (size_t)n_betas * sizeof *b);
     float *v_s = malloc((size_t)m->Nb * 3 * sizeof *v_s);
     if (!v_s) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     drape_body_shape(v_s, J, m, b);

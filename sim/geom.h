@@ -32,6 +32,11 @@ void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3
  * *hinges is malloc'ed. Returns 0 or DRAPE_ENOMEM. */
 int drape_hinges(int32_t **hinges, int *n, const int32_t *faces, int F);
 
+/* The seed notebook's cloth: X [nx·ny,3] an nx × ny grid of w × h centred
+ * on the origin in the z = 0 plane (vertex j·nx + i at column i, row j), and
+ * T [2(nx−1)(ny−1),3] each quad split along one diagonal. nx, ny >= 2. */
+void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h);
+
 /* Closest point q [3] on triangle (a, b, c) to p; w [3] its barycentric
  * weights (q = w0 a + w1 b + w2 c). Returns |p − q|². */
 double drape_closest_on_triangle(double q[3], double w[3], const double p[3], const double a[3], const double b[3],
