@@ -32,26 +32,13 @@ static int run(const char *cmd, char *out, size_t n)
     return pclose(p);
 }
 
-/* 60 frames of a walk: hips and knees swing, the root turns, 1 m/s along z */
-static void walk(float *P, int T)
-{
-    memset(P, 0, sizeof(float) * 75 * T);
-    for (int t = 0; t < T; t++) {
-        float ph = 2 * (float)M_PI * t / 30.0f, *p = P + 75 * t;
-        p[3] = 0.35f * sinf(ph), p[6] = -0.35f * sinf(ph);
-        p[12] = 0.3f * (1 - cosf(ph)), p[15] = 0.3f * (1 + cosf(ph));
-        p[1] = 0.3f * sinf(0.5f * ph);
-        p[74] = t / 30.0f;
-    }
-}
-
 static int garment_rows(void)
 {
     const char *data = getenv("DRAPE_DATA") ? getenv("DRAPE_DATA") : "build/data";
     const char *names[2] = {"small_random", "paper_random"};
     enum { T = 60 };
     static float P[75 * T];
-    walk(P, T);
+    drape_garment_walk(P, T, 30);
     printf("\n| skirt on a walking body (%d frames, 30 fps) | vertices | body triangles | substeps x iterations | "
            "ms per frame (collision included) | contacts per frame |\n|---|---:|---:|---:|---:|---:|\n", T);
     for (int b = 0; b < 2; b++) {

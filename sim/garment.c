@@ -84,6 +84,18 @@ int drape_garment_body_frames(const drape_model *m, const float *betas, int n_be
     return DRAPE_OK;
 }
 
+void drape_garment_walk(float *poses, int T, double fps)
+{
+    memset(poses, 0, sizeof(float) * DRAPE_FRAME_FLOATS * T);
+    for (int t = 0; t < T; t++) {
+        float ph = (float)(2 * M_PI * t / fps), *p = poses + (size_t)DRAPE_FRAME_FLOATS * t;
+        p[3] = 0.35f * sinf(ph), p[6] = -0.35f * sinf(ph);                   /* hips about x */
+        p[12] = 0.3f * (1 - cosf(ph)), p[15] = 0.3f * (1 + cosf(ph));         /* knees */
+        p[1] = 0.3f * sinf(0.5f * ph);                                        /* root yaw */
+        p[74] = (float)(t / fps);
+    }
+}
+
 int drape_garment_waist(int32_t **idx, int *n, const float *rest, int V, double band, drape_error *err)
 {
     *idx = NULL;

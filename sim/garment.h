@@ -56,6 +56,11 @@ int drape_garment_lbs(const drape_model *m, int gi, const float *betas, int n_be
 int drape_garment_body_frames(const drape_model *m, const float *betas, int n_betas, const float *poses, int T,
                               float *body, drape_error *err);
 
+/* poses [T,75]: a procedural walk cycle (1 Hz at fps; hips ±0.35 rad, knees
+ * bending to 0.6 rad, the root turning ±0.3 rad, 1 m/s along +z) for tests,
+ * benchmarks and demos. */
+void drape_garment_walk(float *poses, int T, double fps);
+
 /* Waist attachment: the vertices of rest [V,3] within band of its highest y.
  * *idx is malloc'ed. */
 int drape_garment_waist(int32_t **idx, int *n, const float *rest, int V, double band, drape_error *err);

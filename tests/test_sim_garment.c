@@ -169,19 +169,6 @@ static const char *bin(void)
     return b ? b : "build/drape";
 }
 
-/* a short walk: hips and knees swing, the root turns, the body moves along z */
-static void walk(float *P, int T)
-{
-    memset(P, 0, sizeof(float) * 75 * T);
-    for (int t = 0; t < T; t++) {
-        float ph = 2 * (float)M_PI * t / 30.0f, *p = P + 75 * t;
-        p[3] = 0.3f * sinf(ph), p[6] = -0.3f * sinf(ph);
-        p[12] = 0.3f * (1 - cosf(ph)), p[15] = 0.3f * (1 + cosf(ph));
-        p[1] = 0.3f * sinf(0.5f * ph);
-        p[74] = t / 30.0f;
-    }
-}
-
 #define FRAMES 12
 
 typedef struct {
@@ -197,7 +184,7 @@ static void simulate(run_ctx *r, const char *extra)
     snprintf(r->poses, sizeof r->poses, "%s", tu_tmp("walk.npy"));
     snprintf(r->sim, sizeof r->sim, "%s", tu_tmp("sim.npy"));
     snprintf(r->lbs, sizeof r->lbs, "%s", tu_tmp("lbs.npy"));
-    walk(r->P, FRAMES);
+    drape_garment_walk(r->P, FRAMES, 30);
     drape_error e = {0};
     cr_assert_eq(drape_npy_write(r->poses, r->P, 2, (int64_t[]){FRAMES, 75}, &e), 0, "%s", e.msg);
     const char *M = tu_bundle("small_random");
