@@ -116,3 +116,15 @@ void drape_heading(float H[12], const float pose[DRAPE_POSE_DIM], const float tr
     float h[12] = {c, 0, s, J0[0] + trans[0], 0, 1, 0, J0[1] + trans[1], -s, 0, c, J0[2] + trans[2]};
     memcpy(H, h, sizeof h);
 }
+
+void drape_body_pose(float *v, const drape_model *m, const float *v_s, const float A[DRAPE_JOINTS * 12])
+{
+    for (int i = 0; i < m->Nb; i++) {
+        const float *w = m->weights + (size_t)i * DRAPE_JOINTS;
+        float M[12] = {0};
+        for (int k = 0; k < DRAPE_JOINTS; k++)
+            if (w[k] != 0)
+                for (int j = 0; j < 12; j++) M[j] += w[k] * A[12 * k + j];
+        drape_tf_apply(v + 3 * i, M, v_s + 3 * i);
+    }
+}

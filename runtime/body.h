@@ -17,6 +17,11 @@ void drape_rodrigues(float R[9], const float aa[3]);
 void drape_fk(float A[DRAPE_JOINTS * 12], const float pose[DRAPE_POSE_DIM], const float trans[3],
               const float J[DRAPE_JOINTS * 3], const int32_t parents[DRAPE_JOINTS]);
 
+/* Posed body v [Nb,3] = Σ_k weights[i,k] A_k v_s[i] (linear blend skinning of
+ * the shaped rest body v_s [Nb,3] with the transforms A [24,12] of drape_fk;
+ * no pose correctives, DESIGN 2.1). */
+void drape_body_pose(float *v, const drape_model *m, const float *v_s, const float A[DRAPE_JOINTS * 12]);
+
 /* Heading frame H = [R_y(ψ) | J_0 + trans] as a 3×4 transform. */
 void drape_heading(float H[12], const float pose[DRAPE_POSE_DIM], const float trans[3], const float J0[3]);
 

@@ -6,17 +6,24 @@
 #include <string.h>
 
 #include "../runtime/mesh.h"
+#include "geom.h"
 
 struct drape_cloth {
     drape_cloth_params p;
-    int n, ns, nfree;
-    int32_t *springs;      /* [ns,2] i < j */
+    int n, ns, nfree, ns_edge; /* springs [0, ns_edge) are mesh edges, the rest bending */
+    int32_t *springs;      /* [ns,2] */
     double *l0, *k;        /* [ns] */
     double *mass;          /* [n] lumped */
     double *x, *v, *y;     /* [n,3] */
     double *d;             /* [ns,3] spring directions of the local step */
     int32_t *free_of;      /* [n] free index or −1 for a pinned node */
     int32_t *node_of;      /* [nfree] */
+    int n_att;
+    int32_t *att_node;     /* [n_att] attached vertices */
+    double *att_target;    /* [n_att,3] */
+    uint8_t *is_free;      /* [n] the collider's mask */
+    const drape_collider *col;
+    int contacts;
     double *pin_rhs;       /* [nfree,3] −H_fp x_p, constant */
     /* P H Pᵀ = L Lᵀ from CHOLMOD (simplicial), kept as plain CSC so the
      * per-iteration solve is two triangular sweeps over three interleaved
@@ -49,13 +56,14 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
     double h2 = c->p.dt * c->p.dt;
     cholmod_sparse *A = NULL;
     cholmod_factor *L = NULL;
-    cholmod_triplet *T = cholmod_allocate_triplet((size_t)nf, (size_t)nf, (size_t)nf + (size_t)3 * ns, -1, CHOLMOD_REAL, &cm);
+    cholmod_triplet *T = cholmod_allocate_triplet((size_t)nf, (size_t)nf, (size_t)nf + (size_t)c->n_att + (size_t)3 * ns, -1, CHOLMOD_REAL, &cm);
     if (T) {
         int32_t *Ti = T->i, *Tj = T->j;
         double *Tx = T->x;
         size_t nz = 0;
 #define ADD(r, col, val) (Ti[nz] = (r), Tj[nz] = (col), Tx[nz++] = (val))
         for (int a = 0; a < nf; a++) ADD(a, a, c->mass[c->node_of[a]] / h2);
+        for (int a = 0; a < c->n_att; a++) ADD(c->free_of[c->att_node[a]], c->free_of[c->att_node[a]], c->p.attach);
         for (int s = 0; s < ns; s++) {
             int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
             double k = c->k[s];
@@ -99,14 +107,49 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
     return DRAPE_OK;
 }
 
+/* Appends a bending spring per interior edge: between the edge's two
+ * opposite vertices. */
+static int add_bending(drape_cloth *c, const int32_t *faces, int F)
+{
+    int32_t *h, nh;
+    if (drape_hinges(&h, &nh, faces, F)) return DRAPE_ENOMEM;
+    int32_t *s = realloc(c->springs, ((size_t)c->ns + nh + 1) * 2 * sizeof *s);
+    if (!s) { free(h); return DRAPE_ENOMEM; }
+    c->springs = s;
+    for (int i = 0; i < nh; i++) {
+        s[2 * (c->ns + i)] = h[4 * i + 2];
+        s[2 * (c->ns + i) + 1] = h[4 * i + 3];
+    }
+    c->ns += nh;
+    free(h);
+    return DRAPE_OK;
+}
+
+static int bad_params(const drape_cloth_params *p, int n_attach)
+{
+    return !(p->dt > 0) || !isfinite(p->dt) || p->iters < 1 || !(p->ym > 0) || !isfinite(p->ym) || !isfinite(p->gravity) ||
+           (p->mass == DRAPE_MASS_AREA && !(p->density > 0)) || !(p->bend >= 0) || !isfinite(p->bend) ||
+           !(p->attach >= 0) || !isfinite(p->attach) || (n_attach > 0 && !(p->attach > 0)) || !(p->damping >= 0) ||
+           !(p->damping < 1) || !(p->margin >= 0) || !isfinite(p->margin) || !(p->friction >= 0) || !(p->friction <= 1);
+}
+
 int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t *faces, int F, const int32_t *pins,
                        int n_pins, const drape_cloth_params *p, drape_error *err)
 {
+    return drape_cloth_create_attached(out, X, n, faces, F, pins, n_pins, NULL, 0, p, err);
+}
+
+int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const int32_t *faces, int F,
+                                const int32_t *pins, int n_pins, const int32_t *attach, int n_attach,
+                                const drape_cloth_params *p, drape_error *err)
+{
     *out = NULL;
     if (n < 1 || F < 1) return drape_fail(err, DRAPE_EINVAL, "cloth: needs vertices and triangles (got %d, %d)", n, F);
-    if (!(p->dt > 0) || !isfinite(p->dt) || p->iters < 1 || !(p->ym > 0) || !isfinite(p->ym) || !isfinite(p->gravity) ||
-        (p->mass == DRAPE_MASS_AREA && !(p->density > 0)))
-        return drape_fail(err, DRAPE_EINVAL, "cloth: dt, ym (and density) must be positive, iters >= 1, gravity finite");
+    if (n_attach < 0 || n_pins < 0) return drape_fail(err, DRAPE_EINVAL, "cloth: negative pin or attachment count");
+    if (bad_params(p, n_attach))
+        return drape_fail(err, DRAPE_EINVAL,
+                          "cloth: dt, ym (and density, attach with attachments) must be positive, iters >= 1, gravity "
+                          "finite, bend and margin >= 0, damping in [0, 1), friction in [0, 1]");
     for (int i = 0; i < 3 * n; i++)
         if (!isfinite(X[i])) return drape_fail(err, DRAPE_ENONFINITE, "cloth: vertex %d is NaN or Inf", i / 3);
     for (int i = 0; i < 3 * F; i++)
@@ -130,6 +173,8 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
     c->p = *p;
     c->n = n;
     if (drape_mesh_edges(&c->springs, &c->ns, faces, F)) { free(area); return fail_free(c, err, DRAPE_ENOMEM, "out of memory"); }
+    c->ns_edge = c->ns;
+    if (p->bend > 0 && add_bending(c, faces, F)) { free(area); return fail_free(c, err, DRAPE_ENOMEM, "out of memory"); }
     int ns = c->ns;
     c->l0 = malloc((size_t)ns * sizeof(double));
     c->k = malloc((size_t)ns * sizeof(double));
@@ -139,7 +184,11 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
     c->y = malloc((size_t)n * 3 * sizeof(double));
     c->d = malloc((size_t)ns * 3 * sizeof(double));
     c->free_of = malloc((size_t)n * sizeof(int32_t));
-    if (!c->l0 || !c->k || !c->mass || !c->x || !c->v || !c->y || !c->d || !c->free_of) {
+    c->is_free = malloc((size_t)n);
+    c->att_node = malloc(((size_t)n_attach + 1) * sizeof(int32_t));
+    c->att_target = malloc(((size_t)n_attach + 1) * 3 * sizeof(double));
+    if (!c->l0 || !c->k || !c->mass || !c->x || !c->v || !c->y || !c->d || !c->free_of || !c->is_free || !c->att_node ||
+        !c->att_target) {
         free(area);
         return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
     }
@@ -150,11 +199,12 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
         if (!(l > 1e-12)) {
             free(area);
             char msg[96];
-            snprintf(msg, sizeof msg, "cloth: edge %d-%d has zero length", c->springs[2 * s], c->springs[2 * s + 1]);
+            snprintf(msg, sizeof msg, "cloth: %s %d-%d has zero length", s < c->ns_edge ? "edge" : "bending spring",
+                     c->springs[2 * s], c->springs[2 * s + 1]);
             return fail_free(c, err, DRAPE_EINVAL, msg);
         }
         c->l0[s] = l;
-        c->k[s] = p->ym / (l * l);
+        c->k[s] = (s < c->ns_edge ? p->ym : p->bend) / (l * l);
         for (int k = 0; k < 3; k++) c->d[3 * s + k] = b[k] - a[k]; /* rest direction, kept by a collapsed spring */
     }
     for (int i = 0; i < n; i++) c->mass[i] = p->mass == DRAPE_MASS_UNIT ? 1.0 : 0.0;
@@ -176,6 +226,21 @@ int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t 
             return fail_free(c, err, DRAPE_EINVAL, "cloth: a free vertex has no mass (not in any triangle)");
         c->free_of[i] = c->free_of[i] < 0 ? -1 : c->nfree++;
     }
+    for (int i = 0; i < n; i++) c->is_free[i] = c->free_of[i] >= 0;
+    for (int a = 0; a < n_attach; a++) {
+        int i = attach[a];
+        char msg[128];
+        if (i < 0 || i >= n || c->is_free[i] != 1) {
+            snprintf(msg, sizeof msg, "cloth: attachment %d (vertex %d) is %s", a, i,
+                     i < 0 || i >= n ? "not a vertex" : c->is_free[i] == 2 ? "listed twice" : "pinned");
+            return fail_free(c, err, i < 0 || i >= n ? DRAPE_ERANGE : DRAPE_EINVAL, msg);
+        }
+        c->is_free[i] = 2; /* marks duplicates; reset below */
+        c->att_node[a] = i;
+        for (int d = 0; d < 3; d++) c->att_target[3 * a + d] = X[3 * i + d];
+    }
+    c->n_att = n_attach;
+    for (int a = 0; a < n_attach; a++) c->is_free[attach[a]] = 1;
     c->node_of = malloc(((size_t)c->nfree + 1) * sizeof(int32_t));
     c->pin_rhs = calloc((size_t)c->nfree * 3 + 1, sizeof(double));
     if (!c->node_of || !c->pin_rhs) return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
@@ -195,6 +260,7 @@ void drape_cloth_free(drape_cloth *c)
     free(c->Lp); free(c->Li); free(c->Lx); free(c->pos); free(c->b);
     free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->d);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
+    free(c->is_free); free(c->att_node); free(c->att_target);
     free(c);
 }
 
@@ -212,6 +278,10 @@ static void iterate(drape_cloth *c)
         int i = c->node_of[a];
         double *r = B + 3 * c->pos[a];
         for (int k = 0; k < 3; k++) r[k] = c->mass[i] / h2 * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
+    }
+    for (int a = 0; a < c->n_att; a++) {
+        double *r = B + 3 * c->pos[c->free_of[c->att_node[a]]];
+        for (int k = 0; k < 3; k++) r[k] += c->p.attach * c->att_target[3 * a + k];
     }
     for (int s = 0; s < c->ns; s++) {
         int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
@@ -266,12 +336,17 @@ double drape_cloth_energy(const drape_cloth *c, const double *x)
         double l = sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]));
         e += 0.5 * c->k[s] * (l - c->l0[s]) * (l - c->l0[s]);
     }
+    for (int a = 0; a < c->n_att; a++)
+        for (int k = 0; k < 3; k++) {
+            double r = x[3 * c->att_node[a] + k] - c->att_target[3 * a + k];
+            e += 0.5 * c->p.attach * r * r;
+        }
     return e;
 }
 
 int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
 {
-    (void)err; /* nothing in a step can fail yet; collision will */
+    (void)err; /* nothing in a step can fail: inputs were checked when they were set */
     double h = c->p.dt;
     int n3 = 3 * c->n;
     /* momentum target y = x + h v + h² g, g = (0, −gravity, 0); pinned nodes stay */
@@ -285,8 +360,34 @@ int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
         if (energies) energies[it] = drape_cloth_energy(c, c->x);
     }
     for (int i = 0; i < n3; i++) c->v[i] = (c->x[i] - x0[i]) / h;
+    c->contacts = c->col ? drape_collider_project(c->col, c->x, c->v, c->is_free, c->n, c->p.margin, c->p.friction) : 0;
+    if (c->p.damping > 0)
+        for (int i = 0; i < n3; i++) c->v[i] *= 1 - c->p.damping;
     return DRAPE_OK;
 }
+
+int drape_cloth_set_targets(drape_cloth *c, const double *targets, drape_error *err)
+{
+    for (int i = 0; i < 3 * c->n_att; i++)
+        if (!isfinite(targets[i])) return drape_fail(err, DRAPE_ENONFINITE, "cloth: target %d is NaN or Inf", i / 3);
+    memcpy(c->att_target, targets, (size_t)c->n_att * 3 * sizeof *targets);
+    return DRAPE_OK;
+}
+
+int drape_cloth_set_state(drape_cloth *c, const double *x, const double *v, drape_error *err)
+{
+    for (int i = 0; i < 3 * c->n; i++)
+        if (!isfinite(x[i]) || (v && !isfinite(v[i])))
+            return drape_fail(err, DRAPE_ENONFINITE, "cloth: state of vertex %d is NaN or Inf", i / 3);
+    for (int i = 0; i < c->n; i++)
+        if (c->is_free[i])
+            for (int d = 0; d < 3; d++) c->x[3 * i + d] = x[3 * i + d], c->v[3 * i + d] = v ? v[3 * i + d] : 0;
+    return DRAPE_OK;
+}
+
+void drape_cloth_set_collider(drape_cloth *c, const drape_collider *col) { c->col = col; }
+int drape_cloth_bend_springs(const drape_cloth *c) { return c->ns - c->ns_edge; }
+int drape_cloth_contacts(const drape_cloth *c) { return c->contacts; }
 
 int drape_cloth_step(drape_cloth *c, drape_error *err) { return drape_cloth_step_traced(c, NULL, err); }
 

@@ -16,6 +16,8 @@
 
 #include "../runtime/status.h"
 
+#include "collide.h"
+
 typedef struct drape_cloth drape_cloth;
 
 typedef enum { DRAPE_MASS_UNIT = 0, DRAPE_MASS_AREA = 1 } drape_mass_mode;
@@ -27,6 +29,13 @@ typedef struct {
     double ym;        /* spring stiffness scale: k = ym / l0² */
     drape_mass_mode mass;
     double density;   /* kg/m², for DRAPE_MASS_AREA */
+    /* Garment extras; zero (the default of a designated initializer) leaves
+     * each off, which is the notebook's model. */
+    double bend;      /* bending springs across interior edges: k = bend / l0² */
+    double attach;    /* soft attachment weight, N/m: energy attach/2 |x − target|² */
+    double damping;   /* velocity scaled by (1 − damping) after every step, in [0, 1) */
+    double margin;    /* collision: distance kept from the collider surface, m */
+    double friction;  /* collision: tangential velocity scaled by (1 − friction), in [0, 1] */
 } drape_cloth_params;
 
 /* X [n,3] rest positions, faces [F,3]; springs are the unique triangle edges.
@@ -35,7 +44,24 @@ typedef struct {
  * indices and parameters, each with a message. */
 int drape_cloth_create(drape_cloth **out, const double *X, int n, const int32_t *faces, int F, const int32_t *pins,
                        int n_pins, const drape_cloth_params *p, drape_error *err);
+/* The same with soft attachments: attach [n_attach] vertex indices (distinct,
+ * not pinned), each pulled towards its target with weight p->attach (> 0).
+ * Targets start at the rest positions; the term adds attach·I to those rows
+ * of the constant matrix, and the moving targets enter the right-hand side
+ * only. */
+int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const int32_t *faces, int F,
+                                const int32_t *pins, int n_pins, const int32_t *attach, int n_attach,
+                                const drape_cloth_params *p, drape_error *err);
 void drape_cloth_free(drape_cloth *c);
+
+/* targets [n_attach,3], in the order of the attach indices given at creation */
+int drape_cloth_set_targets(drape_cloth *c, const double *targets, drape_error *err);
+/* x, v [n,3] (v may be NULL: zero): the current state; pinned vertices keep
+ * their rest positions and zero velocity. */
+int drape_cloth_set_state(drape_cloth *c, const double *x, const double *v, drape_error *err);
+/* Collider applied after every step (NULL: none); not owned, must outlive
+ * the steps. */
+void drape_cloth_set_collider(drape_cloth *c, const drape_collider *col);
 
 /* One implicit Euler step of the current state. */
 int drape_cloth_step(drape_cloth *c, drape_error *err);
@@ -44,12 +70,15 @@ int drape_cloth_step(drape_cloth *c, drape_error *err);
 const double *drape_cloth_positions(const drape_cloth *c);
 const double *drape_cloth_velocities(const drape_cloth *c);
 int drape_cloth_nodes(const drape_cloth *c);
-int drape_cloth_springs(const drape_cloth *c);
+int drape_cloth_springs(const drape_cloth *c);      /* all springs: edges then bending */
+int drape_cloth_bend_springs(const drape_cloth *c); /* of which bending */
+/* contacts resolved by the collider in the last step */
+int drape_cloth_contacts(const drape_cloth *c);
 /* How many times the global matrix was factorized (1 for any run). */
 int drape_cloth_factorizations(const drape_cloth *c);
 
 /* The step's objective at x [n,3] for the momentum target of the current
- * state: 1/(2h²)‖x − y‖²_M + Σ k/2 (|x_j − x_i| − l0)². */
+ * state: 1/(2h²)‖x − y‖²_M + Σ k/2 (|x_j − x_i| − l0)² + Σ attach/2 |x_a − t_a|². */
 double drape_cloth_energy(const drape_cloth *c, const double *x);
 /* Runs one step like drape_cloth_step but records the objective after every
  * global solve in energies[iters] (for the descent test). */

@@ -6,32 +6,19 @@
 #include <string.h>
 
 #include "../sim/cloth.h"
+#include "../sim/geom.h"
 #include "../sim/obj.h"
 #include "util.h"
 
-/* The notebook's cloth: an nx×ny grid of width × height in the z = 0 plane,
- * each quad split along one diagonal; top corners are (ny−1)·nx and ny·nx−1. */
+/* The notebook's cloth (drape_grid_mesh), allocated; top corners are
+ * (ny−1)·nx and ny·nx−1. */
 static void grid(double **X, int32_t **T, int *n, int *F, int nx, int ny, double w, double h)
 {
     *n = nx * ny;
     *F = 2 * (nx - 1) * (ny - 1);
     *X = malloc(sizeof(double) * 3 * *n);
     *T = malloc(sizeof(int32_t) * 3 * *F);
-    for (int j = 0; j < ny; j++)
-        for (int i = 0; i < nx; i++) {
-            double *p = *X + 3 * (j * nx + i);
-            p[0] = -w / 2 + w * i / (nx - 1);
-            p[1] = -h / 2 + h * j / (ny - 1);
-            p[2] = 0;
-        }
-    int f = 0;
-    for (int j = 0; j + 1 < ny; j++)
-        for (int i = 0; i + 1 < nx; i++) {
-            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
-            int32_t *t = *T + 3 * f;
-            t[0] = a, t[1] = b, t[2] = d, t[3] = a, t[4] = d, t[5] = c;
-            f += 2;
-        }
+    drape_grid_mesh(*X, *T, nx, ny, w, h);
 }
 
 static const drape_cloth_params NOTEBOOK = {.dt = 1.0 / 30, .gravity = 9.8, .iters = 8, .ym = 80, .mass = DRAPE_MASS_UNIT};

@@ -2,7 +2,8 @@
  *   drape info MODEL
  *   drape infer --model M --garment G [--betas b0,b1,...] --poses IN.npy --out OUT.npy
  *               [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]
- *   drape sim cloth ...   (tools/sim_cmd.c)
+ *   drape sim cloth|garment ...   (tools/sim_cmd.c)
+ *   drape metrics ...             (tools/metrics_cmd.c)
  *   drape load --url ws://HOST:PORT/v1/stream ...   (tools/load_cmd.c)
  * Every failure prints one clear line to stderr and exits non-zero. */
 #include <errno.h>
@@ -25,12 +26,14 @@ static int usage(void)
             "       drape infer --model MODEL --garment NAME [--betas b0,b1,...] --poses IN.npy --out OUT.npy\n"
             "                   [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]\n"
             "       drape sim cloth --mesh IN.obj [--pin i,j,...] ... --out OUT.obj   (drape sim for all options)\n"
+            "       drape sim garment --model MODEL --garment NAME [--betas ...] --poses IN.npy --out OUT.npy ...\n"
+            "       drape metrics --model MODEL --garment NAME [--betas ...] --poses IN.npy --verts X.npy [--ref Y.npy]\n"
             "       drape load --url ws://HOST:PORT/v1/stream --avatars N --fps F --duration S [--connections C]\n"
             "                  [--format f32|f16|q16|meshopt] [--garment NAME] [--betas ...] [--json]   (drape load for all)\n");
     return 2;
 }
 
-static int die(const char *what, const drape_error *e)
+int drape_tool_die(const char *what, const drape_error *e)
 {
     fprintf(stderr, "drape %s: %s\n", what, e->msg);
     return 1;
@@ -41,7 +44,7 @@ static int cmd_info(int argc, char **argv)
     if (argc != 1) return usage();
     drape_model *m;
     drape_error e = {0};
-    if (drape_model_load(&m, argv[0], &e)) return die("info", &e);
+    if (drape_model_load(&m, argv[0], &e)) return drape_tool_die("info", &e);
     const drape_config *c = &m->cfg;
     printf("model      %s\n", argv[0]);
     printf("format     %d   fps %d   units m, y up\n", c->format_version, c->fps);
@@ -67,7 +70,7 @@ static int cmd_info(int argc, char **argv)
     return 0;
 }
 
-static int parse_floats(const char *s, float *out, int max, int *n)
+int drape_tool_parse_floats(const char *s, float *out, int max, int *n)
 {
     *n = 0;
     if (!*s) return 0;
@@ -83,18 +86,74 @@ static int parse_floats(const char *s, float *out, int max, int *n)
     }
 }
 
+int drape_tool_job_opt(drape_tool_job_args *j, const char *a, const char *v)
+{
+    const char **slot = !strcmp(a, "--model") ? &j->model : !strcmp(a, "--garment") ? &j->garment
+                      : !strcmp(a, "--betas") ? &j->betas : !strcmp(a, "--poses") ? &j->poses : NULL;
+    if (slot) *slot = v;
+    return slot != NULL;
+}
+
+static int read_poses(const char *cmd, const char *path, drape_npy *poses)
+{
+    drape_error e = {0};
+    if (drape_npy_read(poses, path, &e)) return drape_tool_die(cmd, &e);
+    if (poses->ndim != 2 || poses->shape[1] != DRAPE_FRAME_FLOATS) {
+        fprintf(stderr, "drape %s: %s: poses must be float32 [T, %d] (72 axis-angle + 3 translation), got %d dims%s%lld\n",
+                cmd, path, DRAPE_FRAME_FLOATS, poses->ndim, poses->ndim == 2 ? " with width " : "",
+                poses->ndim == 2 ? (long long)poses->shape[1] : 0LL);
+        return 1;
+    }
+    if (poses->shape[0] > (1 << 20)) { fprintf(stderr, "drape %s: too many frames\n", cmd); return 1; }
+    if (drape_poses_check(poses->data, poses->shape[0], &e)) {
+        fprintf(stderr, "drape %s: %s: %s\n", cmd, path, e.msg);
+        return 1;
+    }
+    return 0;
+}
+
+int drape_tool_job_open(drape_tool_job *j, const char *cmd, const drape_tool_job_args *a)
+{
+    *j = (drape_tool_job){0};
+    if (!a->model || !a->garment || !a->poses) {
+        fprintf(stderr, "drape %s: --model, --garment and --poses are required\n", cmd);
+        return 2;
+    }
+    const char *bs = a->betas ? a->betas : "";
+    if (drape_tool_parse_floats(bs, j->betas, DRAPE_MAX_BETAS, &j->nb)) {
+        fprintf(stderr, "drape %s: --betas must be up to %d comma-separated numbers, got '%s'\n", cmd, DRAPE_MAX_BETAS,
+                bs);
+        return 2;
+    }
+    if (read_poses(cmd, a->poses, &j->poses)) return 1;
+    j->T = (int)j->poses.shape[0];
+    drape_error e = {0};
+    if (drape_model_load(&j->m, a->model, &e)) return drape_tool_die(cmd, &e);
+    j->gi = drape_model_garment(j->m, a->garment);
+    if (j->gi >= 0) return 0;
+    fprintf(stderr, "drape %s: garment '%s' is not in the model (", cmd, a->garment);
+    for (int i = 0; i < j->m->cfg.n_garments; i++) fprintf(stderr, i ? ", %s" : "%s", j->m->cfg.garments[i]);
+    fprintf(stderr, ")\n");
+    return 1;
+}
+
+void drape_tool_job_close(drape_tool_job *j)
+{
+    drape_npy_free(&j->poses);
+    drape_model_free(j->m);
+    *j = (drape_tool_job){0};
+}
+
 static int cmd_infer(int argc, char **argv)
 {
-    const char *model = NULL, *garment = NULL, *betas_s = "", *poses_p = NULL, *out_p = NULL, *backend = "cpu";
+    drape_tool_job_args ja = {0};
+    const char *out_p = NULL, *backend = "cpu";
     int lbs = 0, threads = 0, batch = 32;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--lbs-only")) { lbs = 1; continue; }
         if (!v) { fprintf(stderr, "drape infer: %s needs a value\n", a); return usage(); }
-        if (!strcmp(a, "--model")) model = v;
-        else if (!strcmp(a, "--garment")) garment = v;
-        else if (!strcmp(a, "--betas")) betas_s = v;
-        else if (!strcmp(a, "--poses")) poses_p = v;
+        if (drape_tool_job_opt(&ja, a, v)) {}
         else if (!strcmp(a, "--out")) out_p = v;
         else if (!strcmp(a, "--backend")) backend = v;
         else if (!strcmp(a, "--threads")) threads = atoi(v);
@@ -102,7 +161,7 @@ static int cmd_infer(int argc, char **argv)
         else { fprintf(stderr, "drape infer: unknown option %s\n", a); return usage(); }
         i++;
     }
-    if (!model || !garment || !poses_p || !out_p) {
+    if (!ja.model || !ja.garment || !ja.poses || !out_p) {
         fprintf(stderr, "drape infer: --model, --garment, --poses and --out are required\n");
         return usage();
     }
@@ -110,53 +169,29 @@ static int cmd_infer(int argc, char **argv)
         fprintf(stderr, "drape infer: --threads must be in [0, 256] and --batch in [1, 4096]\n");
         return 2;
     }
-    float betas[DRAPE_MAX_BETAS];
-    int nb;
-    if (parse_floats(betas_s, betas, DRAPE_MAX_BETAS, &nb)) {
-        fprintf(stderr, "drape infer: --betas must be up to %d comma-separated numbers, got '%s'\n", DRAPE_MAX_BETAS,
-                betas_s);
-        return 2;
-    }
     drape_error e = {0};
-    drape_model *m = NULL;
+    drape_tool_job j;
     drape_backend *be = NULL;
     drape_identity *id = NULL;
-    drape_npy poses = {0};
     float *out = NULL;
-    int rc = 1;
-    if (drape_npy_read(&poses, poses_p, &e)) { die("infer", &e); goto done; }
-    if (poses.ndim != 2 || poses.shape[1] != DRAPE_FRAME_FLOATS) {
-        fprintf(stderr, "drape infer: %s: poses must be float32 [T, %d] (72 axis-angle + 3 translation), got %d dims%s%lld\n",
-                poses_p, DRAPE_FRAME_FLOATS, poses.ndim, poses.ndim == 2 ? " with width " : "",
-                poses.ndim == 2 ? (long long)poses.shape[1] : 0LL);
-        goto done;
-    }
-    if (poses.shape[0] > (1 << 20)) { fprintf(stderr, "drape infer: too many frames\n"); goto done; }
-    if (drape_poses_check(poses.data, poses.shape[0], &e)) { fprintf(stderr, "drape infer: %s: %s\n", poses_p, e.msg); goto done; }
-    if (drape_model_load(&m, model, &e)) { die("infer", &e); goto done; }
-    int gi = drape_model_garment(m, garment);
-    if (gi < 0) {
-        fprintf(stderr, "drape infer: garment '%s' is not in the model (", garment);
-        for (int i = 0; i < m->cfg.n_garments; i++) fprintf(stderr, i ? ", %s" : "%s", m->cfg.garments[i]);
-        fprintf(stderr, ")\n");
-        goto done;
-    }
+    int rc = drape_tool_job_open(&j, "infer", &ja);
+    if (rc) goto done;
+    rc = 1;
     drape_backend_opts o = {.threads = threads};
-    if (drape_backend_create(&be, backend, m, &o, &e)) { die("infer", &e); goto done; }
-    if (drape_identity_create(be, &id, gi, betas, nb, &e)) { die("infer", &e); goto done; }
-    int T = (int)poses.shape[0], V = m->garments[gi].V;
+    if (drape_backend_create(&be, backend, j.m, &o, &e)) { drape_tool_die("infer", &e); goto done; }
+    if (drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e)) { drape_tool_die("infer", &e); goto done; }
+    int T = j.T, V = j.m->garments[j.gi].V;
     out = malloc((size_t)T * V * 3 * sizeof *out);
     if (!out) { fprintf(stderr, "drape infer: out of memory\n"); goto done; }
-    if (drape_sequence_run(be, id, poses.data, T, lbs, out, batch, &e)) { die("infer", &e); goto done; }
+    if (drape_sequence_run(be, id, j.poses.data, T, lbs, out, batch, &e)) { drape_tool_die("infer", &e); goto done; }
     int64_t shape[3] = {T, V, 3};
-    if (drape_npy_write(out_p, out, 3, shape, &e)) { die("infer", &e); goto done; }
+    if (drape_npy_write(out_p, out, 3, shape, &e)) { drape_tool_die("infer", &e); goto done; }
     rc = 0;
 done:
     free(out);
-    drape_npy_free(&poses);
     if (be) drape_identity_free(be, id);
     drape_backend_free(be);
-    drape_model_free(m);
+    drape_tool_job_close(&j);
     return rc;
 }
 
@@ -168,6 +203,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "infer")) return cmd_infer(argc - 2, argv + 2);
     if (!strcmp(argv[1], "sim")) return drape_cmd_sim(argc - 2, argv + 2);
     if (!strcmp(argv[1], "load")) return drape_cmd_load(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "metrics")) return drape_cmd_metrics(argc - 2, argv + 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { usage(); return 0; }
     fprintf(stderr, "drape: unknown command '%s'\n", argv[1]);
     return usage();

@@ -1,0 +1,48 @@
+/* Colliders for the cloth engine: analytic spheres and capsules (tests,
+ * simple scenes) and a triangle mesh (the posed body), whose positions change
+ * every frame and whose nearest-triangle queries go through a uniform grid
+ * rebuilt on every update.
+ *
+ * Signed distance: for spheres and capsules the exact one; for the mesh
+ * d = ±|p − q| with q the closest point on the nearest triangle within the
+ * mesh's reach, the sign that of (p − q)·n where n interpolates the vertex
+ * normals (outward for counter-clockwise faces) at q. Points farther than the
+ * reach from every triangle, on either side, are not in contact. */
+#ifndef DRAPE_COLLIDE_H
+#define DRAPE_COLLIDE_H
+
+#include <stdint.h>
+
+#include "../runtime/status.h"
+
+typedef struct drape_collider drape_collider;
+
+int drape_collider_create(drape_collider **out, drape_error *err);
+void drape_collider_free(drape_collider *c);
+
+int drape_collider_add_sphere(drape_collider *c, const double center[3], double radius, drape_error *err);
+/* the segment a–b swept by a sphere of radius */
+int drape_collider_add_capsule(drape_collider *c, const double a[3], const double b[3], double radius,
+                               drape_error *err);
+
+/* The mesh's topology: faces [F,3] over nv vertices; reach (m) bounds how far
+ * from the surface, inside or out, a point is found. Positions come with
+ * drape_collider_update_mesh before the first query. */
+int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int nv, double reach, drape_error *err);
+/* v [nv,3]: the mesh's positions now; recomputes normals and the grid. */
+int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *err);
+
+/* Signed distance of p to the nearest collider surface (+INFINITY if none is
+ * within reach); q [3] the surface point, n [3] the outward unit normal
+ * there. */
+double drape_collider_distance(const drape_collider *c, const double p[3], double q[3], double n[3]);
+
+/* Contact response for x, v [n,3] (only where mask is NULL or mask[i] != 0):
+ * a point closer than margin goes to q + margin·n, its velocity loses its
+ * inward normal part and its tangential part is scaled by (1 − friction).
+ * Repeated (up to 3 passes) for points that a push moved into another
+ * surface. Returns how many points were in contact. */
+int drape_collider_project(const drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
+                           double friction);
+
+#endif

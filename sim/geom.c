@@ -1,0 +1,188 @@
+#include "geom.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../runtime/status.h"
+
+#define GRID_MAX_CELLS (1 << 21)
+
+static int grow32(int32_t **p, int64_t *cap, int64_t need)
+{
+    if (need <= *cap) return 0;
+    int64_t c = need + need / 2 + 16;
+    int32_t *q = realloc(*p, (size_t)c * sizeof *q);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static void cell_range(const drape_grid *g, const double lo[3], const double hi[3], int a[3], int b[3])
+{
+    for (int d = 0; d < 3; d++) {
+        double u = floor((lo[d] - g->lo[d]) / g->cell), v = floor((hi[d] - g->lo[d]) / g->cell);
+        a[d] = u < 0 ? 0 : u >= g->dim[d] ? g->dim[d] - 1 : (int)u;
+        b[d] = v < 0 ? 0 : v >= g->dim[d] ? g->dim[d] - 1 : (int)v;
+    }
+}
+
+int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, double cell)
+{
+    double blo[3] = {INFINITY, INFINITY, INFINITY}, bhi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < 3; d++) blo[d] = fmin(blo[d], lo[3 * i + d]), bhi[d] = fmax(bhi[d], hi[3 * i + d]);
+    if (n == 0)
+        for (int d = 0; d < 3; d++) blo[d] = bhi[d] = 0;
+    for (;;) { /* coarser cells until the grid is of a sane size */
+        int64_t cells = 1;
+        for (int d = 0; d < 3; d++) {
+            g->dim[d] = (int)((bhi[d] - blo[d]) / cell) + 1;
+            cells *= g->dim[d];
+        }
+        if (cells <= GRID_MAX_CELLS) break;
+        cell *= 1.5;
+    }
+    for (int d = 0; d < 3; d++) g->lo[d] = blo[d];
+    g->cell = cell;
+    int64_t cells = (int64_t)g->dim[0] * g->dim[1] * g->dim[2];
+    if (grow32(&g->start, &g->cap_cells, cells + 1)) return DRAPE_ENOMEM;
+    for (int64_t c = 0; c <= cells; c++) g->start[c] = 0;
+    int64_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            int a[3], b[3];
+            cell_range(g, lo + 3 * i, hi + 3 * i, a, b);
+            for (int z = a[2]; z <= b[2]; z++)
+                for (int y = a[1]; y <= b[1]; y++)
+                    for (int x = a[0]; x <= b[0]; x++) {
+                        int64_t c = ((int64_t)z * g->dim[1] + y) * g->dim[0] + x;
+                        if (pass == 0) g->start[c + 1]++;
+                        else g->items[g->start[c]++] = i; /* start[c] is the fill cursor */
+                    }
+        }
+        if (pass == 0) {
+            for (int64_t c = 0; c < cells; c++) g->start[c + 1] += g->start[c];
+            total = g->start[cells];
+            if (grow32(&g->items, &g->cap_items, total + 1)) return DRAPE_ENOMEM;
+        }
+    }
+    for (int64_t c = cells; c > 0; c--) g->start[c] = g->start[c - 1]; /* cursors ended at the next start */
+    g->start[0] = 0;
+    return DRAPE_OK;
+}
+
+void drape_grid_free(drape_grid *g)
+{
+    free(g->start);
+    free(g->items);
+    *g = (drape_grid){0};
+}
+
+void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3], void (*visit)(void *, int),
+                      void *ctx)
+{
+    int a[3], b[3];
+    cell_range(g, lo, hi, a, b);
+    for (int z = a[2]; z <= b[2]; z++)
+        for (int y = a[1]; y <= b[1]; y++)
+            for (int x = a[0]; x <= b[0]; x++) {
+                int64_t c = ((int64_t)z * g->dim[1] + y) * g->dim[0] + x;
+                for (int32_t q = g->start[c]; q < g->start[c + 1]; q++) visit(ctx, g->items[q]);
+            }
+}
+
+/* edge key (min << 32 | max) with the face's opposite vertex, sorted by key */
+typedef struct { int64_t key; int32_t opp; } half_edge;
+
+static int cmp_half(const void *a, const void *b)
+{
+    int64_t x = ((const half_edge *)a)->key, y = ((const half_edge *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+int drape_hinges(int32_t **hinges, int *n, const int32_t *faces, int F)
+{
+    half_edge *h = malloc(((size_t)3 * F + 1) * sizeof *h);
+    int32_t *out = malloc(((size_t)6 * F + 4) * sizeof *out); /* at most 3F/2 hinges */
+    if (!h || !out) { free(h); free(out); return DRAPE_ENOMEM; }
+    for (int f = 0; f < F; f++)
+        for (int c = 0; c < 3; c++) {
+            int64_t a = faces[3 * f + c], b = faces[3 * f + (c + 1) % 3];
+            h[3 * f + c] = (half_edge){a < b ? (a << 32) | b : (b << 32) | a, faces[3 * f + (c + 2) % 3]};
+        }
+    qsort(h, (size_t)3 * F, sizeof *h, cmp_half);
+    int m = 0;
+    for (int i = 0; i < 3 * F;) {
+        int j = i;
+        while (j < 3 * F && h[j].key == h[i].key) j++;
+        if (j - i == 2 && h[i].opp != h[i + 1].opp) {
+            int32_t *q = out + 4 * m++;
+            q[0] = (int32_t)(h[i].key >> 32), q[1] = (int32_t)(h[i].key & 0xffffffff);
+            q[2] = h[i].opp, q[3] = h[i + 1].opp;
+        }
+        i = j;
+    }
+    free(h);
+    *hinges = out;
+    *n = m;
+    return DRAPE_OK;
+}
+
+static double dot3(const double a[3], const double b[3]) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* Voronoi regions of the triangle's vertices, edges and face, in turn. */
+double drape_closest_on_triangle(double q[3], double w[3], const double p[3], const double a[3], const double b[3],
+                                 const double c[3])
+{
+    double ab[3], ac[3], ap[3], bp[3], cp[3];
+    for (int d = 0; d < 3; d++) ab[d] = b[d] - a[d], ac[d] = c[d] - a[d], ap[d] = p[d] - a[d];
+    double d1 = dot3(ab, ap), d2 = dot3(ac, ap);
+    if (d1 <= 0 && d2 <= 0) w[0] = 1, w[1] = 0, w[2] = 0;
+    else {
+        for (int d = 0; d < 3; d++) bp[d] = p[d] - b[d];
+        double d3 = dot3(ab, bp), d4 = dot3(ac, bp);
+        for (int d = 0; d < 3; d++) cp[d] = p[d] - c[d];
+        double d5 = dot3(ab, cp), d6 = dot3(ac, cp);
+        double vc = d1 * d4 - d3 * d2, vb = d5 * d2 - d1 * d6, va = d3 * d6 - d5 * d4;
+        if (d3 >= 0 && d4 <= d3) w[0] = 0, w[1] = 1, w[2] = 0;
+        else if (d6 >= 0 && d5 <= d6) w[0] = 0, w[1] = 0, w[2] = 1;
+        else if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+            double t = d1 / (d1 - d3);
+            w[0] = 1 - t, w[1] = t, w[2] = 0;
+        } else if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+            double t = d2 / (d2 - d6);
+            w[0] = 1 - t, w[1] = 0, w[2] = t;
+        } else if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+            double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+            w[0] = 0, w[1] = 1 - t, w[2] = t;
+        } else {
+            double s = va + vb + vc, den = s != 0 ? 1.0 / s : 0.0;
+            w[1] = vb * den, w[2] = vc * den, w[0] = 1 - w[1] - w[2];
+        }
+    }
+    double r = 0;
+    for (int d = 0; d < 3; d++) {
+        q[d] = w[0] * a[d] + w[1] * b[d] + w[2] * c[d];
+        r += (p[d] - q[d]) * (p[d] - q[d]);
+    }
+    return r;
+}
+
+void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h)
+{
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            double *p = X + 3 * (j * nx + i);
+            p[0] = -w / 2 + w * i / (nx - 1);
+            p[1] = -h / 2 + h * j / (ny - 1);
+            p[2] = 0;
+        }
+    int f = 0;
+    for (int j = 0; j + 1 < ny; j++)
+        for (int i = 0; i + 1 < nx; i++, f += 2) {
+            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
+            int32_t *t = T + 3 * f;
+            t[0] = a, t[1] = b, t[2] = d, t[3] = a, t[4] = d, t[5] = c;
+        }
+}

@@ -1,0 +1,45 @@
+/* Geometry shared by the cloth engine, the colliders and the metrics: a
+ * uniform grid over boxes (rebuilt per frame without reallocating), interior
+ * edges with their two opposite vertices (bending springs, dihedral angles),
+ * and the closest point on a triangle. */
+#ifndef DRAPE_GEOM_H
+#define DRAPE_GEOM_H
+
+#include <stdint.h>
+
+/* Items (boxes) bucketed into cubic cells; an item sits in every cell its box
+ * overlaps. Storage grows as needed and is kept across rebuilds. */
+typedef struct {
+    double lo[3], cell;
+    int dim[3];
+    int32_t *start;      /* [cells+1] CSR over items */
+    int32_t *items;
+    int64_t cap_cells, cap_items;
+} drape_grid;
+
+/* lo, hi [n,3]: item boxes. cell > 0: edge of a cell (grown when the grid
+ * would exceed about 2M cells). Returns 0 or DRAPE_ENOMEM. */
+int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, double cell);
+void drape_grid_free(drape_grid *g);
+/* Calls visit(ctx, item) for every item in the cells overlapping [lo, hi]
+ * (an item spanning several of those cells is visited more than once). */
+void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3], void (*visit)(void *, int),
+                      void *ctx);
+
+/* Interior edges of faces [F,3]: hinges [n,4] = (i, j, k, l) for an edge i–j
+ * shared by exactly two triangles, k and l their opposite vertices; edges of
+ * more than two triangles (non-manifold) and pairs with k == l are skipped.
+ * *hinges is malloc'ed. Returns 0 or DRAPE_ENOMEM. */
+int drape_hinges(int32_t **hinges, int *n, const int32_t *faces, int F);
+
+/* The seed notebook's cloth: X [nx·ny,3] an nx × ny grid of w × h centred
+ * on the origin in the z = 0 plane (vertex j·nx + i at column i, row j), and
+ * T [2(nx−1)(ny−1),3] each quad split along one diagonal. nx, ny >= 2. */
+void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h);
+
+/* Closest point q [3] on triangle (a, b, c) to p; w [3] its barycentric
+ * weights (q = w0 a + w1 b + w2 c). Returns |p − q|². */
+double drape_closest_on_triangle(double q[3], double w[3], const double p[3], const double a[3], const double b[3],
+                                 const double c[3]);
+
+#endif

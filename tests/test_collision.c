@@ -1,0 +1,198 @@
+/* Colliders (sim/collide.c) and the geometry under them (sim/geom.c). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/body.h"
+#include "../sim/cloth.h"
+#include "../sim/collide.h"
+#include "../sim/garment.h"
+#include "../sim/geom.h"
+#include "util.h"
+
+/* an nx × nx sheet of width w in the y = y0 plane, centred on (cx, cz) */
+static void sheet(double *X, int32_t *T, int nx, double w, double cx, double y0, double cz)
+{
+    drape_grid_mesh(X, T, nx, nx, w, w);
+    for (int i = 0; i < nx * nx; i++) {
+        double *p = X + 3 * i, x = p[0], y = p[1];
+        p[0] = cx + x, p[1] = y0, p[2] = cz + y;
+    }
+}
+
+static const drape_cloth_params DROP = {.dt = 1.0 / 60, .gravity = 9.81, .iters = 10, .ym = 5, .mass = DRAPE_MASS_AREA,
+                                        .density = 0.2, .bend = 0.05, .damping = 0.01, .margin = 0.01,
+                                        .friction = 0.3};
+
+/* Drops a free sheet onto the collider for steps; after every step no
+ * vertex is closer than the margin (minus tol), and some touched. */
+static void drop_and_check(const drape_collider *col, double *X, int32_t *T, int nx, int steps, double tol)
+{
+    drape_cloth *c;
+    drape_error e = {0};
+    int n = nx * nx;
+    cr_assert_eq(drape_cloth_create(&c, X, n, T, 2 * (nx - 1) * (nx - 1), NULL, 0, &DROP, &e), 0, "%s", e.msg);
+    drape_cloth_set_collider(c, col);
+    int touched = 0;
+    for (int s = 0; s < steps; s++) {
+        cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg);
+        touched += drape_cloth_contacts(c) > 0;
+        const double *x = drape_cloth_positions(c);
+        for (int i = 0; i < n; i++) {
+            double q[3], nn[3], d = drape_collider_distance(col, x + 3 * i, q, nn);
+            cr_assert_geq(d, DROP.margin - tol, "step %d vertex %d: distance %g inside the margin %g", s, i, d,
+                          DROP.margin);
+        }
+    }
+    cr_assert_gt(touched, 0, "the sheet never reached the collider");
+    drape_cloth_free(c);
+}
+
+Test(collision, sheet_on_a_sphere)
+{
+    int nx = 15;
+    double *X = malloc(sizeof(double) * 3 * nx * nx);
+    int32_t *T = malloc(sizeof(int32_t) * 6 * (nx - 1) * (nx - 1));
+    sheet(X, T, nx, 1.0, 0.05, 0.4, -0.03);
+    drape_collider *col;
+    drape_error e = {0};
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_add_sphere(col, (double[]){0, 0, 0}, 0.3, &e), 0, "%s", e.msg);
+    drop_and_check(col, X, T, nx, 90, 1e-9);
+    drape_collider_free(col);
+    free(X);
+    free(T);
+}
+
+Test(collision, sheet_on_a_capsule)
+{
+    int nx = 15;
+    double *X = malloc(sizeof(double) * 3 * nx * nx);
+    int32_t *T = malloc(sizeof(int32_t) * 6 * (nx - 1) * (nx - 1));
+    sheet(X, T, nx, 1.0, 0.02, 0.3, 0.04);
+    drape_collider *col;
+    drape_error e = {0};
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_add_capsule(col, (double[]){-0.4, 0, 0}, (double[]){0.4, 0, 0.1}, 0.15, &e), 0, "%s",
+                 e.msg);
+    drop_and_check(col, X, T, nx, 90, 1e-9);
+    drape_collider_free(col);
+    free(X);
+    free(T);
+}
+
+/* The posed body of the small bundle as a mesh collider: a sheet dropped on
+ * its shoulders never ends up inside. */
+Test(collision, sheet_on_the_posed_body)
+{
+    drape_model *m = tu_load("small_random");
+    float pose[75] = {0};
+    pose[16 * 3 + 2] = -0.3f, pose[17 * 3 + 2] = 0.3f; /* arms down a bit */
+    pose[0 * 3 + 1] = 0.4f;                            /* turned */
+    float *body = malloc(sizeof(float) * 3 * m->Nb);
+    drape_error e = {0};
+    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, pose, 1, body, &e), 0, "%s", e.msg);
+    double top = -1e9, cx = 0, cz = 0;
+    for (int i = 0; i < m->Nb; i++) top = fmax(top, body[3 * i + 1]), cx += body[3 * i], cz += body[3 * i + 2];
+    drape_collider *col;
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_set_mesh(col, m->body_faces, m->Fb, m->Nb, 0.05, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_collider_update_mesh(col, body, &e), 0, "%s", e.msg);
+    int nx = 17;
+    double *X = malloc(sizeof(double) * 3 * nx * nx);
+    int32_t *T = malloc(sizeof(int32_t) * 6 * (nx - 1) * (nx - 1));
+    sheet(X, T, nx, 0.8, cx / m->Nb, top + 0.03, cz / m->Nb); /* over the head, falls onto the shoulders */
+    drop_and_check(col, X, T, nx, 60, 1e-3); /* concave spots: a push can end just short of the margin */
+    drape_collider_free(col);
+    free(X);
+    free(T);
+    free(body);
+    drape_model_free(m);
+}
+
+/* The grid finds what a brute-force search over every triangle finds. */
+Test(collision, mesh_distance_matches_brute_force)
+{
+    drape_model *m = tu_load("small_random");
+    float *body = malloc(sizeof(float) * 3 * m->Nb);
+    float pose[75] = {0};
+    drape_error e = {0};
+    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, pose, 1, body, &e), 0, "%s", e.msg);
+    drape_collider *col;
+    double reach = 0.04;
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_set_mesh(col, m->body_faces, m->Fb, m->Nb, reach, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_collider_update_mesh(col, body, &e), 0, "%s", e.msg);
+    uint64_t rng = 7;
+    int found = 0;
+    for (int s = 0; s < 400; s++) {
+        int v = (int)((tu_rand(&rng) * 0.5 + 0.5) * (m->Nb - 1));
+        double p[3], q[3], n[3];
+        for (int d = 0; d < 3; d++) p[d] = body[3 * v + d] + 0.05 * tu_rand(&rng);
+        double best = INFINITY;
+        for (int f = 0; f < m->Fb; f++) {
+            double a[9], qq[3], w[3];
+            for (int k = 0; k < 9; k++) a[k] = body[3 * m->body_faces[3 * f + k / 3] + k % 3];
+            best = fmin(best, drape_closest_on_triangle(qq, w, p, a, a + 3, a + 6));
+        }
+        double d = drape_collider_distance(col, p, q, n);
+        if (sqrt(best) < reach) {
+            found++;
+            cr_assert_float_eq(fabs(d), sqrt(best), 1e-9, "point %d: grid %g, brute force %g", s, fabs(d), sqrt(best));
+            cr_assert_float_eq(n[0] * n[0] + n[1] * n[1] + n[2] * n[2], 1.0, 1e-9);
+        } else {
+            cr_assert(isinf(d), "point %d beyond reach (%g) but found at %g", s, sqrt(best), d);
+        }
+    }
+    cr_assert_gt(found, 100);
+    drape_collider_free(col);
+    free(body);
+    drape_model_free(m);
+}
+
+Test(collision, closest_point_on_triangle)
+{
+    double a[3] = {0, 0, 0}, b[3] = {1, 0, 0}, c[3] = {0, 1, 0}, q[3], w[3];
+    /* above the face, beyond a vertex, beyond an edge */
+    cr_assert_float_eq(drape_closest_on_triangle(q, w, (double[]){0.2, 0.2, 0.5}, a, b, c), 0.25, 1e-12);
+    cr_assert_float_eq(q[0], 0.2, 1e-12);
+    cr_assert_float_eq(w[0], 0.6, 1e-12);
+    cr_assert_float_eq(drape_closest_on_triangle(q, w, (double[]){2, -1, 0}, a, b, c), 2.0, 1e-12);
+    cr_assert_eq(w[1], 1.0);
+    cr_assert_float_eq(drape_closest_on_triangle(q, w, (double[]){1, 1, 0}, a, b, c), 0.5, 1e-12);
+    cr_assert_float_eq(q[0], 0.5, 1e-12);
+    cr_assert_float_eq(q[1], 0.5, 1e-12);
+    /* random points: never farther than a dense sampling of the triangle */
+    uint64_t rng = 3;
+    for (int s = 0; s < 200; s++) {
+        double p[3] = {2 * tu_rand(&rng), 2 * tu_rand(&rng), tu_rand(&rng)}, best = INFINITY;
+        double r = drape_closest_on_triangle(q, w, p, a, b, c);
+        for (int i = 0; i <= 60; i++)
+            for (int j = 0; i + j <= 60; j++) {
+                double x = i / 60.0, y = j / 60.0;
+                best = fmin(best, (p[0] - x) * (p[0] - x) + (p[1] - y) * (p[1] - y) + p[2] * p[2]);
+            }
+        cr_assert_leq(r, best + 1e-12);
+        cr_assert_geq(sqrt(r), sqrt(best) - 0.02);
+    }
+}
+
+Test(collision, bad_inputs_are_rejected)
+{
+    drape_collider *col;
+    drape_error e = {0};
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_add_sphere(col, (double[]){0, NAN, 0}, 1, &e), DRAPE_ENONFINITE);
+    cr_assert_eq(drape_collider_add_sphere(col, (double[]){0, 0, 0}, -1, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "radius"), "%s", e.msg);
+    int32_t f[3] = {0, 1, 5};
+    cr_assert_eq(drape_collider_set_mesh(col, f, 1, 3, 0.1, &e), DRAPE_ERANGE);
+    float v[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    cr_assert_eq(drape_collider_update_mesh(col, v, &e), DRAPE_EINVAL); /* no mesh yet */
+    int32_t g[3] = {0, 1, 2};
+    cr_assert_eq(drape_collider_set_mesh(col, g, 1, 3, 0.1, &e), 0, "%s", e.msg);
+    v[4] = INFINITY;
+    cr_assert_eq(drape_collider_update_mesh(col, v, &e), DRAPE_ENONFINITE);
+    drape_collider_free(col);
+}

@@ -1,0 +1,366 @@
+/* The garment parts of the engine (bending springs, attachments, damping),
+ * `drape sim garment` and `drape metrics` (sim/garment.c, sim/metrics.c). */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/body.h"
+#include "../runtime/npy.h"
+#include "../sim/cloth.h"
+#include "../sim/collide.h"
+#include "../sim/garment.h"
+#include "../sim/geom.h"
+#include "../sim/metrics.h"
+#include "util.h"
+
+/* nx × nx vertices over w × w in the z = 0 plane from the origin, rows along +y */
+static void grid(double *X, int32_t *T, int nx, double w)
+{
+    drape_grid_mesh(X, T, nx, nx, w, w);
+    for (int i = 0; i < nx * nx; i++) X[3 * i] += w / 2, X[3 * i + 1] += w / 2;
+}
+
+static const drape_cloth_params CLOTH = {.dt = 1.0 / 60, .gravity = 9.81, .iters = 10, .ym = 2, .mass = DRAPE_MASS_AREA,
+                                         .density = 0.2, .bend = 0.02, .attach = 500, .damping = 0.02};
+
+Test(sim_garment, hinges_and_bending_springs_are_counted)
+{
+    /* 3 × 3 vertices, 8 triangles: 16 edges, 8 on the border, so 8 interior
+     * edges and 8 bending springs */
+    double X[27];
+    int32_t T[24];
+    grid(X, T, 3, 1.0);
+    int32_t *h;
+    int nh;
+    cr_assert_eq(drape_hinges(&h, &nh, T, 8), 0);
+    cr_assert_eq(nh, 8);
+    for (int i = 0; i < nh; i++) { /* opposite vertices are in neither end of the edge, and differ */
+        const int32_t *q = h + 4 * i;
+        cr_assert(q[2] != q[0] && q[2] != q[1] && q[3] != q[0] && q[3] != q[1] && q[2] != q[3]);
+    }
+    /* the central diagonal 0–4 of the first quad: opposite vertices 1 and 3 */
+    int seen = 0;
+    for (int i = 0; i < nh; i++)
+        if (h[4 * i] == 0 && h[4 * i + 1] == 4) seen = (h[4 * i + 2] == 1 && h[4 * i + 3] == 3) || (h[4 * i + 2] == 3 && h[4 * i + 3] == 1);
+    cr_assert(seen, "hinge 0-4 should join vertices 1 and 3");
+    free(h);
+    drape_cloth *c;
+    drape_error e = {0};
+    cr_assert_eq(drape_cloth_create(&c, X, 9, T, 8, NULL, 0, &CLOTH, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_springs(c), 24);
+    cr_assert_eq(drape_cloth_bend_springs(c), 8);
+    drape_cloth_free(c);
+    drape_cloth_params nb = CLOTH;
+    nb.bend = 0;
+    cr_assert_eq(drape_cloth_create(&c, X, 9, T, 8, NULL, 0, &nb, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_springs(c), 16);
+    cr_assert_eq(drape_cloth_bend_springs(c), 0);
+    drape_cloth_free(c);
+}
+
+/* The top row is attached to targets that sweep sideways and up: after
+ * settling it follows them within 1 cm (the hanging cloth pulls on it), the
+ * objective still descends with attachments and bending, and the matrix
+ * was factorized once. */
+Test(sim_garment, attachments_track_their_targets)
+{
+    int nx = 9, n = nx * nx, F = 2 * (nx - 1) * (nx - 1);
+    double *X = malloc(sizeof(double) * 3 * n), tgt[3 * 9], en[10];
+    int32_t *T = malloc(sizeof(int32_t) * 3 * F), att[9];
+    grid(X, T, nx, 0.4);
+    for (int i = 0; i < nx; i++) att[i] = (nx - 1) * nx + i;
+    drape_cloth *c;
+    drape_error e = {0};
+    drape_cloth_params p = CLOTH;
+    p.ym = 0.02; /* soft enough to sag visibly */
+    cr_assert_eq(drape_cloth_create_attached(&c, X, n, T, F, NULL, 0, att, nx, &p, &e), 0, "%s", e.msg);
+    double off[3];
+    for (int s = 0; s < 240; s++) {
+        double t = s / 60.0;
+        off[0] = 0.2 * sin(2 * t), off[1] = 0.05 * t, off[2] = 0.1 * sin(3 * t);
+        for (int i = 0; i < nx; i++)
+            for (int d = 0; d < 3; d++) tgt[3 * i + d] = X[3 * att[i] + d] + off[d];
+        cr_assert_eq(drape_cloth_set_targets(c, tgt, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_cloth_step_traced(c, en, &e), 0, "%s", e.msg);
+        for (int i = 1; i < p.iters; i++) cr_assert_leq(en[i], en[i - 1] * (1 + 1e-12) + 1e-12, "step %d", s);
+        if (s < 60) continue;
+        const double *x = drape_cloth_positions(c);
+        for (int i = 0; i < nx; i++) {
+            double d2 = 0;
+            for (int d = 0; d < 3; d++) d2 += (x[3 * att[i] + d] - tgt[3 * i + d]) * (x[3 * att[i] + d] - tgt[3 * i + d]);
+            cr_assert_lt(sqrt(d2), 0.01, "step %d: attached vertex %d is %g m from its target", s, att[i], sqrt(d2));
+        }
+    }
+    const double *x = drape_cloth_positions(c);
+    cr_assert_lt(x[1], X[1] + off[1] - 0.002, "the free part should sag below its lifted rest (y %g)", x[1]);
+    cr_assert_eq(drape_cloth_factorizations(c), 1);
+    drape_cloth_free(c);
+    free(X);
+    free(T);
+}
+
+Test(sim_garment, damping_slows_a_free_fall)
+{
+    double X[9] = {0, 0, 0, 1, 0, 0, 0, 0, 1};
+    int32_t T[3] = {0, 1, 2};
+    drape_cloth_params p = CLOTH;
+    double v[2];
+    for (int k = 0; k < 2; k++) {
+        p.damping = k ? 0.1 : 0;
+        drape_cloth *c;
+        drape_error e = {0};
+        cr_assert_eq(drape_cloth_create(&c, X, 3, T, 1, NULL, 0, &p, &e), 0, "%s", e.msg);
+        for (int s = 0; s < 30; s++) drape_cloth_step(c, &e);
+        v[k] = drape_cloth_velocities(c)[1];
+        drape_cloth_free(c);
+    }
+    cr_assert_lt(v[0], v[1] - 0.5, "undamped %g m/s, damped %g m/s", v[0], v[1]);
+    cr_assert_lt(v[1], 0);
+}
+
+Test(sim_garment, bad_attachments_are_rejected)
+{
+    double X[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0};
+    int32_t T[6] = {0, 1, 3, 0, 3, 2}, pin[1] = {0};
+    drape_cloth *c;
+    drape_error e = {0};
+    cr_assert_eq(drape_cloth_create_attached(&c, X, 4, T, 2, NULL, 0, (int32_t[]){9}, 1, &CLOTH, &e), DRAPE_ERANGE);
+    cr_assert_eq(drape_cloth_create_attached(&c, X, 4, T, 2, pin, 1, (int32_t[]){0}, 1, &CLOTH, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "pinned"), "%s", e.msg);
+    cr_assert_eq(drape_cloth_create_attached(&c, X, 4, T, 2, NULL, 0, (int32_t[]){1, 1}, 2, &CLOTH, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "twice"), "%s", e.msg);
+    drape_cloth_params p = CLOTH;
+    p.attach = 0;
+    cr_assert_eq(drape_cloth_create_attached(&c, X, 4, T, 2, NULL, 0, (int32_t[]){1}, 1, &p, &e), DRAPE_EINVAL);
+    p = CLOTH;
+    p.damping = 1;
+    cr_assert_eq(drape_cloth_create(&c, X, 4, T, 2, NULL, 0, &p, &e), DRAPE_EINVAL);
+    cr_assert_eq(drape_cloth_create_attached(&c, X, 4, T, 2, NULL, 0, (int32_t[]){1}, 1, &CLOTH, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_set_targets(c, (double[]){0, NAN, 0}, &e), DRAPE_ENONFINITE);
+    drape_cloth_free(c);
+}
+
+Test(sim_garment, posed_body_at_rest_is_the_shaped_body)
+{
+    drape_model *m = tu_load("tiny_random");
+    float betas[2] = {0.5f, -1}, pose[75] = {0}, J[72], *vs = malloc(sizeof(float) * 3 * m->Nb),
+          *vp = malloc(sizeof(float) * 3 * m->Nb);
+    drape_error e = {0};
+    float bfull[DRAPE_MAX_BETAS] = {0.5f, -1};
+    drape_body_shape(vs, J, m, bfull);
+    cr_assert_eq(drape_garment_body_frames(m, betas, 2, pose, 1, vp, &e), 0, "%s", e.msg);
+    cr_assert_leq(tu_max_abs_diff(vs, vp, 3 * m->Nb), 1e-6);
+    pose[72] = 1, pose[73] = 2, pose[74] = 3; /* a translation moves every vertex by it */
+    cr_assert_eq(drape_garment_body_frames(m, betas, 2, pose, 1, vp, &e), 0, "%s", e.msg);
+    for (int i = 0; i < m->Nb; i++)
+        for (int d = 0; d < 3; d++) cr_assert_float_eq(vp[3 * i + d], vs[3 * i + d] + d + 1, 1e-5);
+    free(vs);
+    free(vp);
+    drape_model_free(m);
+}
+
+/* ---- the commands, run as a user runs them ---- */
+
+static const char *bin(void)
+{
+    const char *b = getenv("DRAPE_BIN");
+    return b ? b : "build/drape";
+}
+
+#define FRAMES 12
+
+typedef struct {
+    char poses[300], sim[300], lbs[300];
+    drape_model *m;
+    float P[75 * FRAMES];
+} run_ctx;
+
+/* sim and LBS outputs for the walk on the small bundle */
+static void simulate(run_ctx *r, const char *extra)
+{
+    char log[4096];
+    snprintf(r->poses, sizeof r->poses, "%s", tu_tmp("walk.npy"));
+    snprintf(r->sim, sizeof r->sim, "%s", tu_tmp("sim.npy"));
+    snprintf(r->lbs, sizeof r->lbs, "%s", tu_tmp("lbs.npy"));
+    drape_garment_walk(r->P, FRAMES, 30);
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(r->poses, r->P, 2, (int64_t[]){FRAMES, 75}, &e), 0, "%s", e.msg);
+    const char *M = tu_bundle("small_random");
+    cr_assert_eq(tu_run(log, sizeof log, "%s sim garment --model '%s' --garment skirt --betas 0.5,-0.5 --poses '%s' "
+                        "--out '%s' --settle 30 %s", bin(), M, r->poses, r->sim, extra), 0, "%s", log);
+    cr_assert(strstr(log, "ms per frame"), "%s", log);
+    cr_log_info("%s", log);
+    cr_assert_eq(tu_run(log, sizeof log, "%s infer --model '%s' --garment skirt --betas 0.5,-0.5 --poses '%s' "
+                        "--out '%s' --lbs-only", bin(), M, r->poses, r->lbs), 0, "%s", log);
+    r->m = tu_load("small_random");
+}
+
+Test(sim_garment, sim_garment_end_to_end)
+{
+    run_ctx r;
+    simulate(&r, "--iters 8");
+    drape_model *m = r.m;
+    const drape_garment *g = &m->garments[drape_model_garment(m, "skirt")];
+    drape_npy a, b;
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_read(&a, r.sim, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_npy_read(&b, r.lbs, &e), 0, "%s", e.msg);
+    cr_assert_eq(a.ndim, 3);
+    cr_assert(a.shape[0] == FRAMES && a.shape[1] == g->V && a.shape[2] == 3);
+    for (int64_t i = 0; i < a.numel; i++) cr_assert(isfinite(a.data[i]), "value %lld", (long long)i);
+    /* attached (waist) vertices stay near their skinned positions */
+    float *rest = malloc(sizeof(float) * 3 * g->V), *body = malloc(sizeof(float) * 3 * m->Nb * FRAMES);
+    cr_assert_eq(drape_garment_lbs(m, drape_model_garment(m, "skirt"), (float[]){0.5f, -0.5f}, 2, r.P, 1, rest, NULL,
+                                   &e), 0, "%s", e.msg);
+    int32_t *att;
+    int na;
+    drape_garment_sim_params p = drape_garment_sim_defaults();
+    cr_assert_eq(drape_garment_waist(&att, &na, rest, g->V, p.attach_band, &e), 0);
+    cr_assert_geq(na, 8, "the skirt's waist ring should be attached (%d vertices)", na);
+    double worst = 0, moved = 0;
+    for (int t = 0; t < FRAMES; t++)
+        for (int i = 0; i < na; i++) {
+            const float *x = a.data + ((size_t)t * g->V + att[i]) * 3, *y = b.data + ((size_t)t * g->V + att[i]) * 3;
+            worst = fmax(worst, sqrt((x[0] - y[0]) * (x[0] - y[0]) + (x[1] - y[1]) * (x[1] - y[1]) + (x[2] - y[2]) * (x[2] - y[2])));
+        }
+    for (int i = 0; i < a.numel; i++) moved = fmax(moved, fabs(a.data[i] - b.data[i]));
+    cr_log_info("attached vertices within %.4f m of their skinned targets; the skirt moved up to %.3f m off LBS", worst,
+                moved);
+    cr_assert_lt(worst, 0.01);
+    cr_assert_gt(moved, 0.005, "the simulated skirt should differ from plain skinning");
+    /* after each frame no vertex is inside the posed body */
+    cr_assert_eq(drape_garment_body_frames(m, (float[]){0.5f, -0.5f}, 2, r.P, FRAMES, body, &e), 0, "%s", e.msg);
+    drape_collider *col;
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_set_mesh(col, m->body_faces, m->Fb, m->Nb, p.reach, &e), 0, "%s", e.msg);
+    double dmin = INFINITY;
+    for (int t = 0; t < FRAMES; t++) {
+        cr_assert_eq(drape_collider_update_mesh(col, body + (size_t)t * m->Nb * 3, &e), 0, "%s", e.msg);
+        for (int v = 0; v < g->V; v++) {
+            const float *x = a.data + ((size_t)t * g->V + v) * 3;
+            double pt[3] = {x[0], x[1], x[2]}, q[3], n[3];
+            dmin = fmin(dmin, drape_collider_distance(col, pt, q, n));
+        }
+    }
+    cr_log_info("closest garment vertex to the body: %.4f m", dmin);
+    cr_assert_geq(dmin, -1e-3, "a vertex is %g m inside the body", -dmin);
+    drape_collider_free(col);
+    free(att);
+    free(rest);
+    free(body);
+    drape_npy_free(&a);
+    drape_npy_free(&b);
+    drape_model_free(m);
+}
+
+static double json_num(const char *s, const char *key)
+{
+    const char *p = strstr(s, key);
+    cr_assert(p, "no %s in %s", key, s);
+    return atof(p + strlen(key) + 2);
+}
+
+Test(sim_garment, metrics_report_their_fields)
+{
+    run_ctx r;
+    simulate(&r, "--substeps 2");
+    char out[4096];
+    const char *M = tu_bundle("small_random");
+    /* LBS against itself: no distance */
+    cr_assert_eq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --betas 0.5,-0.5 --poses '%s' "
+                        "--verts '%s' --ref '%s'", bin(), M, r.poses, r.lbs, r.lbs), 0, "%s", out);
+    cr_log_info("lbs: %s", out);
+    const char *keys[] = {"\"edge_error\"", "\"area_error\"", "\"collision_pct\"", "\"stretch\"", "\"bending\"",
+                          "\"inertia\"", "\"gravity\"", "\"mean\"", "\"max\""};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        double v = json_num(out, keys[k]);
+        cr_assert(isfinite(v) && v >= 0, "%s = %g", keys[k], v);
+    }
+    cr_assert_eq(json_num(out, "\"mean\""), 0);
+    cr_assert_eq(json_num(out, "\"max\""), 0);
+    cr_assert_gt(json_num(out, "\"gravity\""), 0, "the skirt hangs above y = 0");
+    cr_assert_leq(json_num(out, "\"collision_pct\""), 100);
+    /* the simulation against LBS: a real distance, cloth that keeps its edges */
+    cr_assert_eq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --betas 0.5,-0.5 --poses '%s' "
+                        "--verts '%s' --ref '%s'", bin(), M, r.poses, r.sim, r.lbs), 0, "%s", out);
+    cr_log_info("sim: %s", out);
+    cr_assert_gt(json_num(out, "\"max\""), 0);
+    cr_assert_lt(json_num(out, "\"edge_error\""), 0.02);
+    cr_assert_lt(json_num(out, "\"collision_pct\""), 2);
+    cr_assert(strstr(out, "\"ref\""), "%s", out);
+    /* without --ref there is no "ref" object */
+    cr_assert_eq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --betas 0.5,-0.5 --poses '%s' "
+                        "--verts '%s'", bin(), M, r.poses, r.sim), 0, "%s", out);
+    cr_assert(!strstr(out, "\"ref\""), "%s", out);
+    drape_model_free(r.m);
+}
+
+/* a flat sheet has no bending energy and, at rest, no stretch */
+Test(sim_garment, metrics_of_the_rest_state)
+{
+    double X[75];
+    int32_t T[96];
+    grid(X, T, 5, 1.0);
+    float rest[75], moved[75];
+    for (int i = 0; i < 75; i++) rest[i] = (float)X[i];
+    drape_metrics *mx;
+    drape_error e = {0};
+    drape_metrics_material mat = drape_metrics_default_material(30);
+    cr_assert_eq(drape_metrics_create(&mx, rest, 25, T, 32, NULL, 0, 0, &mat, &e), 0, "%s", e.msg);
+    for (int t = 0; t < 3; t++) {
+        for (int i = 0; i < 75; i++) moved[i] = rest[i] + (i % 3 == 1 ? 0.1f * t : 0); /* rises uniformly */
+        cr_assert_eq(drape_metrics_add(mx, moved, NULL, rest, &e), 0, "%s", e.msg);
+    }
+    drape_metrics_summary s;
+    drape_metrics_get(mx, &s);
+    cr_assert_eq(s.frames, 3);
+    cr_assert_float_eq(s.edge_error, 0, 1e-6);
+    cr_assert_float_eq(s.stretch, 0, 1e-6);
+    cr_assert_float_eq(s.bending, 0, 1e-12);
+    cr_assert_float_eq(s.inertia, 0, 1e-9);          /* constant velocity */
+    cr_assert_float_eq(s.gravity, 0.2 * 9.81 * 0.6, 1e-5); /* mass 0.2 kg, mean centroid height 0.5 + 0.1 */
+    cr_assert_float_eq(s.ref_max, 0.2, 1e-6);
+    cr_assert_eq(drape_metrics_add(mx, moved, NULL, NULL, &e), DRAPE_EINVAL); /* reference for all or none */
+    moved[4] = NAN;
+    cr_assert_eq(drape_metrics_add(mx, moved, NULL, rest, &e), DRAPE_ENONFINITE);
+    drape_metrics_free(mx);
+}
+
+Test(sim_garment, commands_reject_bad_input)
+{
+    char out[4096], p[300], bad[300];
+    snprintf(p, sizeof p, "%s", tu_tmp("p.npy"));
+    snprintf(bad, sizeof bad, "%s", tu_tmp("bad.npy"));
+    float P[75 * 2] = {0};
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(p, P, 2, (int64_t[]){2, 75}, &e), 0);
+    cr_assert_eq(drape_npy_write(bad, P, 2, (int64_t[]){2, 74}, &e), 0);
+    const char *M = tu_bundle("tiny_random");
+    cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment cape --poses '%s' --out /dev/null", bin(),
+                         M, p), 0);
+    cr_assert(strstr(out, "garment 'cape' is not in the model (skirt, miniskirt)"), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null", bin(),
+                         M, bad), 0);
+    cr_assert(strstr(out, "poses must be float32 [T, 75]"), "%s", out);
+    P[7] = NAN;
+    cr_assert_eq(drape_npy_write(bad, P, 2, (int64_t[]){2, 75}, &e), 0);
+    cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null", bin(),
+                         M, bad), 0);
+    cr_assert(strstr(out, "NaN"), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
+                         "--iters 0", bin(), M, p), 0);
+    cr_assert(strstr(out, "iters"), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
+                         "--betas 99", bin(), M, p), 0);
+    cr_assert(strstr(out, "beta"), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --poses '%s' --verts '%s'", bin(), M, p,
+                         p), 0);
+    cr_assert(strstr(out, "must be float32 [2, "), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment cape --poses '%s' --verts '%s'", bin(), M, p,
+                         p), 0);
+    cr_assert(strstr(out, "'cape'"), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --poses '%s'", bin(), M, p), 0);
+    cr_assert(strstr(out, "usage"), "%s", out);
+}
