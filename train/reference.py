@@ -454,9 +454,10 @@ class Drape:
             if i + 1 == len(convs):
                 h = conv(h)
             elif conv.in_channels == conv.out_channels:
-                h = torch.relu_(conv(h)).add_(h)  # h + ReLU(conv(h))
+                # h + ReLU(conv(h)); out of place when training (autograd)
+                h = torch.relu(conv(h)) + h if torch.is_grad_enabled() else torch.relu_(conv(h)).add_(h)
             else:
-                h = torch.relu_(conv(h))
+                h = torch.relu(conv(h)) if torch.is_grad_enabled() else torch.relu_(conv(h))
         return h
 
     @staticmethod

@@ -1,0 +1,150 @@
+"""The teacher dataset: `drape sim garment` over (garment, betas, motion).
+
+    /usr/bin/python3 train/dataset.py --base BASE.safetensors --out DIR \
+        [--garments skirt,dress] [--train-betas 6] [--test-betas 2] \
+        [--motions walk,run,...] [--train-seeds 3] [--test-seeds 1] \
+        [--seconds 4] [--jobs 2] [--drape build/drape] [--sim-args "--iters 10"]
+
+Every sequence is one teacher run: DIR/seq/NAME.poses.npy ([T,75], the
+motion) and DIR/seq/NAME.sim.npy ([T,V,3], the simulated garment). The plan
+is deterministic from --seed. Held out, never trained on: the test betas
+(drawn apart from the training ones) and the test motion seeds; a sequence is
+in `test` when its betas or its motion is held out, so the test split mixes
+unseen shapes, unseen motions and both. Generation runs --jobs teacher
+processes at a time and is resumable: finished sequences are skipped, each
+output is written to a temporary name and renamed when complete. DIR/
+manifest.json lists the sequences with their split.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bundle import read_bundle  # noqa: E402
+
+try:
+    import motions  # noqa: E402  (train/motions.py: the motion generator)
+except ImportError:  # pragma: no cover - older trees
+    motions = None
+import assets  # noqa: E402
+
+DEFAULT_KINDS = ["walk", "run", "turn", "jump", "arms", "sway", "stop"]
+
+
+def make_motion(kind, seed, seconds, fps):
+    """[T,75] float32 for a motion kind; falls back to a damped random drift
+    where train/motions.py is not there."""
+    T = int(round(seconds * fps))
+    if motions is not None:
+        return np.asarray(motions.generate(kind, seconds=seconds, fps=fps, seed=seed), np.float32)[:T]
+    rng = np.random.default_rng(seed)
+    m = assets.random_motion(rng, T, fps=fps, pose_std=0.1, speed=0.5)
+    m[:, 3:72] *= 0.5
+    return m
+
+
+def plan(cfg, a):
+    """The list of sequences: dicts with name, split, garment, betas, kind, seed."""
+    rng = np.random.default_rng(a.seed)
+    S = cfg["betas"]
+    lo, hi = cfg["beta_range"]
+    # Shapes within ±2 (of ±3) on the first four betas (height, girth, ...);
+    # the rest small: the teacher's meshes stay sensible.
+    def draw(n):
+        b = np.zeros((n, S))
+        b[:, :4] = rng.uniform(max(lo, -2), min(hi, 2), (n, 4))
+        b[:, 4:] = rng.uniform(-0.5, 0.5, (n, S - 4))
+        return np.round(b, 3)
+    train_b, test_b = draw(a.train_betas), draw(a.test_betas)
+    kinds = a.motions.split(",")
+    seqs = []
+    for g in a.garments.split(","):
+        if g not in cfg["garments"]:
+            raise SystemExit(f"dataset: garment {g!r} is not in the base bundle ({cfg['garments']})")
+        for bi, (b, b_test) in enumerate([(b, False) for b in train_b] + [(b, True) for b in test_b]):
+            for kind in kinds:
+                for s in range(a.train_seeds + a.test_seeds):
+                    m_test = s >= a.train_seeds
+                    # each (garment, betas) sees a different draw of each motion
+                    seed = 1000 * s + 17 * bi + kinds.index(kind)
+                    split = "test" if (b_test or m_test) else "train"
+                    # keep the test set small: unseen shapes see one motion seed
+                    if b_test and not m_test and s > 0:
+                        continue
+                    seqs.append({"name": f"{g}-b{bi}{'t' if b_test else ''}-{kind}-s{s}{'t' if m_test else ''}",
+                                 "split": split, "garment": g, "betas": b.tolist(), "kind": kind,
+                                 "seed": int(seed), "test_betas": b_test, "test_motion": m_test})
+    return seqs
+
+
+def run_one(seq, a, fps):
+    d = os.path.join(a.out, "seq")
+    poses_p = os.path.join(d, seq["name"] + ".poses.npy")
+    sim_p = os.path.join(d, seq["name"] + ".sim.npy")
+    if os.path.exists(sim_p) and os.path.exists(poses_p):
+        return seq["name"], "skip", 0.0
+    m = make_motion(seq["kind"], seq["seed"], a.seconds, fps)
+    np.save(poses_p + ".tmp.npy", m)
+    os.replace(poses_p + ".tmp.npy", poses_p)
+    t0 = time.time()
+    cmd = [a.drape, "sim", "garment", "--model", a.base, "--garment", seq["garment"],
+           "--betas", ",".join(f"{x:g}" for x in seq["betas"]), "--poses", poses_p,
+           "--out", sim_p + ".tmp.npy"] + a.sim_args.split()
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if r.returncode:
+        return seq["name"], "fail: " + (r.stderr.strip().splitlines() or ["?"])[-1], 0.0
+    os.replace(sim_p + ".tmp.npy", sim_p)
+    return seq["name"], "ok", time.time() - t0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--garments", default="skirt")
+    ap.add_argument("--train-betas", type=int, default=6)
+    ap.add_argument("--test-betas", type=int, default=2)
+    ap.add_argument("--motions", default=",".join(DEFAULT_KINDS))
+    ap.add_argument("--train-seeds", type=int, default=2)
+    ap.add_argument("--test-seeds", type=int, default=1)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--drape", default="build/drape")
+    ap.add_argument("--sim-args", default="")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    a = ap.parse_args(argv)
+    cfg, _ = read_bundle(a.base)
+    seqs = plan(cfg, a)
+    os.makedirs(os.path.join(a.out, "seq"), exist_ok=True)
+    manifest = {"base": os.path.abspath(a.base), "fps": cfg["fps"], "seconds": a.seconds,
+                "sim_args": a.sim_args, "sequences": seqs}
+    with open(os.path.join(a.out, "manifest.json.tmp"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    os.replace(os.path.join(a.out, "manifest.json.tmp"), os.path.join(a.out, "manifest.json"))
+    n_test = sum(s["split"] == "test" for s in seqs)
+    print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test) in {a.out}", file=sys.stderr)
+    if a.dry_run:
+        return 0
+    t0, done, failed = time.time(), 0, 0
+    with ThreadPoolExecutor(a.jobs) as ex:
+        for name, status, dt in ex.map(lambda s: run_one(s, a, cfg["fps"]), seqs):
+            done += 1
+            failed += status.startswith("fail")
+            eta = (time.time() - t0) / done * (len(seqs) - done)
+            print(f"dataset: [{done}/{len(seqs)}] {name}: {status} {dt:.1f} s  (eta {eta / 60:.1f} min)",
+                  file=sys.stderr, flush=True)
+    if failed:
+        print(f"dataset: {failed} sequences failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,271 @@
+"""Training modules A and B end to end against the `sim` teacher.
+
+    # 1. a base bundle: procedural body + garments, an untrained network
+    /usr/bin/python3 train/train.py init --preset default --garments skirt,dress,tshirt --out BASE.safetensors
+    # 2. the teacher dataset (train/dataset.py) on that base
+    # 3. training; writes OUT (the bundle of DESIGN 3) at every checkpoint
+    /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
+        [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] \
+        [--w-lap 1] [--w-pen 1] [--w-phys 0] [--device cpu|cuda] [--threads N]
+
+Loss per step (one identity, a batch of frames of one training sequence):
+    L = |x − x*|² (mean over vertices, m²)
+      + w_lap · |L x − L x*|²          (uniform Laplacian, prediction vs teacher)
+      + w_pen · collision(x)           (cubic penalty against the posed body)
+      + w_phys · (stretch + bending + inertia + gravity) / scale   (physics.py; off by default)
+The network starts at plain skinning: the last layers of Bone-Net, the conv
+stack, the Δw head and the FiLM modulator are zero, so the first prediction
+is LBS and training learns corrections. in_mean/in_std are the Bone-Net input
+statistics over the training set. Prints a progress line with the losses,
+the mean vertex error (mm) and the ETA; checkpoints are atomic and --resume
+continues from one.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import assets  # noqa: E402
+import physics  # noqa: E402
+from bundle import read_bundle, write_bundle  # noqa: E402
+from make_bundle import PRESETS, asset_tensors, init_network  # noqa: E402
+from reference import (Drape, body_normals, frame_windows, network_names, rodrigues,  # noqa: E402
+                       skinning_transforms)
+
+# Network sizes of the models this pipeline trains, with the asset resolution
+# they use. "default": models/default.safetensors (DESIGN 2.6 scaled down so
+# the CPU backend runs one avatar far above 30 fps on 2 cores).
+TRAIN_PRESETS = {
+    "tiny": (dict(PRESETS["tiny"]), "tiny"),
+    "default": (dict(bones=32, skin_k=8, hidden=128, z_dim=32, pose_dim=8, feat_dim=8, uv_size=[64, 64],
+                     conv=[16, 32, 32, 16, 3], latent=32, blocks=2, knn=4), "small"),
+    "small": (dict(PRESETS["small"]), "small"),
+}
+# The last layer of each correction path: zero at init so the model starts as LBS.
+ZERO_AT_INIT = ("bonenet.3", "heads.dw.1", "modulator.2")
+
+_identity = Drape.identity.__wrapped__  # the reference's forward passes, with autograd
+_frames = Drape.frames.__wrapped__
+
+
+def cmd_init(a):
+    net_cfg, resolution = TRAIN_PRESETS[a.preset]
+    rng = np.random.default_rng(a.seed)
+    cfg = {"format_version": 1, "fps": 30, "betas": assets.NUM_BETAS, **net_cfg, "beta_range": [-3, 3],
+           "garments": a.garments.split(","), "up": "y", "units": "m", "preset": a.preset, "seed": a.seed,
+           "weights_init": "lbs"}
+    t = asset_tensors(cfg, resolution, rng)
+    net = init_network(cfg, rng, zero=False)
+    last_conv = f"conv.{len(cfg['conv']) - 1}"
+    for k in net:
+        if k.rsplit(".", 1)[0] in ZERO_AT_INIT + (last_conv,):
+            net[k][:] = 0
+    write_bundle(a.out, cfg, {**t, **net})
+    print(f"train init: {a.out}: preset {a.preset} (assets '{resolution}'), garments "
+          + ", ".join(f"{g} {len(t[f'garment.{g}.rest'])} verts" for g in cfg["garments"])
+          + f", body {len(t['body.v_template'])} verts", file=sys.stderr)
+    return 0
+
+
+class Data:
+    """The teacher sequences of a dataset split, in memory."""
+
+    def __init__(self, root, split, garments):
+        with open(os.path.join(root, "manifest.json")) as f:
+            man = json.load(f)
+        self.seqs = []
+        for s in man["sequences"]:
+            if s["split"] != split or s["garment"] not in garments:
+                continue
+            p = os.path.join(root, "seq", s["name"])
+            if not os.path.exists(p + ".sim.npy"):
+                continue
+            s = dict(s, poses=np.load(p + ".poses.npy").astype(np.float32), sim=np.load(p + ".sim.npy"))
+            self.seqs.append(s)
+        if not self.seqs:
+            raise SystemExit(f"train: no finished '{split}' sequences in {root}")
+
+
+def posed_body(model, ident, poses, trans):
+    """The posed body [N,Nb,3] and its normals for frames poses [N,72], trans [N,3]."""
+    b = model.body
+    v_s = b["v_template"] + b["shapedirs"] @ ident["beta"]
+    R = rodrigues(poses.reshape(-1, 24, 3)).to(torch.float32)
+    A = skinning_transforms(R, trans, ident["J"], model.parents)  # [N,24,3,4]
+    T = torch.einsum("vk,nkij->nvij", b["weights"], A)
+    body = (T[..., :3] @ v_s[None, :, :, None])[..., 0] + T[..., 3]
+    normals = torch.stack([body_normals(x, b["faces"]) for x in body])
+    return body, normals
+
+
+def laplacian(x, edges, deg):
+    """Uniform Laplacian: mean of the neighbours minus the vertex, x [N,V,3]."""
+    s = torch.zeros_like(x)
+    s.index_add_(1, edges[:, 0], x[:, edges[:, 1]])
+    s.index_add_(1, edges[:, 1], x[:, edges[:, 0]])
+    return s / deg[None, :, None] - x
+
+
+def batch(seq, rng, n, device):
+    """n random frames of a sequence: windows (poses [n,3,72], trans [n,3,3]) and targets [n,V,3]."""
+    P, Tr = frame_windows(seq["poses"])
+    idx = rng.choice(len(P), size=min(n, len(P)), replace=False)
+    as_t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(device)
+    return as_t(P[idx]), as_t(Tr[idx]), as_t(seq["sim"][idx]), idx
+
+
+def input_stats(model, data, rng, n=256):
+    xs = []
+    with torch.no_grad():
+        for s in data.seqs:
+            ident = _identity(model, s["garment"], s["betas"], lbs_only=True)
+            P, Tr, _, _ = batch(s, rng, max(4, n // len(data.seqs)), model.device)
+            xs.append(_frames(model, ident, P, Tr, lbs_only=True)["bonenet_in"].double().cpu())
+    x = torch.cat(xs)
+    return x.mean(0).float(), torch.clamp(x.std(0), min=1e-3).float()
+
+
+def losses(model, seq, P, Tr, tgt, a, tables):
+    ident = _identity(model, seq["garment"], seq["betas"])
+    out = _frames(model, ident, P, Tr)
+    x = out["world"]
+    edges, deg, cloth = tables[seq["garment"]]
+    L = {"pos": ((x - tgt) ** 2).sum(-1).mean()}
+    if a.w_lap:
+        L["lap"] = ((laplacian(x, edges, deg) - laplacian(tgt, edges, deg)) ** 2).sum(-1).mean()
+    if a.w_pen or a.w_phys:
+        body, normals = posed_body(model, ident, P[:, 2], Tr[:, 2])
+        L["pen"] = physics.collision(x, body, normals) * 1e-3
+    if a.w_phys:
+        L["phys"] = (cloth.stretch(x) + cloth.bending(x) + cloth.gravity(x) - cloth.gravity(tgt)) * 1e-3
+    total = L["pos"] + a.w_lap * L.get("lap", 0) + a.w_pen * L.get("pen", 0) + a.w_phys * L.get("phys", 0)
+    err_mm = (x - tgt).norm(dim=-1).mean() * 1000
+    return total, L, err_mm
+
+
+def export(model, base_t, cfg, path, info):
+    t = dict(base_t)
+    for k, v in model.net.state_dict().items():
+        t[k] = v.detach().cpu().numpy().astype(np.float32)
+    cfg = dict(cfg, weights_init="trained", training=info)
+    write_bundle(path + ".tmp", cfg, t)
+    os.replace(path + ".tmp", path)
+
+
+def cmd_fit(a):
+    torch.manual_seed(a.seed)
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    device = a.device if a.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    cfg, base_t = read_bundle(a.base)
+    model = Drape(cfg, base_t, device)
+    garments = a.garments.split(",") if a.garments else cfg["garments"]
+    train = Data(a.data, "train", garments)
+    rng = np.random.default_rng(a.seed)
+    tables = {}
+    for g in garments:
+        G = model.garments[g]
+        e = model.static(g)["g_edges"].to(device)
+        deg = torch.zeros(len(G["rest"]), device=device)
+        deg.index_add_(0, e.reshape(-1), torch.ones(e.numel(), device=device))
+        tables[g] = (e, deg.clamp(min=1), physics.Cloth(G["rest"].cpu(), G["faces"].cpu()) if a.w_phys else None)
+    params = [p for p in model.net.parameters()]
+    opt = torch.optim.Adam(params, lr=a.lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.steps, eta_min=a.lr * 0.05)
+    step = 0
+    if a.resume and a.ckpt and os.path.exists(a.ckpt):
+        ck = torch.load(a.ckpt, map_location=device)
+        model.net.load_state_dict(ck["net"])
+        opt.load_state_dict(ck["opt"])
+        sched.load_state_dict(ck["sched"])
+        step = ck["step"]
+        rng = np.random.default_rng(ck["seed_state"])
+        print(f"train: resumed at step {step} from {a.ckpt}", file=sys.stderr)
+    else:
+        mean, std = input_stats(model, train, rng)
+        model.net.bonenet.in_mean.copy_(mean.to(device))
+        model.net.bonenet.in_std.copy_(std.to(device))
+    # a fixed batch (the same frames every time): its loss before and after
+    # this run says whether training helped, independent of batch sampling
+    fixed_rng = np.random.default_rng(12345)
+    fixed = [(sq, *batch(sq, fixed_rng, a.frames, device)[:3]) for sq in train.seqs[:4]]
+
+    def fixed_loss():
+        with torch.no_grad():
+            return float(np.mean([float(losses(model, sq, P, Tr, tgt, a, tables)[0]) for sq, P, Tr, tgt in fixed]))
+
+    before = fixed_loss()
+    model.net.train()
+    t0, first, hist = time.time(), step, []
+    info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
+            "w_phys": a.w_phys, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
+    while step < a.steps:
+        seq = train.seqs[rng.integers(len(train.seqs))]
+        P, Tr, tgt, _ = batch(seq, rng, a.frames, device)
+        total, L, err = losses(model, seq, P, Tr, tgt, a, tables)
+        opt.zero_grad()
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        step += 1
+        hist.append((float(total), float(err)))
+        if step % a.log_every == 0 or step == a.steps:
+            rate = (time.time() - t0) / (step - first)
+            tl, te = np.mean(hist, 0)
+            hist = []
+            terms = " ".join(f"{k} {float(v):.3g}" for k, v in L.items())
+            print(f"train: step {step}/{a.steps} loss {tl:.4g} ({terms}) err {te:.2f} mm  "
+                  f"{rate:.2f} s/step  eta {(a.steps - step) * rate / 60:.1f} min", file=sys.stderr, flush=True)
+        if a.ckpt and (step % a.ckpt_every == 0 or step == a.steps):
+            torch.save({"net": model.net.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+                        "step": step, "seed_state": int(rng.integers(1 << 62))}, a.ckpt + ".tmp")
+            os.replace(a.ckpt + ".tmp", a.ckpt)
+            model.net.eval()
+            export(model, base_t, cfg, a.out, dict(info, step=step))
+            model.net.train()
+    model.net.eval()
+    after = fixed_loss()
+    export(model, base_t, cfg, a.out, dict(info, step=step, fixed_loss_before=before, fixed_loss_after=after))
+    print(f"train: fixed-batch loss before {before:.6g} after {after:.6g}", file=sys.stderr)
+    print(f"train: wrote {a.out} after {step} steps ({(time.time() - t0) / 60:.1f} min)", file=sys.stderr)
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("init")
+    p.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default="default")
+    p.add_argument("--garments", default="skirt,miniskirt")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("fit")
+    p.add_argument("--base", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--garments", default="")
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--frames", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--w-lap", type=float, default=1.0)
+    p.add_argument("--w-pen", type=float, default=1.0)
+    p.add_argument("--w-phys", type=float, default=0.0)
+    p.add_argument("--ckpt", default="")
+    p.add_argument("--ckpt-every", type=int, default=100)
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args(argv)
+    return cmd_init(a) if a.cmd == "init" else cmd_fit(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
