@@ -15,8 +15,8 @@ JOBS   ?= 2
 
 ifeq ($(DRAPE_DEPS_OK),)
 
-.PHONY: all test check bench clean deps bundles run
-all test check bench bundles run: deps
+.PHONY: all test check bench clean deps bundles run eval model
+all test check bench bundles run eval model: deps
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 deps:
 	@scripts/deps.sh
@@ -125,6 +125,27 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(DATA)/tiny_random.safetensors $(BUILD)/draped $(BUILD)/drape
+
+# The default model: the project's own pipeline (train/: assets, the sim
+# teacher's dataset, PyTorch training, export). `make model` runs all of it
+# (hours on 2 cores; resumable); `make eval` judges models/default.safetensors
+# on the held-out sequences of the same plan against plain skinning.
+MODEL_GARMENTS ?= skirt,dress,tshirt
+DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 6 --test-betas 2 --train-seeds 2 --test-seeds 1 --seconds 4
+TRAIN_ARGS ?= --steps 3000 --frames 8 --lr 1e-3 --threads 2
+TRAIN_DIR ?= build/train
+model: all
+	@mkdir -p $(TRAIN_DIR)
+	test -f $(TRAIN_DIR)/base.safetensors || $(PYTHON) train/train.py init --preset default --garments $(MODEL_GARMENTS) \
+	    --out $(TRAIN_DIR)/base.safetensors
+	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data $(DATASET_ARGS) --drape $(BUILD)/drape
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out models/default.safetensors \
+	    --ckpt $(TRAIN_DIR)/ckpt.pt --resume $(TRAIN_ARGS)
+
+eval: all
+	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(DATASET_ARGS) \
+	    --drape $(BUILD)/drape
+	$(PYTHON) train/eval.py --model models/default.safetensors --data $(BUILD)/eval-data --drape $(BUILD)/drape
 
 -include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d
 

@@ -4,6 +4,7 @@
  *               [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]
  *   drape sim cloth|garment ...   (tools/sim_cmd.c)
  *   drape metrics ...             (tools/metrics_cmd.c)
+ *   drape eval ...                (tools/eval_cmd.c)
  *   drape load --url ws://HOST:PORT/v1/stream ...   (tools/load_cmd.c)
  * Every failure prints one clear line to stderr and exits non-zero. */
 #include <errno.h>
@@ -28,6 +29,7 @@ static int usage(void)
             "       drape sim cloth --mesh IN.obj [--pin i,j,...] ... --out OUT.obj   (drape sim for all options)\n"
             "       drape sim garment --model MODEL --garment NAME [--betas ...] --poses IN.npy --out OUT.npy ...\n"
             "       drape metrics --model MODEL --garment NAME [--betas ...] --poses IN.npy --verts X.npy [--ref Y.npy]\n"
+            "       drape eval --model MODEL --garment NAME [--betas ...] --poses IN.npy [--teacher T.npy]\n"
             "       drape load --url ws://HOST:PORT/v1/stream --avatars N --fps F --duration S [--connections C]\n"
             "                  [--format f32|f16|q16|meshopt] [--garment NAME] [--betas ...] [--json]   (drape load for all)\n");
     return 2;
@@ -204,6 +206,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "sim")) return drape_cmd_sim(argc - 2, argv + 2);
     if (!strcmp(argv[1], "load")) return drape_cmd_load(argc - 2, argv + 2);
     if (!strcmp(argv[1], "metrics")) return drape_cmd_metrics(argc - 2, argv + 2);
+    if (!strcmp(argv[1], "eval")) return drape_cmd_eval(argc - 2, argv + 2);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { usage(); return 0; }
     fprintf(stderr, "drape: unknown command '%s'\n", argv[1]);
     return usage();

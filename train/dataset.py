@@ -118,6 +118,7 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--drape", default="build/drape")
     ap.add_argument("--sim-args", default="")
+    ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     a = ap.parse_args(argv)
     cfg, _ = read_bundle(a.base)
@@ -132,6 +133,8 @@ def main(argv=None):
     print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test) in {a.out}", file=sys.stderr)
     if a.dry_run:
         return 0
+    if a.only:
+        seqs = [s for s in seqs if s["split"] == a.only]
     t0, done, failed = time.time(), 0, 0
     with ThreadPoolExecutor(a.jobs) as ex:
         for name, status, dt in ex.map(lambda s: run_one(s, a, cfg["fps"]), seqs):

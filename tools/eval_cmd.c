@@ -1,0 +1,125 @@
+/* `drape eval`: the model, plain skinning and the physics teacher on the
+ * same motion, judged the same way (sim/metrics.h).
+ *   drape eval --model M --garment G [--betas b0,...] --poses IN.npy
+ *              [--teacher T.npy] [--backend cpu|cuda|auto] [--threads N]
+ * The teacher is `drape sim garment` with its defaults, run here unless
+ * --teacher gives its output ([T,V,3], e.g. from the dataset). Prints one
+ * JSON object: per method the mean and max vertex error against the teacher
+ * (mm), edge and area error, collision %, and the energies; and the ratio of
+ * the model's mean error to skinning's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/backend.h"
+#include "../runtime/npy.h"
+#include "../runtime/sequence.h"
+#include "../sim/garment.h"
+#include "../sim/metrics.h"
+#include "tools.h"
+
+static int judge(const drape_model *m, const drape_garment *g, const float *rest, const float *body, int T,
+                 const float *X, const float *ref, drape_metrics_summary *s, drape_error *e)
+{
+    drape_metrics_material mat = drape_metrics_default_material(m->cfg.fps);
+    drape_metrics *mx = NULL;
+    int rc = drape_metrics_create(&mx, rest, g->V, g->faces, g->F, m->body_faces, m->Fb, m->Nb, &mat, e);
+    size_t fv = (size_t)g->V * 3;
+    for (int t = 0; !rc && t < T; t++)
+        rc = drape_metrics_add(mx, X + t * fv, body + (size_t)t * m->Nb * 3, ref ? ref + t * fv : NULL, e);
+    if (!rc) drape_metrics_get(mx, s);
+    drape_metrics_free(mx);
+    return rc;
+}
+
+static void print_method(const char *name, const drape_metrics_summary *s, int last)
+{
+    printf("\"%s\": {", name);
+    if (s->has_ref) printf("\"mean_mm\": %.6g, \"max_mm\": %.6g, ", s->ref_mean * 1e3, s->ref_max * 1e3);
+    printf("\"edge_error\": %.6g, \"area_error\": %.6g, \"collision_pct\": %.6g, \"energy\": {\"stretch\": %.6g, "
+           "\"bending\": %.6g, \"inertia\": %.6g, \"gravity\": %.6g}}%s",
+           s->edge_error, s->area_error, s->collision_pct, s->stretch, s->bending, s->inertia, s->gravity,
+           last ? "" : ", ");
+}
+
+int drape_cmd_eval(int argc, char **argv)
+{
+    drape_tool_job_args ja = {0};
+    const char *teacher_p = NULL, *kind = "auto";
+    int threads = 0;
+    for (int i = 0; i < argc; i += 2) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) { fprintf(stderr, "drape eval: %s needs a value\n", a); return 2; }
+        if (drape_tool_job_opt(&ja, a, v)) continue;
+        if (!strcmp(a, "--teacher")) teacher_p = v;
+        else if (!strcmp(a, "--backend")) kind = v;
+        else if (!strcmp(a, "--threads")) threads = atoi(v);
+        else { fprintf(stderr, "drape eval: unknown option %s\n", a); return 2; }
+    }
+    drape_error e = {0};
+    drape_tool_job j;
+    drape_npy Tn = {0};
+    drape_backend *be = NULL;
+    drape_identity *id = NULL;
+    float *rest = NULL, *body = NULL, *xm = NULL, *xl = NULL, *xt = NULL;
+    int rc = drape_tool_job_open(&j, "eval", &ja);
+    if (rc) goto done;
+    rc = 1;
+    const drape_model *m = j.m;
+    const drape_garment *g = &m->garments[j.gi];
+    int T = j.T;
+    size_t n = (size_t)T * g->V * 3;
+    rest = malloc((size_t)g->V * 3 * sizeof(float));
+    body = malloc((size_t)T * m->Nb * 3 * sizeof(float));
+    xm = malloc(n * sizeof(float));
+    xl = malloc(n * sizeof(float));
+    if (!rest || !body || !xm || !xl) { fprintf(stderr, "drape eval: out of memory\n"); goto done; }
+    drape_backend_opts bo = {threads};
+    if (drape_backend_create(&be, kind, m, &bo, &e) || drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e) ||
+        drape_sequence_run(be, id, j.poses.data, T, 0, xm, 16, &e) ||
+        drape_sequence_run(be, id, j.poses.data, T, 1, xl, 16, &e) ||
+        drape_garment_lbs(m, j.gi, j.betas, j.nb, j.poses.data, T, rest, NULL, &e) ||
+        drape_garment_body_frames(m, j.betas, j.nb, j.poses.data, T, body, &e)) {
+        drape_tool_die("eval", &e);
+        goto done;
+    }
+    if (teacher_p) {
+        if (drape_npy_read(&Tn, teacher_p, &e)) { drape_tool_die("eval", &e); goto done; }
+        if (Tn.ndim != 3 || Tn.shape[0] != T || Tn.shape[1] != g->V || Tn.shape[2] != 3) {
+            fprintf(stderr, "drape eval: %s: must be float32 [%d, %d, 3] (the teacher for these poses)\n", teacher_p, T,
+                    g->V);
+            goto done;
+        }
+        xt = Tn.data;
+    } else {
+        xt = malloc(n * sizeof(float));
+        drape_garment_sim_params sp = drape_garment_sim_defaults();
+        if (!xt || drape_garment_simulate(m, j.gi, j.betas, j.nb, j.poses.data, T, &sp, xt, NULL, &e)) {
+            drape_tool_die("eval", &e);
+            goto done;
+        }
+    }
+    drape_metrics_summary sm, sl, st;
+    if (judge(m, g, rest, body, T, xm, xt, &sm, &e) || judge(m, g, rest, body, T, xl, xt, &sl, &e) ||
+        judge(m, g, rest, body, T, xt, NULL, &st, &e)) {
+        drape_tool_die("eval", &e);
+        goto done;
+    }
+    printf("{\"garment\": \"%s\", \"frames\": %d, \"vertices\": %d, ", g->name, T, g->V);
+    print_method("model", &sm, 0);
+    print_method("lbs", &sl, 0);
+    print_method("teacher", &st, 0);
+    printf("\"model_over_lbs\": %.6g}\n", sl.ref_mean > 0 ? sm.ref_mean / sl.ref_mean : 0.0);
+    rc = 0;
+done:
+    if (id) drape_identity_free(be, id);
+    drape_backend_free(be);
+    if (xt && xt != Tn.data) free(xt);
+    drape_npy_free(&Tn);
+    free(rest);
+    free(body);
+    free(xm);
+    free(xl);
+    drape_tool_job_close(&j);
+    return rc;
+}
