@@ -34,7 +34,7 @@ except ImportError:  # pragma: no cover - older trees
     motions = None
 import assets  # noqa: E402
 
-DEFAULT_KINDS = ["walk", "run", "turn", "jump", "arms", "sway", "stop"]
+DEFAULT_KINDS = ["walk", "run", "turn", "jump", "arm_swings", "idle", "stop"]
 
 
 def make_motion(kind, seed, seconds, fps):
@@ -42,7 +42,7 @@ def make_motion(kind, seed, seconds, fps):
     where train/motions.py is not there."""
     T = int(round(seconds * fps))
     if motions is not None:
-        return np.asarray(motions.generate(kind, seconds=seconds, fps=fps, seed=seed), np.float32)[:T]
+        return np.asarray(motions.generate(kind, seconds, seed, fps=fps), np.float32)[:T]
     rng = np.random.default_rng(seed)
     m = assets.random_motion(rng, T, fps=fps, pose_std=0.1, speed=0.5)
     m[:, 3:72] *= 0.5

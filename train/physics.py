@@ -92,13 +92,16 @@ class Cloth:
         return (self.mass * self.g * x[..., 1]).sum(1).mean()
 
 
-def collision(x, body, body_n, eps=0.005, k=1e4, nn=None):
+def collision(x, body, body_n, eps=0.005, k=1e4, nn=None, depth_cap=0.03):
     """Cubic penalty against the posed body: x [N,V,3], body/body_n [N,Nb,3];
-    nn [N,V] nearest body vertex (found here, without gradient, if None)."""
+    nn [N,V] nearest body vertex (found here, without gradient, if None).
+    The penetration counted is capped at depth_cap: a vertex far from its
+    body point (a neighbour found from another position, e.g. the teacher's)
+    must not dominate the sum."""
     if nn is None:
         with torch.no_grad():
             nn = torch.cdist(x, body).argmin(-1)
     xb = torch.gather(body, 1, nn[..., None].expand(-1, -1, 3))
     nb = torch.gather(body_n, 1, nn[..., None].expand(-1, -1, 3))
     d = ((x - xb) * nb).sum(-1)
-    return (k * torch.relu(eps - d) ** 3).sum(1).mean()
+    return (k * torch.clamp(eps - d, min=0, max=depth_cap + eps) ** 3).sum(1).mean()

@@ -11,7 +11,7 @@
 Loss per step (one identity, a batch of frames of one training sequence):
     L = |x − x*|² (mean over vertices, m²)
       + w_lap · |L x − L x*|²          (uniform Laplacian, prediction vs teacher)
-      + w_pen · collision(x)           (cubic penalty against the posed body)
+      + w_pen · collision(x) / V       (cubic penalty against the posed body, physics.py)
       + w_phys · (stretch + bending + inertia + gravity) / scale   (physics.py; off by default)
 The network starts at plain skinning: the last layers of Bone-Net, the conv
 stack, the Δw head and the FiLM modulator are zero, so the first prediction
@@ -28,14 +28,32 @@ import time
 
 import numpy as np
 import torch
+from scipy.spatial import cKDTree
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assets  # noqa: E402
 import physics  # noqa: E402
 from bundle import read_bundle, write_bundle  # noqa: E402
 from make_bundle import PRESETS, asset_tensors, init_network  # noqa: E402
+import reference  # noqa: E402
 from reference import (Drape, body_normals, frame_windows, network_names, rodrigues,  # noqa: E402
                        skinning_transforms)
+
+# Module B's garment→body neighbours depend only on the identity's shape (no
+# gradient flows through indices): computed once per identity, not per step.
+_knn_cache = {}
+_knn_exact = reference.knn_body
+
+
+def _knn_cached(x, v, k, chunk=1024):
+    key = (x.detach().cpu().numpy().tobytes(), v.detach().cpu().numpy().tobytes(), k)
+    h = hash(key)
+    if h not in _knn_cache:
+        _knn_cache[h] = _knn_exact(x.detach(), v.detach(), k, chunk)
+    return _knn_cache[h]
+
+
+reference.knn_body = _knn_cached
 
 # Network sizes of the models this pipeline trains, with the asset resolution
 # they use. "default": models/default.safetensors (DESIGN 2.6 scaled down so
@@ -119,6 +137,19 @@ def batch(seq, rng, n, device):
     return as_t(P[idx]), as_t(Tr[idx]), as_t(seq["sim"][idx]), idx
 
 
+def body_nn(seq, idx, body, tgt):
+    """Nearest posed-body vertex of each teacher vertex, per frame [n,V];
+    cached per (sequence, frame): the teacher and the body do not change."""
+    cache = seq.setdefault("_nn", {})
+    out = []
+    for j, t in enumerate(idx):
+        if t not in cache:
+            cache[t] = torch.from_numpy(cKDTree(body[j].detach().cpu().numpy()).query(
+                tgt[j].detach().cpu().numpy())[1].astype(np.int64))
+        out.append(cache[t])
+    return torch.stack(out).to(tgt.device)
+
+
 def input_stats(model, data, rng, n=256):
     xs = []
     with torch.no_grad():
@@ -130,7 +161,7 @@ def input_stats(model, data, rng, n=256):
     return x.mean(0).float(), torch.clamp(x.std(0), min=1e-3).float()
 
 
-def losses(model, seq, P, Tr, tgt, a, tables):
+def losses(model, seq, P, Tr, tgt, idx, a, tables):
     ident = _identity(model, seq["garment"], seq["betas"])
     out = _frames(model, ident, P, Tr)
     x = out["world"]
@@ -140,7 +171,8 @@ def losses(model, seq, P, Tr, tgt, a, tables):
         L["lap"] = ((laplacian(x, edges, deg) - laplacian(tgt, edges, deg)) ** 2).sum(-1).mean()
     if a.w_pen or a.w_phys:
         body, normals = posed_body(model, ident, P[:, 2], Tr[:, 2])
-        L["pen"] = physics.collision(x, body, normals) * 1e-3
+        nn = body_nn(seq, idx, body, tgt)
+        L["pen"] = physics.collision(x, body, normals, nn=nn) / x.shape[1]  # per vertex
     if a.w_phys:
         L["phys"] = (cloth.stretch(x) + cloth.bending(x) + cloth.gravity(x) - cloth.gravity(tgt)) * 1e-3
     total = L["pos"] + a.w_lap * L.get("lap", 0) + a.w_pen * L.get("pen", 0) + a.w_phys * L.get("phys", 0)
@@ -193,11 +225,12 @@ def cmd_fit(a):
     # a fixed batch (the same frames every time): its loss before and after
     # this run says whether training helped, independent of batch sampling
     fixed_rng = np.random.default_rng(12345)
-    fixed = [(sq, *batch(sq, fixed_rng, a.frames, device)[:3]) for sq in train.seqs[:4]]
+    fixed = [(sq, *batch(sq, fixed_rng, a.frames, device)) for sq in train.seqs[:4]]
 
     def fixed_loss():
         with torch.no_grad():
-            return float(np.mean([float(losses(model, sq, P, Tr, tgt, a, tables)[0]) for sq, P, Tr, tgt in fixed]))
+            return float(np.mean([float(losses(model, sq, P, Tr, tgt, idx, a, tables)[0])
+                                  for sq, P, Tr, tgt, idx in fixed]))
 
     before = fixed_loss()
     model.net.train()
@@ -206,8 +239,8 @@ def cmd_fit(a):
             "w_phys": a.w_phys, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
     while step < a.steps:
         seq = train.seqs[rng.integers(len(train.seqs))]
-        P, Tr, tgt, _ = batch(seq, rng, a.frames, device)
-        total, L, err = losses(model, seq, P, Tr, tgt, a, tables)
+        P, Tr, tgt, idx = batch(seq, rng, a.frames, device)
+        total, L, err = losses(model, seq, P, Tr, tgt, idx, a, tables)
         opt.zero_grad()
         total.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -254,7 +287,7 @@ def main(argv=None):
     p.add_argument("--frames", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--w-lap", type=float, default=1.0)
-    p.add_argument("--w-pen", type=float, default=1.0)
+    p.add_argument("--w-pen", type=float, default=0.1)
     p.add_argument("--w-phys", type=float, default=0.0)
     p.add_argument("--ckpt", default="")
     p.add_argument("--ckpt-every", type=int, default=100)
