@@ -43,9 +43,12 @@ def rest_joints():
 
 
 # Target edge length of the body mesh per resolution (m).
-BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028}
+# "default" is the resolution of the default model (docs/conventions.md, Assets).
+BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028, "default": 0.03}
 # Skirt grid (columns around, rows down) per resolution.
-SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36)}
+SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36), "default": (120, 40)}
+# Dress grid (columns around, rows down) per resolution.
+DRESS_GRID = {"tiny": (24, 16), "small": (56, 40), "default": (96, 64), "paper": (104, 72)}
 
 
 class Piece:
@@ -319,6 +322,27 @@ def _body_radius_profile(body, ys, thetas, r_max=0.45, dr=0.001):
     return prof
 
 
+def _two_panel_uv(panels, gutter=0.02):
+    """Lays out two unrolled panels in the unit square: [(u, d), (u, d)] with
+    u centred on 0 (m across) and d >= 0 (m down from the panel's top).
+    Front and back side by side or one above the other, whichever gives the
+    larger texel density; a gutter around and between the panels. Returns
+    the uv [N,2] of both panels' points, front first."""
+    width = max(p[0].max() - p[0].min() for p in panels)
+    height = max(p[1].max() for p in panels)
+    side_by_side = min((0.5 - 1.5 * gutter) / width, (1 - 2 * gutter) / height)
+    stacked = min((1 - 2 * gutter) / width, (0.5 - 1.5 * gutter) / height)
+    scale = max(side_by_side, stacked)
+    uv = []
+    for k, (u, d) in enumerate(panels):
+        if side_by_side >= stacked:  # front in the left half, back in the right
+            uc, vtop = 0.25 + 0.5 * k, 1 - gutter
+        else:  # front in the top half (high v), back in the bottom half
+            uc, vtop = 0.5, 1 - gutter - 0.5 * k
+        uv.append(np.stack([uc + scale * u, vtop - scale * d], -1).reshape(-1, 2))
+    return np.concatenate(uv)
+
+
 def _panel_tube(radius, ys, n_cols):
     """A vertical open tube split into a front and a back panel.
 
@@ -347,22 +371,7 @@ def _panel_tube(radius, ys, n_cols):
         down = np.concatenate([np.zeros((1, half + 1)),
                                np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=2), 0)], 0)
         panels.append((arc - arc[:, -1:] / 2, down))
-    # Front and back side by side or one above the other, whichever gives the
-    # larger texel density; a gutter around and between the panels.
-    width = max(p[0].max() - p[0].min() for p in panels)
-    height = max(p[1].max() for p in panels)
-    gutter = 0.02
-    side_by_side = min((0.5 - 1.5 * gutter) / width, (1 - 2 * gutter) / height)
-    stacked = min((1 - 2 * gutter) / width, (0.5 - 1.5 * gutter) / height)
-    scale = max(side_by_side, stacked)
-    uv = []
-    for k, (u, d) in enumerate(panels):
-        if side_by_side >= stacked:  # front in the left half, back in the right
-            uc, vtop = 0.25 + 0.5 * k, 1 - gutter
-        else:  # front in the top half (high v), back in the bottom half
-            uc, vtop = 0.5, 1 - gutter - 0.5 * k
-        uv.append(np.stack([uc + scale * u, vtop - scale * d], -1).reshape(-1, 2))
-    uv = np.concatenate(uv)
+    uv = _two_panel_uv(panels)
     uvid = lambda k, r, c: k * n_rows * (half + 1) + r * (half + 1) + c
 
     faces, uv_faces = [], []
@@ -377,12 +386,12 @@ def _panel_tube(radius, ys, n_cols):
     return rest, np.array(faces), uv, np.array(uv_faces)
 
 
-def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0.2, row_frac=1.0):
-    """A flared skirt from the waist down to y_hem, clear of the body."""
-    n_cols, n_rows = SKIRT_GRID[resolution]
-    n_rows = max(3, int(round(n_rows * row_frac)))
-    # The radius at each height must clear every body part at that height or
-    # above (a skirt hangs straight or flares), plus a linear A-line flare.
+def _hanging_radius(body, y_top, y_hem, clearance, flare):
+    """radius(y, θ) of a garment hanging from y_top to y_hem around the body.
+
+    The radius at each height must clear every body part at that height or
+    above (the garment hangs straight or flares), plus `clearance`, smoothed
+    around the circle, plus flare(ys) [len(ys),1] (an A-line widening)."""
     ys = np.linspace(y_top, y_hem, 101)
     ths = np.linspace(-np.pi, np.pi, 181)
     prof = _body_radius_profile(body, ys, ths)
@@ -391,7 +400,7 @@ def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0
     k = 9
     padded = np.concatenate([need[:, -k:], need, need[:, :k]], 1)
     smooth = np.stack([padded[:, i:i + need.shape[1]] for i in range(2 * k + 1)]).mean(0)
-    prof = np.maximum(smooth, need) + flare * (y_top - ys)[:, None]
+    prof = np.maximum(smooth, need) + flare(ys)
 
     def radius(y, th):
         # Bilinear lookup in the (y, θ) table; ys is decreasing.
@@ -403,6 +412,14 @@ def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0
         return ((1 - a) * ((1 - b) * prof[i0, j0] + b * prof[i0, j0 + 1])
                 + a * ((1 - b) * prof[i0 + 1, j0] + b * prof[i0 + 1, j0 + 1]))
 
+    return radius
+
+
+def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0.2, row_frac=1.0):
+    """A flared skirt from the waist down to y_hem, clear of the body."""
+    n_cols, n_rows = SKIRT_GRID[resolution]
+    n_rows = max(3, int(round(n_rows * row_frac)))
+    radius = _hanging_radius(body, y_top, y_hem, clearance, lambda ys: flare * (y_top - ys)[:, None])
     return _panel_tube(radius, np.linspace(y_top, y_hem, n_rows), n_cols)
 
 
@@ -411,7 +428,17 @@ def make_miniskirt(body, resolution):
     return make_skirt(body, resolution, y_hem=0.76, flare=0.35, row_frac=0.5)
 
 
-GARMENTS = {"skirt": make_skirt, "miniskirt": make_miniskirt}
+def make_dress(body, resolution, y_top=1.32, y_hem=0.35, clearance=0.02, y_flare=1.05, flare=0.3):
+    """A loose strapless dress: a bodice from under the arms (y 1.32), hanging
+    straight past the chest and hips, then an A-line flare below y_flare down
+    to y_hem (past the knees). Same panel construction as the skirt."""
+    n_cols, n_rows = DRESS_GRID[resolution]
+    radius = _hanging_radius(body, y_top, y_hem, clearance,
+                             lambda ys: flare * np.maximum(y_flare - ys, 0.0)[:, None])
+    return _panel_tube(radius, np.linspace(y_top, y_hem, n_rows), n_cols)
+
+
+GARMENTS = {"skirt": make_skirt, "miniskirt": make_miniskirt, "dress": make_dress}
 
 
 def edge_list(faces):
