@@ -47,6 +47,8 @@ def rest_joints():
 BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028, "default": 0.03}
 # Skirt grid (columns around, rows down) per resolution.
 SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36), "default": (120, 40)}
+# T-shirt target edge length (m) per resolution.
+TSHIRT_EDGE = {"tiny": 0.07, "small": 0.03, "default": 0.016, "paper": 0.013}
 # Dress grid (columns around, rows down) per resolution.
 DRESS_GRID = {"tiny": (24, 16), "small": (56, 40), "default": (96, 64), "paper": (104, 72)}
 
@@ -438,7 +440,133 @@ def make_dress(body, resolution, y_top=1.32, y_hem=0.35, clearance=0.02, y_flare
     return _panel_tube(radius, np.linspace(y_top, y_hem, n_rows), n_cols)
 
 
-GARMENTS = {"skirt": make_skirt, "miniskirt": make_miniskirt, "dress": make_dress}
+def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_sleeve=(0.085, 0.07),
+                neck=(0.10, 0.14, 0.09)):
+    """A T-shirt with short sleeves, sewn from a front and a back panel.
+
+    Each panel is a T on one (row i, column j) grid: rows 0..n_up are the
+    shoulder region and the sleeves (row 0 the shoulder/sleeve-top seam, row
+    n_up the underarm seam and the armpit), rows below are the torso down to
+    the hem; columns |j| <= S are the torso (j = ±S the side seams), the rest
+    the sleeves (|j| = S + L the cuffs). Front and back share the vertices of
+    the seams (top row, underarm rows, side columns), so the shirt is one
+    connected manifold with four openings (neck, hem, two cuffs).
+
+    3D, in the T-pose: the torso below the armpits is a tube hanging from the
+    chest (the skirt's radius rule, trunk only); a sleeve is a tapered tube
+    around the arm axis (radius r_sleeve[0] at the armhole, [1] at the cuff);
+    the shoulder region is the Coons patch between the flat top seam, the two
+    armhole half-circles and the torso's top row. The neck opening removes
+    the shoulder-region vertices inside the ellipse (x/a)² + (z/b)² < 1,
+    neck = (a, b front, b back). UVs are the flat panels: per row the arc
+    length from the centre line, per column the length down from the top.
+    """
+    h = TSHIRT_EDGE[resolution]
+    y_arm = rest_joints()[16, 1]  # the arms' axis in the T-pose
+    R0, R1 = r_sleeve
+    y_top, y_pit = y_arm + R0, y_arm - R0
+    radius = _hanging_radius(body, y_pit, y_hem, clearance, lambda ys: 0.05 * (y_pit - ys)[:, None])
+    th = np.linspace(0, 0.5 * np.pi, 65)
+    ring = radius(np.full_like(th, y_pit), th)[:, None] * np.stack([np.sin(th), np.cos(th)], 1)
+    quarter = np.linalg.norm(np.diff(ring, axis=0), axis=1).sum()
+    n_up = max(2, int(round(np.pi * R0 / h)))
+    n_low = max(2, int(round((y_pit - y_hem) / h)))
+    S, L = max(2, int(round(quarter / h))), max(1, int(round(sleeve / h)))
+    n_rows, n_cols = n_up + n_low + 1, 2 * (S + L) + 1
+    I, Jc = np.meshgrid(np.arange(n_rows), np.arange(-S - L, S + L + 1), indexing="ij")
+    valid = (np.abs(Jc) <= S) | (I <= n_up)
+    seam = valid & ((I == 0) | ((I == n_up) & (np.abs(Jc) >= S)) | ((np.abs(Jc) == S) & (I >= n_up)))
+    xh = {1: float(radius(y_pit, 0.5 * np.pi)), -1: float(radius(y_pit, -0.5 * np.pi))}
+
+    def panel(sgn):
+        """Vertex positions [n_rows, n_cols, 3] of the front (sgn 1) or back (-1)."""
+        X = np.zeros((n_rows, n_cols, 3))
+        ys = np.linspace(y_pit, y_hem, n_low + 1)
+        tor = slice(L, L + 2 * S + 1)
+        th = (Jc[0, tor] / S) * 0.5 * np.pi
+        th = th if sgn > 0 else np.pi - th
+        Y, TH = np.meshgrid(ys, th, indexing="ij")
+        R = radius(Y, TH)
+        X[n_up:, tor] = np.stack([R * np.sin(TH), Y, R * np.cos(TH)], -1)
+        # Sleeves: rows go around the arm from the top (ψ = 0) over the
+        # front (back) to the bottom (ψ = π).
+        psi = np.pi * np.arange(n_up + 1) / n_up
+        for side in (1, -1):
+            cols = np.flatnonzero(side * Jc[0] >= S)
+            t = (side * Jc[0, cols] - S) / L
+            r = R0 + (R1 - R0) * t
+            X[:n_up + 1, cols] = np.stack(np.broadcast_arrays(
+                side * (xh[side] + sleeve * t)[None, :], y_arm + np.cos(psi)[:, None] * r[None, :],
+                sgn * np.sin(psi)[:, None] * r[None, :]), -1)
+        # Shoulder region: Coons patch of its four boundary curves.
+        u = ((Jc[0, tor] + S) / (2 * S))[None, :, None]
+        v = (np.arange(n_up + 1) / n_up)[:, None, None]
+        top = np.stack([-xh[-1] + (xh[1] + xh[-1]) * u[0, :, 0], np.full(2 * S + 1, y_top),
+                        np.zeros(2 * S + 1)], -1)[None]
+        bot = X[n_up, tor][None]
+        left, right = X[:n_up + 1, L][:, None], X[:n_up + 1, L + 2 * S][:, None]
+        X[:n_up + 1, tor] = ((1 - v) * top + v * bot + (1 - u) * left + u * right
+                             - ((1 - u) * (1 - v) * top[:, :1] + u * (1 - v) * top[:, -1:]
+                                + (1 - u) * v * bot[:, :1] + u * v * bot[:, -1:]))
+        return X
+
+    P = [panel(1), panel(-1)]
+    # Unique vertices: the front's, then the back's off the seams.
+    vid = np.full((2, n_rows, n_cols), -1)
+    vid[0][valid] = np.arange(valid.sum())
+    own = valid & ~seam
+    vid[1] = np.where(seam, vid[0], -1)
+    vid[1][own] = valid.sum() + np.arange(own.sum())
+    rest = np.concatenate([P[0][valid], P[1][own]])
+    # The neck opening.
+    a, b_front, b_back = neck
+    x, z = rest[:, 0], rest[:, 2]
+    b = np.where(z > 0, b_front, b_back)
+    upper = np.concatenate([(I <= 0.6 * n_up)[valid], (I <= 0.6 * n_up)[own]])
+    keep = ~(upper & ((x / a) ** 2 + (z / b) ** 2 < 1))
+
+    # Flat panels: u = arc length along the row from the centre column,
+    # d = length down the column from the top row; the back mirrored so
+    # that both charts keep the faces' orientation.
+    panels, uvid = [], np.full((2, n_rows, n_cols), -1)
+    for k in range(2):
+        X = np.where(valid[..., None], P[k], np.nan)
+        seg = np.linalg.norm(np.diff(X, axis=1), axis=2)
+        arc = np.concatenate([np.zeros((n_rows, 1)), np.nancumsum(seg, 1)], 1)
+        arc = (arc - arc[:, S + L:S + L + 1]) * (1 - 2 * k)  # the back seen from behind
+        down = np.concatenate([np.zeros((1, n_cols)), np.nancumsum(np.linalg.norm(np.diff(X, axis=0), axis=2), 0)], 0)
+        panels.append((arc[valid], down[valid]))
+        uvid[k][valid] = k * valid.sum() + np.arange(valid.sum())
+    off = 0.5 * (max(p[0].max() for p in panels) + min(p[0].min() for p in panels))
+    uv = _two_panel_uv([(u - off, d) for u, d in panels])
+
+    faces, uv_faces = [], []
+    for k in range(2):
+        for i in range(n_rows - 1):
+            for c in range(n_cols - 1):
+                q = [(i, c), (i + 1, c), (i, c + 1), (i + 1, c + 1)]  # a, b (below a), c (right of a), d
+                if not all(valid[r, cc] for r, cc in q):
+                    continue
+                # Mirror-symmetric diagonals; (down × right) is outward on the front.
+                tris = [(0, 1, 2), (2, 1, 3)] if Jc[0, c] >= 0 else [(0, 1, 3), (0, 3, 2)]
+                for t in tris:
+                    t = t if k == 0 else t[::-1]
+                    faces.append([vid[k][q[m]] for m in t])
+                    uv_faces.append([uvid[k][q[m]] for m in t])
+    faces, uv_faces = np.array(faces), np.array(uv_faces)
+    ok = keep[faces].all(1)
+    faces, uv_faces = faces[ok], uv_faces[ok]
+    # Drop the unreferenced vertices and UVs, keeping their order.
+    used = np.unique(faces)
+    remap = np.full(len(rest), -1)
+    remap[used] = np.arange(len(used))
+    used_uv = np.unique(uv_faces)
+    remap_uv = np.full(len(uv), -1)
+    remap_uv[used_uv] = np.arange(len(used_uv))
+    return rest[used], remap[faces], uv[used_uv], remap_uv[uv_faces]
+
+
+GARMENTS = {"skirt": make_skirt, "miniskirt": make_miniskirt, "dress": make_dress, "tshirt": make_tshirt}
 
 
 def edge_list(faces):

@@ -39,7 +39,7 @@ PRESETS = {
 GARMENT_NAMES = ["skirt", "miniskirt"]
 # Presets that carry other garments than GARMENT_NAMES (the test presets keep
 # exactly those two, so their bundles do not change).
-PRESET_GARMENTS = {"default": ["skirt", "miniskirt", "dress"]}
+PRESET_GARMENTS = {"default": ["skirt", "miniskirt", "dress", "tshirt"]}
 
 # Target spreads of the random model's corrections (standard deviations).
 TARGET = {"dw": 0.5, "film": 0.2, "rot6d": 0.03, "tau": 0.004, "delta": 0.003}
