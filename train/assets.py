@@ -43,9 +43,14 @@ def rest_joints():
 
 
 # Target edge length of the body mesh per resolution (m).
-BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028}
+# "default" is the resolution of the default model (docs/conventions.md, Assets).
+BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028, "default": 0.03}
 # Skirt grid (columns around, rows down) per resolution.
-SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36)}
+SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36), "default": (120, 40)}
+# T-shirt target edge length (m) per resolution.
+TSHIRT_EDGE = {"tiny": 0.07, "small": 0.03, "default": 0.016, "paper": 0.013}
+# Dress grid (columns around, rows down) per resolution.
+DRESS_GRID = {"tiny": (24, 16), "small": (56, 40), "default": (96, 64), "paper": (104, 72)}
 
 
 class Piece:
@@ -311,12 +316,43 @@ def _body_radius_profile(body, ys, thetas, r_max=0.45, dr=0.001):
     dirs = np.stack([np.sin(thetas), np.zeros_like(thetas), np.cos(thetas)], -1)
     prof = np.zeros((len(ys), len(thetas)))
     near = _pieces_near_heights(body, ys.min(), ys.max())
+    # A piece lies within ρ of its segment p0-p1, so no point of it is
+    # farther from the y axis than its ends' distance + ρ: only the radii
+    # below that are tested (the same points, so the same answer, faster).
+    n_test = []
+    for pc in near:
+        rho = np.hypot(max(pc.cap0, pc.cap1), max(pc.r0, pc.r1) * max(1.0, pc.squash))
+        reach = max(np.hypot(pc.p0[0], pc.p0[2]), np.hypot(pc.p1[0], pc.p1[2])) + rho
+        n_test.append(min(len(rs), int(np.ceil(reach / dr)) + 2))
     for i, y in enumerate(ys):
-        pts = rs[None, :, None] * dirs[:, None, :] + np.array([0.0, y, 0.0])
-        ins = np.any([pc.inside(pts) for pc in near], axis=0)  # [θ, r]
+        ins = np.zeros((len(thetas), len(rs)), dtype=bool)  # [θ, r]
+        for pc, n in zip(near, n_test):
+            pts = rs[None, :n, None] * dirs[:, None, :] + np.array([0.0, y, 0.0])
+            ins[:, :n] |= pc.inside(pts)
         last = np.where(ins.any(1), len(rs) - 1 - np.argmax(ins[:, ::-1], axis=1), 0)
         prof[i] = rs[last]
     return prof
+
+
+def _two_panel_uv(panels, gutter=0.02):
+    """Lays out two unrolled panels in the unit square: [(u, d), (u, d)] with
+    u centred on 0 (m across) and d >= 0 (m down from the panel's top).
+    Front and back side by side or one above the other, whichever gives the
+    larger texel density; a gutter around and between the panels. Returns
+    the uv [N,2] of both panels' points, front first."""
+    width = max(p[0].max() - p[0].min() for p in panels)
+    height = max(p[1].max() for p in panels)
+    side_by_side = min((0.5 - 1.5 * gutter) / width, (1 - 2 * gutter) / height)
+    stacked = min((1 - 2 * gutter) / width, (0.5 - 1.5 * gutter) / height)
+    scale = max(side_by_side, stacked)
+    uv = []
+    for k, (u, d) in enumerate(panels):
+        if side_by_side >= stacked:  # front in the left half, back in the right
+            uc, vtop = 0.25 + 0.5 * k, 1 - gutter
+        else:  # front in the top half (high v), back in the bottom half
+            uc, vtop = 0.5, 1 - gutter - 0.5 * k
+        uv.append(np.stack([uc + scale * u, vtop - scale * d], -1).reshape(-1, 2))
+    return np.concatenate(uv)
 
 
 def _panel_tube(radius, ys, n_cols):
@@ -347,22 +383,7 @@ def _panel_tube(radius, ys, n_cols):
         down = np.concatenate([np.zeros((1, half + 1)),
                                np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=2), 0)], 0)
         panels.append((arc - arc[:, -1:] / 2, down))
-    # Front and back side by side or one above the other, whichever gives the
-    # larger texel density; a gutter around and between the panels.
-    width = max(p[0].max() - p[0].min() for p in panels)
-    height = max(p[1].max() for p in panels)
-    gutter = 0.02
-    side_by_side = min((0.5 - 1.5 * gutter) / width, (1 - 2 * gutter) / height)
-    stacked = min((1 - 2 * gutter) / width, (0.5 - 1.5 * gutter) / height)
-    scale = max(side_by_side, stacked)
-    uv = []
-    for k, (u, d) in enumerate(panels):
-        if side_by_side >= stacked:  # front in the left half, back in the right
-            uc, vtop = 0.25 + 0.5 * k, 1 - gutter
-        else:  # front in the top half (high v), back in the bottom half
-            uc, vtop = 0.5, 1 - gutter - 0.5 * k
-        uv.append(np.stack([uc + scale * u, vtop - scale * d], -1).reshape(-1, 2))
-    uv = np.concatenate(uv)
+    uv = _two_panel_uv(panels)
     uvid = lambda k, r, c: k * n_rows * (half + 1) + r * (half + 1) + c
 
     faces, uv_faces = [], []
@@ -377,12 +398,12 @@ def _panel_tube(radius, ys, n_cols):
     return rest, np.array(faces), uv, np.array(uv_faces)
 
 
-def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0.2, row_frac=1.0):
-    """A flared skirt from the waist down to y_hem, clear of the body."""
-    n_cols, n_rows = SKIRT_GRID[resolution]
-    n_rows = max(3, int(round(n_rows * row_frac)))
-    # The radius at each height must clear every body part at that height or
-    # above (a skirt hangs straight or flares), plus a linear A-line flare.
+def _hanging_radius(body, y_top, y_hem, clearance, flare):
+    """radius(y, θ) of a garment hanging from y_top to y_hem around the body.
+
+    The radius at each height must clear every body part at that height or
+    above (the garment hangs straight or flares), plus `clearance`, smoothed
+    around the circle, plus flare(ys) [len(ys),1] (an A-line widening)."""
     ys = np.linspace(y_top, y_hem, 101)
     ths = np.linspace(-np.pi, np.pi, 181)
     prof = _body_radius_profile(body, ys, ths)
@@ -391,7 +412,7 @@ def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0
     k = 9
     padded = np.concatenate([need[:, -k:], need, need[:, :k]], 1)
     smooth = np.stack([padded[:, i:i + need.shape[1]] for i in range(2 * k + 1)]).mean(0)
-    prof = np.maximum(smooth, need) + flare * (y_top - ys)[:, None]
+    prof = np.maximum(smooth, need) + flare(ys)
 
     def radius(y, th):
         # Bilinear lookup in the (y, θ) table; ys is decreasing.
@@ -403,6 +424,14 @@ def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0
         return ((1 - a) * ((1 - b) * prof[i0, j0] + b * prof[i0, j0 + 1])
                 + a * ((1 - b) * prof[i0 + 1, j0] + b * prof[i0 + 1, j0 + 1]))
 
+    return radius
+
+
+def make_skirt(body, resolution, y_top=1.00, y_hem=0.50, clearance=0.02, flare=0.2, row_frac=1.0):
+    """A flared skirt from the waist down to y_hem, clear of the body."""
+    n_cols, n_rows = SKIRT_GRID[resolution]
+    n_rows = max(3, int(round(n_rows * row_frac)))
+    radius = _hanging_radius(body, y_top, y_hem, clearance, lambda ys: flare * (y_top - ys)[:, None])
     return _panel_tube(radius, np.linspace(y_top, y_hem, n_rows), n_cols)
 
 
@@ -411,7 +440,143 @@ def make_miniskirt(body, resolution):
     return make_skirt(body, resolution, y_hem=0.76, flare=0.35, row_frac=0.5)
 
 
-GARMENTS = {"skirt": make_skirt, "miniskirt": make_miniskirt}
+def make_dress(body, resolution, y_top=1.32, y_hem=0.35, clearance=0.02, y_flare=1.05, flare=0.3):
+    """A loose strapless dress: a bodice from under the arms (y 1.32), hanging
+    straight past the chest and hips, then an A-line flare below y_flare down
+    to y_hem (past the knees). Same panel construction as the skirt."""
+    n_cols, n_rows = DRESS_GRID[resolution]
+    radius = _hanging_radius(body, y_top, y_hem, clearance,
+                             lambda ys: flare * np.maximum(y_flare - ys, 0.0)[:, None])
+    return _panel_tube(radius, np.linspace(y_top, y_hem, n_rows), n_cols)
+
+
+def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_sleeve=(0.085, 0.07),
+                neck=(0.10, 0.14, 0.09)):
+    """A T-shirt with short sleeves, sewn from a front and a back panel.
+
+    Each panel is a T on one (row i, column j) grid: rows 0..n_up are the
+    shoulder region and the sleeves (row 0 the shoulder/sleeve-top seam, row
+    n_up the underarm seam and the armpit), rows below are the torso down to
+    the hem; columns |j| <= S are the torso (j = ±S the side seams), the rest
+    the sleeves (|j| = S + L the cuffs). Front and back share the vertices of
+    the seams (top row, underarm rows, side columns), so the shirt is one
+    connected manifold with four openings (neck, hem, two cuffs).
+
+    3D, in the T-pose: the torso below the armpits is a tube hanging from the
+    chest (the skirt's radius rule, trunk only); a sleeve is a tapered tube
+    around the arm axis (radius r_sleeve[0] at the armhole, [1] at the cuff);
+    the shoulder region is the Coons patch between the flat top seam, the two
+    armhole half-circles and the torso's top row. The neck opening removes
+    the shoulder-region vertices inside the ellipse (x/a)² + (z/b)² < 1,
+    neck = (a, b front, b back). UVs are the flat panels: per row the arc
+    length from the centre line, per column the length down from the top.
+    """
+    h = TSHIRT_EDGE[resolution]
+    y_arm = rest_joints()[16, 1]  # the arms' axis in the T-pose
+    R0, R1 = r_sleeve
+    y_top, y_pit = y_arm + R0, y_arm - R0
+    radius = _hanging_radius(body, y_pit, y_hem, clearance, lambda ys: 0.05 * (y_pit - ys)[:, None])
+    th = np.linspace(0, 0.5 * np.pi, 65)
+    ring = radius(np.full_like(th, y_pit), th)[:, None] * np.stack([np.sin(th), np.cos(th)], 1)
+    quarter = np.linalg.norm(np.diff(ring, axis=0), axis=1).sum()
+    n_up = max(2, int(round(np.pi * R0 / h)))
+    n_low = max(2, int(round((y_pit - y_hem) / h)))
+    S, L = max(2, int(round(quarter / h))), max(1, int(round(sleeve / h)))
+    n_rows, n_cols = n_up + n_low + 1, 2 * (S + L) + 1
+    I, Jc = np.meshgrid(np.arange(n_rows), np.arange(-S - L, S + L + 1), indexing="ij")
+    valid = (np.abs(Jc) <= S) | (I <= n_up)
+    seam = valid & ((I == 0) | ((I == n_up) & (np.abs(Jc) >= S)) | ((np.abs(Jc) == S) & (I >= n_up)))
+    xh = {1: float(radius(y_pit, 0.5 * np.pi)), -1: float(radius(y_pit, -0.5 * np.pi))}
+
+    def panel(sgn):
+        """Vertex positions [n_rows, n_cols, 3] of the front (sgn 1) or back (-1)."""
+        X = np.zeros((n_rows, n_cols, 3))
+        ys = np.linspace(y_pit, y_hem, n_low + 1)
+        tor = slice(L, L + 2 * S + 1)
+        th = (Jc[0, tor] / S) * 0.5 * np.pi
+        th = th if sgn > 0 else np.pi - th
+        Y, TH = np.meshgrid(ys, th, indexing="ij")
+        R = radius(Y, TH)
+        X[n_up:, tor] = np.stack([R * np.sin(TH), Y, R * np.cos(TH)], -1)
+        # Sleeves: rows go around the arm from the top (ψ = 0) over the
+        # front (back) to the bottom (ψ = π).
+        psi = np.pi * np.arange(n_up + 1) / n_up
+        for side in (1, -1):
+            cols = np.flatnonzero(side * Jc[0] >= S)
+            t = (side * Jc[0, cols] - S) / L
+            r = R0 + (R1 - R0) * t
+            X[:n_up + 1, cols] = np.stack(np.broadcast_arrays(
+                side * (xh[side] + sleeve * t)[None, :], y_arm + np.cos(psi)[:, None] * r[None, :],
+                sgn * np.sin(psi)[:, None] * r[None, :]), -1)
+        # Shoulder region: Coons patch of its four boundary curves.
+        u = ((Jc[0, tor] + S) / (2 * S))[None, :, None]
+        v = (np.arange(n_up + 1) / n_up)[:, None, None]
+        top = np.stack([-xh[-1] + (xh[1] + xh[-1]) * u[0, :, 0], np.full(2 * S + 1, y_top),
+                        np.zeros(2 * S + 1)], -1)[None]
+        bot = X[n_up, tor][None]
+        left, right = X[:n_up + 1, L][:, None], X[:n_up + 1, L + 2 * S][:, None]
+        X[:n_up + 1, tor] = ((1 - v) * top + v * bot + (1 - u) * left + u * right
+                             - ((1 - u) * (1 - v) * top[:, :1] + u * (1 - v) * top[:, -1:]
+                                + (1 - u) * v * bot[:, :1] + u * v * bot[:, -1:]))
+        return X
+
+    P = [panel(1), panel(-1)]
+    # Unique vertices: the front's, then the back's off the seams.
+    vid = np.full((2, n_rows, n_cols), -1)
+    vid[0][valid] = np.arange(valid.sum())
+    own = valid & ~seam
+    vid[1] = np.where(seam, vid[0], -1)
+    vid[1][own] = valid.sum() + np.arange(own.sum())
+    rest = np.concatenate([P[0][valid], P[1][own]])
+    # The neck opening.
+    a, b_front, b_back = neck
+    x, z = rest[:, 0], rest[:, 2]
+    b = np.where(z > 0, b_front, b_back)
+    upper = np.concatenate([(I <= 0.6 * n_up)[valid], (I <= 0.6 * n_up)[own]])
+    keep = ~(upper & ((x / a) ** 2 + (z / b) ** 2 < 1))
+
+    # Flat panels: u = arc length along the row from the centre column,
+    # d = length down the column from the top row; the back mirrored so
+    # that both charts keep the faces' orientation.
+    panels, uvid = [], np.full((2, n_rows, n_cols), -1)
+    for k in range(2):
+        X = np.where(valid[..., None], P[k], np.nan)
+        seg = np.linalg.norm(np.diff(X, axis=1), axis=2)
+        arc = np.concatenate([np.zeros((n_rows, 1)), np.nancumsum(seg, 1)], 1)
+        arc = (arc - arc[:, S + L:S + L + 1]) * (1 - 2 * k)  # the back seen from behind
+        down = np.concatenate([np.zeros((1, n_cols)), np.nancumsum(np.linalg.norm(np.diff(X, axis=0), axis=2), 0)], 0)
+        panels.append((arc[valid], down[valid]))
+        uvid[k][valid] = k * valid.sum() + np.arange(valid.sum())
+    off = 0.5 * (max(p[0].max() for p in panels) + min(p[0].min() for p in panels))
+    uv = _two_panel_uv([(u - off, d) for u, d in panels])
+
+    faces, uv_faces = [], []
+    for k in range(2):
+        for i in range(n_rows - 1):
+            for c in range(n_cols - 1):
+                q = [(i, c), (i + 1, c), (i, c + 1), (i + 1, c + 1)]  # a, b (below a), c (right of a), d
+                if not all(valid[r, cc] for r, cc in q):
+                    continue
+                # Mirror-symmetric diagonals; (down × right) is outward on the front.
+                tris = [(0, 1, 2), (2, 1, 3)] if Jc[0, c] >= 0 else [(0, 1, 3), (0, 3, 2)]
+                for t in tris:
+                    t = t if k == 0 else t[::-1]
+                    faces.append([vid[k][q[m]] for m in t])
+                    uv_faces.append([uvid[k][q[m]] for m in t])
+    faces, uv_faces = np.array(faces), np.array(uv_faces)
+    ok = keep[faces].all(1)
+    faces, uv_faces = faces[ok], uv_faces[ok]
+    # Drop the unreferenced vertices and UVs, keeping their order.
+    used = np.unique(faces)
+    remap = np.full(len(rest), -1)
+    remap[used] = np.arange(len(used))
+    used_uv = np.unique(uv_faces)
+    remap_uv = np.full(len(uv), -1)
+    remap_uv[used_uv] = np.arange(len(used_uv))
+    return rest[used], remap[faces], uv[used_uv], remap_uv[uv_faces]
+
+
+GARMENTS = {"skirt": make_skirt, "miniskirt": make_miniskirt, "dress": make_dress, "tshirt": make_tshirt}
 
 
 def edge_list(faces):

@@ -31,8 +31,15 @@ PRESETS = {
                   uv_size=[128, 128], conv=[32, 64, 64, 32, 3], latent=64, blocks=4, knn=4),
     "paper": dict(bones=128, skin_k=16, hidden=256, z_dim=128, pose_dim=16, feat_dim=32,
                   uv_size=[512, 512], conv=[64, 128, 128, 64, 3], latent=128, blocks=15, knn=4),
+    # The default model's assets ("default" resolution: garments of 2k-8k
+    # vertices); the network sizes are a starting point for training.
+    "default": dict(bones=32, skin_k=8, hidden=128, z_dim=64, pose_dim=16, feat_dim=16,
+                    uv_size=[256, 256], conv=[32, 64, 64, 32, 3], latent=64, blocks=4, knn=4),
 }
 GARMENT_NAMES = ["skirt", "miniskirt"]
+# Presets that carry other garments than GARMENT_NAMES (the test presets keep
+# exactly those two, so their bundles do not change).
+PRESET_GARMENTS = {"default": ["skirt", "miniskirt", "dress", "tshirt"]}
 
 # Target spreads of the random model's corrections (standard deviations).
 TARGET = {"dw": 0.5, "film": 0.2, "rot6d": 0.03, "tau": 0.004, "delta": 0.003}
@@ -41,7 +48,7 @@ TARGET = {"dw": 0.5, "film": 0.2, "rot6d": 0.03, "tau": 0.004, "delta": 0.003}
 def make_config(preset, seed, weights):
     cfg = {"format_version": 1, "fps": 30, "betas": assets.NUM_BETAS}
     cfg.update(PRESETS[preset])
-    cfg.update({"beta_range": [-3, 3], "garments": GARMENT_NAMES, "up": "y", "units": "m",
+    cfg.update({"beta_range": [-3, 3], "garments": PRESET_GARMENTS.get(preset, GARMENT_NAMES), "up": "y", "units": "m",
                 "preset": preset, "seed": seed, "weights_init": weights})
     return cfg
 

@@ -1,0 +1,24 @@
+/* The procedural assets and motions of train/ (issue 5): train/check_assets.py
+ * checks them (determinism, garment topology and UV atlases, clearance from
+ * the body, the shape space, motion smoothness and what each kind does); one
+ * test per part so that they run in parallel. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "util.h"
+
+static void check(const char *what)
+{
+    const char *py = getenv("DRAPE_PYTHON");
+    static char log[1 << 16];
+    int rc = tu_run(log, sizeof log, "OPENBLAS_NUM_THREADS=1 %s train/check_assets.py %s", py ? py : "/usr/bin/python3",
+                    what);
+    cr_assert_eq(rc, 0, "check_assets.py %s failed:\n%s", what, log);
+}
+
+Test(assets, body, .timeout = 120) { check("body"); }
+Test(assets, skirt, .timeout = 120) { check("garment skirt"); }
+Test(assets, miniskirt, .timeout = 120) { check("garment miniskirt"); }
+Test(assets, dress, .timeout = 120) { check("garment dress"); }
+Test(assets, tshirt, .timeout = 120) { check("garment tshirt"); }
+Test(assets, motions, .timeout = 120) { check("motions"); }

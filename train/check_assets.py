@@ -1,0 +1,291 @@
+"""Checks of the procedural assets (train/assets.py) and motions (train/motions.py).
+
+    /usr/bin/python3 train/check_assets.py body
+    /usr/bin/python3 train/check_assets.py garment NAME [--resolution default]
+    /usr/bin/python3 train/check_assets.py motions
+
+Run by tests/test_assets.c. Prints one line per check; exits 1 on the first
+failure with what failed.
+"""
+import argparse
+import hashlib
+import os
+import sys
+import tempfile
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import assets  # noqa: E402
+import motions  # noqa: E402
+
+V_RANGE = (2000, 8000)  # garment vertices at the default-model resolution
+UV_RASTER = 1024  # texels per side of the overlap raster
+
+
+class Failed(Exception):
+    pass
+
+
+def ok(cond, what):
+    if not cond:
+        raise Failed(what)
+    print(f"ok   {what}")
+
+
+def digest(obj):
+    """sha256 of every array in a (nested) dict/tuple/list, in order."""
+    h = hashlib.sha256()
+
+    def feed(x):
+        if isinstance(x, dict):
+            for k in sorted(x):
+                if k != "pieces":
+                    h.update(k.encode())
+                    feed(x[k])
+        elif isinstance(x, (tuple, list)):
+            for v in x:
+                feed(v)
+        else:
+            a = np.ascontiguousarray(x)
+            h.update(str((a.dtype, a.shape)).encode())
+            h.update(a.tobytes())
+    feed(obj)
+    return h.hexdigest()
+
+
+def edge_faces(faces):
+    """Undirected edges [E,2] and how many faces hold each."""
+    e = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    return np.unique(e, axis=0, return_counts=True)
+
+
+def components(n, edges):
+    g = sp.coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
+    return connected_components(g, directed=False)[0]
+
+
+# ---------------------------------------------------------------------------
+
+
+def check_body():
+    ok(digest(assets.make_body("default", np.random.default_rng(3)))
+       == digest(assets.make_body("default", np.random.default_rng(3))), "body: same seed, same bytes")
+    for res, (lo, hi) in (("small", (1500, 6000)), ("default", (2000, 6000)), ("paper", (2000, 6000))):
+        b = assets.make_body(res, np.random.default_rng(0))
+        v, f, W = b["v_template"], b["faces"], b["weights"]
+        ok(lo <= len(v) <= hi, f"body {res}: {len(v)} vertices in [{lo}, {hi}]")
+        _, cnt = edge_faces(f)
+        ok(np.all(cnt == 2), f"body {res}: closed (every edge in exactly 2 faces)")
+        ok(assets.signed_volume(v, f) > 0.03, f"body {res}: outward faces, volume {assets.signed_volume(v, f):.4f} m³")
+        ok(np.all(W >= 0) and np.allclose(W.sum(1), 1), f"body {res}: skinning weights >= 0, rows sum to 1")
+        J = b["J_regressor"] @ v
+        ok(np.abs(J - assets.rest_joints()).max() < 1e-6, f"body {res}: J_regressor gives the rest joints")
+        ok(len(b["parents"]) == 24 and np.array_equal(b["parents"], assets.PARENTS), f"body {res}: 24 SMPL joints")
+    # The shape space: each of β0..β3 at ±3 changes what it should.
+    D = b["shapedirs"]
+
+    def shaped(k, val):
+        beta = np.zeros(assets.NUM_BETAS)
+        beta[k] = val
+        vs = v + D @ beta
+        return vs, b["J_regressor"] @ vs
+    measures = {
+        0: ("height", lambda vs, J: vs[:, 1].max() - vs[:, 1].min()),
+        1: ("waist girth", lambda vs, J: np.ptp(vs[np.abs(vs[:, 1] - 1.1) < 0.02][:, 2])),
+        2: ("shoulder width", lambda vs, J: J[16, 0] - J[17, 0]),
+        3: ("hip width", lambda vs, J: J[1, 0] - J[2, 0]),
+    }
+    for k, (name, m) in measures.items():
+        lo, hi = m(*shaped(k, -3)), m(*shaped(k, 3))
+        ok(hi > 1.04 * lo, f"body: β{k} ({name}) from −3 to 3: {lo:.3f} → {hi:.3f} m")
+    for k in range(assets.NUM_BETAS):
+        vs, _ = shaped(k, 3)
+        ok(np.all(np.isfinite(vs)) and np.abs(vs - v).max() < 0.2, f"body: β{k} = 3 moves vertices ≤ 0.2 m")
+
+
+def uv_overlaps(uv, uv_faces, n=UV_RASTER):
+    """Texel centres strictly inside two or more UV triangles, and the faces
+    whose triangle holds no texel centre (too thin to tell)."""
+    count = np.zeros((n, n), np.int32)
+    P = uv[uv_faces] * n - 0.5  # texel (i, j) has its centre at integer (j, i)
+    for a, b, c in P:
+        x0, y0 = np.ceil(np.minimum(np.minimum(a, b), c)).astype(int)
+        x1, y1 = np.floor(np.maximum(np.maximum(a, b), c)).astype(int)
+        if x1 < x0 or y1 < y0:
+            continue
+        X, Y = np.meshgrid(np.arange(x0, x1 + 1), np.arange(y0, y1 + 1))
+        d = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+        l1 = ((X - a[0]) * (c[1] - a[1]) - (Y - a[1]) * (c[0] - a[0])) / d
+        l2 = ((b[0] - a[0]) * (Y - a[1]) - (b[1] - a[1]) * (X - a[0])) / d
+        inside = (l1 > 1e-9) & (l2 > 1e-9) & (1 - l1 - l2 > 1e-9)
+        count[Y[inside], X[inside]] += 1
+    return int((count > 1).sum()), float((count > 0).mean())
+
+
+def check_garment(name, res):
+    rng = np.random.default_rng(0)
+    body = assets.make_body(res, rng)
+    g1 = assets.GARMENTS[name](body, res)
+    ok(digest(g1) == digest(assets.GARMENTS[name](body, res)), f"{name}: same bytes twice")
+    rest, faces, uv, uv_faces = g1
+    V, F = len(rest), len(faces)
+    if res == "default":
+        ok(V_RANGE[0] <= V <= V_RANGE[1], f"{name}: {V} vertices in {list(V_RANGE)} at resolution {res}")
+    ok(faces.min() >= 0 and faces.max() < V and len(np.unique(faces)) == V, f"{name}: faces index every vertex")
+    ok(np.all(np.isfinite(rest)), f"{name}: finite rest positions")
+
+    # Topology: one piece, manifold edges, consistent orientation, simple boundary.
+    edges, cnt = edge_faces(faces)
+    ok(components(V, edges) == 1, f"{name}: one connected component")
+    ok(cnt.max() <= 2, f"{name}: manifold edges (max {cnt.max()} faces per edge)")
+    directed = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
+    _, dcnt = np.unique(directed, axis=0, return_counts=True)
+    ok(dcnt.max() == 1, f"{name}: consistent orientation (no directed edge twice)")
+    bnd = edges[cnt == 1]
+    deg = np.bincount(bnd.ravel(), minlength=V)
+    ok(np.all((deg == 0) | (deg == 2)), f"{name}: boundary loops are simple ({len(bnd)} boundary edges)")
+    # Manifold vertices: the faces around a vertex form one fan, so it has as
+    # many distinct neighbours as faces (one more on the boundary).
+    nfaces = np.bincount(faces.ravel(), minlength=V)
+    nbrs = np.bincount(edges.ravel(), minlength=V)
+    bad = int((nbrs != nfaces + (deg > 0)).sum())
+    ok(bad == 0, f"{name}: manifold vertices (one fan each)")
+
+    # Outward: face normals point away from the nearest body vertex.
+    a, b, c = rest[faces[:, 0]], rest[faces[:, 1]], rest[faces[:, 2]]
+    n = np.cross(b - a, c - a)
+    area = 0.5 * np.linalg.norm(n, axis=1)
+    ok(area.min() > 1e-7, f"{name}: every face has area > 1e-7 m² (min {area.min():.2e})")
+    cen = (a + b + c) / 3
+    nn = body["v_template"][cKDTree(body["v_template"]).query(cen)[1]]
+    out = np.einsum("ij,ij->i", n, cen - nn) > 0
+    ok(area[out].sum() > 0.97 * area.sum(), f"{name}: outward orientation ({100 * area[out].sum() / area.sum():.1f}% of area)")
+    ins = assets.inside_body(body, rest)
+    ok(not ins.any(), f"{name}: no vertex inside the rest body ({ins.sum()} inside)")
+
+    # UV atlas: per-face UVs in [0,1], positive area, no overlaps, two charts, seams.
+    ok(uv_faces.shape == faces.shape and uv_faces.min() >= 0 and uv_faces.max() < len(uv),
+       f"{name}: uv_faces [F,3] index uv")
+    ok(uv.min() >= 0 and uv.max() <= 1, f"{name}: UVs in [0, 1]")
+    owner = np.full(len(uv), -1)
+    owner[uv_faces.ravel()] = faces.ravel()
+    pairs = np.unique(np.stack([uv_faces.ravel(), faces.ravel()], 1), axis=0)
+    ok(len(pairs) == len(uv) and np.all(owner >= 0), f"{name}: each UV index belongs to one vertex")
+    p, q, r = uv[uv_faces[:, 0]], uv[uv_faces[:, 1]], uv[uv_faces[:, 2]]
+    uv_area = 0.5 * ((q - p)[:, 0] * (r - p)[:, 1] - (q - p)[:, 1] * (r - p)[:, 0])
+    ok(uv_area.min() > 1e-8, f"{name}: every UV triangle has positive area (min {uv_area.min():.2e})")
+    over, cover = uv_overlaps(uv, uv_faces)
+    ok(over == 0, f"{name}: no overlapping UV triangles ({over} texels of {UV_RASTER}² in two or more; "
+       f"{100 * cover:.0f}% covered)")
+    ok(abs(cover - uv_area.sum()) < 0.02, f"{name}: raster coverage matches the UV area ({uv_area.sum():.3f})")
+    uv_edges, _ = edge_faces(uv_faces)
+    ok(components(len(uv), uv_edges) == 2, f"{name}: two UV charts (front and back panel)")
+    seam = np.bincount(pairs[:, 1], minlength=V) > 1
+    ok(seam.sum() > 0, f"{name}: {seam.sum()} seam vertices with two UV copies")
+
+    # Rig (DESIGN 2.2).
+    g = assets.garment_rig(rest, faces, body, 32, 8)
+    ok(digest(g) == digest(assets.garment_rig(rest, faces, body, 32, 8)), f"{name}: rig same bytes twice")
+    w = g["skin_w0"]
+    ok(np.all(w >= 0) and np.allclose(w.sum(1), 1) and np.all(np.isfinite(w)), f"{name}: W0 rows >= 0, sum to 1")
+    ok(len(np.unique(g["bones"], axis=0)) == 32, f"{name}: 32 distinct FPS bones")
+    ok(np.all(g["skin_idx"] >= 0) and np.all(g["skin_idx"] < 32), f"{name}: skin_idx in range")
+    ok(np.allclose(g["bone_joint_w"].sum(1), 1), f"{name}: bone_joint_w rows sum to 1")
+    d = np.linalg.norm(rest - body["v_template"][g["body_nn"]], axis=1)
+    ok(d.max() < 0.25, f"{name}: body_nn within 0.25 m (max {d.max():.3f} m)")
+    top = rest[:, 1] >= rest[:, 1].max() - 0.01
+    ok(top.sum() >= 8, f"{name}: {top.sum()} vertices in the simulator's 1 cm attachment band")
+
+
+def check_motions():
+    T_SEC = 4.0
+    for kind in motions.KINDS:
+        for seed in (0, 1, 2):
+            seq, _ = motions.generate(kind, T_SEC, seed)
+            again, _ = motions.generate(kind, T_SEC, seed)
+            tag = f"motion {kind} seed {seed}"
+            ok(seq.dtype == np.float32 and seq.shape == (120, 75), f"{tag}: float32 [120,75]")
+            ok(seq.tobytes() == again.tobytes(), f"{tag}: same bytes twice")
+            ok(np.all(np.isfinite(seq)), f"{tag}: no NaN/Inf")
+            w = motions.joint_speeds(seq).max()
+            ok(w <= motions.MAX_JOINT_SPEED, f"{tag}: joint speed {w:.2f} ≤ {motions.MAX_JOINT_SPEED} rad/s")
+            xz = seq[:, [72, 74]].astype(np.float64)
+            speed = np.linalg.norm(np.diff(xz, axis=0), axis=1) * motions.FPS
+            y = seq[:, 73]
+            psi = motions.heading(seq)
+            if kind in ("walk", "run"):
+                v = np.linalg.norm(xz[-1] - xz[0]) / T_SEC
+                lo, hi = (0.6, 2.0) if kind == "walk" else (1.8, 4.5)
+                ok(lo <= v <= hi, f"{tag}: advances at {v:.2f} m/s, in [{lo}, {hi}]")
+            elif kind == "jump":
+                k = int(np.argmax(y))
+                ok(y[k] > y[0] + 0.05 and y[k:].min() < y[k] - 0.05,
+                   f"{tag}: root rises {y[k] - y[0]:.3f} m and falls again")
+            elif kind == "stop":
+                ok(speed[:30].mean() > 0.5 and speed[-9:].max() < 0.02,
+                   f"{tag}: speed {speed[:30].mean():.2f} m/s, then {speed[-9:].max():.3f} at the end")
+            elif kind == "turn":
+                dpsi = abs(psi[-5:].mean() - psi[:5].mean())
+                ok(dpsi > np.pi / 4, f"{tag}: heading changes by {np.degrees(dpsi):.0f}°")
+            else:  # idle, arm_swings: stays in place
+                ok(np.abs(xz - xz[0]).max() < 0.1, f"{tag}: stays within 0.1 m")
+        a, _ = motions.generate(kind, T_SEC, 0)
+        b, _ = motions.generate(kind, T_SEC, 1)
+        ok(not np.array_equal(a, b), f"motion {kind}: seeds 0 and 1 differ")
+    spread = np.ptp(motions.generate("arm_swings", T_SEC, 0)[0][:, 3 * 16:3 * 16 + 3], axis=0).max()
+    ok(spread > 0.3, f"motion arm_swings: left shoulder moves ({spread:.2f} rad)")
+
+    # Importer.
+    seq, _ = motions.generate("walk", 2.0, 5, fps=60)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.npy")
+        np.save(path, seq)
+        ok(np.array_equal(motions.load(path), seq), "import: round trip")
+        half = motions.load(path, src_fps=60)
+        ok(len(half) == 60 and np.abs(half - seq[::2]).max() < 1e-5, "import: 60 → 30 fps resampling")
+        np.save(path, seq.astype(np.float64))
+        ok(motions.load(path).dtype == np.float32, "import: float64 accepted, converted to float32")
+        for bad, what in ((seq[:, :72], "[T,72]"), (seq.astype(np.int32), "int32"), (seq[0], "1-D")):
+            np.save(path, bad)
+            try:
+                motions.load(path)
+                ok(False, f"import: rejects {what}")
+            except ValueError:
+                ok(True, f"import: rejects {what}")
+        nan = seq.copy()
+        nan[3, 10] = np.nan
+        np.save(path, nan)
+        try:
+            motions.load(path)
+            ok(False, "import: rejects NaN")
+        except ValueError:
+            ok(True, "import: rejects NaN")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["body", "garment", "motions"])
+    ap.add_argument("name", nargs="?")
+    ap.add_argument("--resolution", default="default")
+    a = ap.parse_args(argv)
+    try:
+        if a.what == "body":
+            check_body()
+        elif a.what == "motions":
+            check_motions()
+        else:
+            if a.name not in assets.GARMENTS:
+                ap.error(f"garment must be one of {', '.join(assets.GARMENTS)}")
+            check_garment(a.name, a.resolution)
+    except Failed as e:
+        print(f"FAIL {e}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
