@@ -131,7 +131,8 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 # (hours on 2 cores; resumable); `make eval` judges models/default.safetensors
 # on the held-out sequences of the same plan against plain skinning.
 MODEL_GARMENTS ?= skirt,dress,tshirt
-DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 6 --test-betas 2 --train-seeds 2 --test-seeds 1 --seconds 4
+DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 1 --test-seeds 1 \
+                --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 4 --iters 8"
 TRAIN_ARGS ?= --steps 3000 --frames 8 --lr 1e-3 --threads 2
 TRAIN_DIR ?= build/train
 model: all

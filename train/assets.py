@@ -44,13 +44,13 @@ def rest_joints():
 
 # Target edge length of the body mesh per resolution (m).
 # "default" is the resolution of the default model (docs/conventions.md, Assets).
-BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028, "default": 0.03}
+BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028, "default": 0.04}
 # Skirt grid (columns around, rows down) per resolution.
-SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36), "default": (120, 40)}
+SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36), "default": (64, 32)}
 # T-shirt target edge length (m) per resolution.
-TSHIRT_EDGE = {"tiny": 0.07, "small": 0.03, "default": 0.016, "paper": 0.013}
+TSHIRT_EDGE = {"tiny": 0.07, "small": 0.03, "default": 0.02, "paper": 0.013}
 # Dress grid (columns around, rows down) per resolution.
-DRESS_GRID = {"tiny": (24, 16), "small": (56, 40), "default": (96, 64), "paper": (104, 72)}
+DRESS_GRID = {"tiny": (24, 16), "small": (56, 40), "default": (56, 40), "paper": (104, 72)}
 
 
 class Piece:

@@ -42,7 +42,7 @@ def make_motion(kind, seed, seconds, fps):
     where train/motions.py is not there."""
     T = int(round(seconds * fps))
     if motions is not None:
-        return np.asarray(motions.generate(kind, seconds, seed, fps=fps), np.float32)[:T]
+        return np.asarray(motions.generate(kind, seconds, seed, fps=fps)[0], np.float32)[:T]
     rng = np.random.default_rng(seed)
     m = assets.random_motion(rng, T, fps=fps, pose_std=0.1, speed=0.5)
     m[:, 3:72] *= 0.5
@@ -74,8 +74,11 @@ def plan(cfg, a):
                     # each (garment, betas) sees a different draw of each motion
                     seed = 1000 * s + 17 * bi + kinds.index(kind)
                     split = "test" if (b_test or m_test) else "train"
-                    # keep the test set small: unseen shapes see one motion seed
-                    if b_test and not m_test and s > 0:
+                    # keep the test set small: unseen shapes see one motion seed,
+                    # unseen motions are played on the first few training shapes
+                    if b_test and s > 0:
+                        continue
+                    if m_test and not b_test and bi >= a.test_motion_betas:
                         continue
                     seqs.append({"name": f"{g}-b{bi}{'t' if b_test else ''}-{kind}-s{s}{'t' if m_test else ''}",
                                  "split": split, "garment": g, "betas": b.tolist(), "kind": kind,
@@ -113,6 +116,8 @@ def main(argv=None):
     ap.add_argument("--motions", default=",".join(DEFAULT_KINDS))
     ap.add_argument("--train-seeds", type=int, default=2)
     ap.add_argument("--test-seeds", type=int, default=1)
+    ap.add_argument("--test-motion-betas", type=int, default=1 << 30,
+                    help="how many training shapes also play the held-out motions")
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))

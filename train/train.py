@@ -61,7 +61,7 @@ reference.knn_body = _knn_cached
 TRAIN_PRESETS = {
     "tiny": (dict(PRESETS["tiny"]), "tiny"),
     "default": (dict(bones=32, skin_k=8, hidden=128, z_dim=32, pose_dim=8, feat_dim=8, uv_size=[64, 64],
-                     conv=[16, 32, 32, 16, 3], latent=32, blocks=2, knn=4), "small"),
+                     conv=[16, 32, 32, 16, 3], latent=32, blocks=2, knn=4), "default"),
     "small": (dict(PRESETS["small"]), "small"),
 }
 # The last layer of each correction path: zero at init so the model starts as LBS.
