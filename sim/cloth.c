@@ -293,6 +293,26 @@ void drape_cloth_free(drape_cloth *c)
     free(c);
 }
 
+/* B_r ← (B_r − Σ_q val_q B_idx_q) · inv over q in [q, end), B in rows of four
+ * doubles: one row of either sweep, by gathering. Two sets of accumulators
+ * halve the chain of dependent additions (the order of the sums is fixed, so
+ * results stay reproducible). */
+static inline void solve_row(double *B, int r, const int32_t *idx, const double *val, int q, int end, double inv)
+{
+    double a0 = B[4 * r], a1 = B[4 * r + 1], a2 = B[4 * r + 2], b0 = 0, b1 = 0, b2 = 0;
+    for (; q + 1 < end; q += 2) {
+        const double *u = B + 4 * idx[q], *w = B + 4 * idx[q + 1];
+        double l = val[q], m = val[q + 1];
+        a0 -= l * u[0], a1 -= l * u[1], a2 -= l * u[2];
+        b0 -= m * w[0], b1 -= m * w[1], b2 -= m * w[2];
+    }
+    if (q < end) {
+        const double *u = B + 4 * idx[q];
+        a0 -= val[q] * u[0], a1 -= val[q] * u[1], a2 -= val[q] * u[2];
+    }
+    B[4 * r] = (a0 + b0) * inv, B[4 * r + 1] = (a1 + b1) * inv, B[4 * r + 2] = (a2 + b2) * inv;
+}
+
 /* One local/global iteration. Local: d_s = l0 (x_j − x_i)/|x_j − x_i| (the
  * previous d_s if the spring collapsed). Global: x_free = H⁻¹ (M y/h² + GᵀW d
  * − H_fp x_p), the right-hand side built in the factor's row order, three
@@ -327,43 +347,9 @@ static void iterate(drape_cloth *c)
         if (pi >= 0) B[4 * pi] -= w0, B[4 * pi + 1] -= w1, B[4 * pi + 2] -= w2;
         if (pj >= 0) B[4 * pj] += w0, B[4 * pj + 1] += w1, B[4 * pj + 2] += w2;
     }
-    const int32_t *Rp = c->Rp, *Ri = c->Ri;
-    const double *Rx = c->Rx, *Dinv = c->Dinv;
-    /* Both sweeps gather, with two sets of accumulators per row: that halves
-     * the chain of dependent additions (the order of the sums is fixed, so
-     * results stay reproducible). */
-    for (int i = 0; i < nf; i++) { /* L y = b, row by row */
-        double a0 = B[4 * i], a1 = B[4 * i + 1], a2 = B[4 * i + 2], b0 = 0, b1 = 0, b2 = 0;
-        int q = Rp[i], end = Rp[i + 1];
-        for (; q + 1 < end; q += 2) {
-            const double *u = B + 4 * Ri[q], *w = B + 4 * Ri[q + 1];
-            double l = Rx[q], m = Rx[q + 1];
-            a0 -= l * u[0], a1 -= l * u[1], a2 -= l * u[2];
-            b0 -= m * w[0], b1 -= m * w[1], b2 -= m * w[2];
-        }
-        if (q < end) {
-            const double *u = B + 4 * Ri[q];
-            a0 -= Rx[q] * u[0], a1 -= Rx[q] * u[1], a2 -= Rx[q] * u[2];
-        }
-        double inv = Dinv[i];
-        B[4 * i] = (a0 + b0) * inv, B[4 * i + 1] = (a1 + b1) * inv, B[4 * i + 2] = (a2 + b2) * inv;
-    }
-    for (int j = nf - 1; j >= 0; j--) { /* Lᵀ x = y, column j of L gathers x below it */
-        double a0 = B[4 * j], a1 = B[4 * j + 1], a2 = B[4 * j + 2], b0 = 0, b1 = 0, b2 = 0;
-        int q = Lp[j] + 1, end = Lp[j + 1];
-        for (; q + 1 < end; q += 2) {
-            const double *u = B + 4 * Li[q], *w = B + 4 * Li[q + 1];
-            double l = Lx[q], m = Lx[q + 1];
-            a0 -= l * u[0], a1 -= l * u[1], a2 -= l * u[2];
-            b0 -= m * w[0], b1 -= m * w[1], b2 -= m * w[2];
-        }
-        if (q < end) {
-            const double *u = B + 4 * Li[q];
-            a0 -= Lx[q] * u[0], a1 -= Lx[q] * u[1], a2 -= Lx[q] * u[2];
-        }
-        double inv = Dinv[j];
-        B[4 * j] = (a0 + b0) * inv, B[4 * j + 1] = (a1 + b1) * inv, B[4 * j + 2] = (a2 + b2) * inv;
-    }
+    /* both sweeps gather: the forward one by rows, the backward one down L's columns */
+    for (int i = 0; i < nf; i++) solve_row(B, i, c->Ri, c->Rx, c->Rp[i], c->Rp[i + 1], c->Dinv[i]); /* L y = b */
+    for (int j = nf - 1; j >= 0; j--) solve_row(B, j, Li, Lx, Lp[j] + 1, Lp[j + 1], c->Dinv[j]);    /* Lᵀ x = y */
     for (int a = 0; a < nf; a++) {
         const double *r = B + 4 * c->pos[a];
         double *x = c->x + 3 * c->node_of[a];
