@@ -25,13 +25,18 @@ struct drape_cloth {
     const drape_collider *col;
     int contacts;
     double *pin_rhs;       /* [nfree,3] −H_fp x_p, constant */
+    double *mh2;           /* [nfree] m/h² */
     /* P H Pᵀ = L Lᵀ from CHOLMOD (simplicial), kept as plain CSC so the
      * per-iteration solve is two triangular sweeps over three interleaved
      * right-hand sides, with no library call, allocation or BLAS thread */
     int32_t *Lp, *Li;      /* [nfree+1], [nnz]: diagonal first in each column */
     double *Lx;
+    int32_t *Rp, *Ri;      /* the strict lower triangle again by rows, so that the */
+    double *Rx;            /* forward sweep gathers (like the backward one) instead of scattering */
+    double *Dinv;          /* [nfree] 1 / L_jj */
+    int32_t *sp_pos;       /* [ns,2] permuted row of each spring end, −1 if pinned */
     int32_t *pos;          /* [nfree] free index → row of the permuted system */
-    double *b;             /* [nfree,3] right-hand side, then solution, permuted */
+    double *b;             /* [nfree,4] right-hand side, then solution, permuted; x y z and a pad */
     int factorizations;
 };
 
@@ -89,7 +94,7 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
         c->Li = malloc(nnz * sizeof(int32_t));
         c->Lx = malloc(nnz * sizeof(double));
         c->pos = malloc((size_t)nf * sizeof(int32_t));
-        c->b = malloc((size_t)nf * 3 * sizeof(double));
+        c->b = aligned_alloc(32, (size_t)nf * 4 * sizeof(double)); /* 32-byte rows */
         ok = c->Lp && c->Li && c->Lx && c->pos && c->b;
         for (int j = 0, q = 0; ok && j < nf; j++) {
             c->Lp[j] = q;
@@ -97,6 +102,24 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
             c->pos[perm[j]] = j;
         }
         if (ok) c->Lp[nf] = (int32_t)nnz;
+        size_t low = nnz - (size_t)nf;
+        c->Rp = ok ? calloc((size_t)nf + 1, sizeof(int32_t)) : NULL;
+        c->Ri = ok ? malloc((low + 1) * sizeof(int32_t)) : NULL;
+        c->Rx = ok ? malloc((low + 1) * sizeof(double)) : NULL;
+        c->Dinv = ok ? malloc((size_t)nf * sizeof(double)) : NULL;
+        ok = ok && c->Rp && c->Ri && c->Rx && c->Dinv;
+        for (int j = 0; ok && j < nf; j++) {
+            c->Dinv[j] = 1.0 / c->Lx[c->Lp[j]];
+            for (int q = c->Lp[j] + 1; q < c->Lp[j + 1]; q++) c->Rp[c->Li[q] + 1]++;
+        }
+        for (int i = 0; ok && i < nf; i++) c->Rp[i + 1] += c->Rp[i];
+        for (int j = 0; ok && j < nf; j++) /* columns ascending: each row's entries in column order */
+            for (int q = c->Lp[j] + 1; q < c->Lp[j + 1]; q++) {
+                int i = c->Li[q], r = c->Rp[i]++;
+                c->Ri[r] = j, c->Rx[r] = c->Lx[q];
+            }
+        for (int i = nf; ok && i > 0; i--) c->Rp[i] = c->Rp[i - 1];
+        if (ok) c->Rp[0] = 0;
     }
     cholmod_free_triplet(&T, &cm);
     cholmod_free_sparse(&A, &cm);
@@ -250,6 +273,11 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
 
     int rc = factorize(c, X, err);
     if (rc) { drape_cloth_free(c); return rc; }
+    c->sp_pos = malloc((size_t)c->ns * 2 * sizeof(int32_t) + 1);
+    c->mh2 = malloc((size_t)c->nfree * sizeof(double));
+    if (!c->sp_pos || !c->mh2) return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    for (int a = 0; a < c->nfree; a++) c->mh2[a] = c->mass[c->node_of[a]] / (p->dt * p->dt);
+    for (int q = 0; q < 2 * c->ns; q++) c->sp_pos[q] = c->free_of[c->springs[q]] < 0 ? -1 : c->pos[c->free_of[c->springs[q]]];
     *out = c;
     return DRAPE_OK;
 }
@@ -258,66 +286,72 @@ void drape_cloth_free(drape_cloth *c)
 {
     if (!c) return;
     free(c->Lp); free(c->Li); free(c->Lx); free(c->pos); free(c->b);
+    free(c->Rp); free(c->Ri); free(c->Rx); free(c->Dinv); free(c->sp_pos); free(c->mh2);
     free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->d);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
     free(c->is_free); free(c->att_node); free(c->att_target);
     free(c);
 }
 
+/* B_r ← (B_r − Σ_q val_q B_idx_q) · inv over q in [q, end), B in rows of four
+ * doubles: one row of either sweep, by gathering. Two sets of accumulators
+ * halve the chain of dependent additions (the order of the sums is fixed, so
+ * results stay reproducible). */
+static inline void solve_row(double *B, int r, const int32_t *idx, const double *val, int q, int end, double inv)
+{
+    double a0 = B[4 * r], a1 = B[4 * r + 1], a2 = B[4 * r + 2], b0 = 0, b1 = 0, b2 = 0;
+    for (; q + 1 < end; q += 2) {
+        const double *u = B + 4 * idx[q], *w = B + 4 * idx[q + 1];
+        double l = val[q], m = val[q + 1];
+        a0 -= l * u[0], a1 -= l * u[1], a2 -= l * u[2];
+        b0 -= m * w[0], b1 -= m * w[1], b2 -= m * w[2];
+    }
+    if (q < end) {
+        const double *u = B + 4 * idx[q];
+        a0 -= val[q] * u[0], a1 -= val[q] * u[1], a2 -= val[q] * u[2];
+    }
+    B[4 * r] = (a0 + b0) * inv, B[4 * r + 1] = (a1 + b1) * inv, B[4 * r + 2] = (a2 + b2) * inv;
+}
+
 /* One local/global iteration. Local: d_s = l0 (x_j − x_i)/|x_j − x_i| (the
  * previous d_s if the spring collapsed). Global: x_free = H⁻¹ (M y/h² + GᵀW d
  * − H_fp x_p), the right-hand side built in the factor's row order, three
- * interleaved columns, then L y = b, Lᵀ x = y. */
+ * interleaved columns (rows padded to four doubles), then L y = b, Lᵀ x = y. */
 static void iterate(drape_cloth *c)
 {
-    double h2 = c->p.dt * c->p.dt, *B = c->b;
+    double *B = c->b;
     int nf = c->nfree;
     const int32_t *Lp = c->Lp, *Li = c->Li;
     const double *Lx = c->Lx;
     for (int a = 0; a < nf; a++) {
         int i = c->node_of[a];
-        double *r = B + 3 * c->pos[a];
-        for (int k = 0; k < 3; k++) r[k] = c->mass[i] / h2 * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
+        double *r = B + 4 * c->pos[a];
+        for (int k = 0; k < 3; k++) r[k] = c->mh2[a] * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
+        r[3] = 0;
     }
     for (int a = 0; a < c->n_att; a++) {
-        double *r = B + 3 * c->pos[c->free_of[c->att_node[a]]];
+        double *r = B + 4 * c->pos[c->free_of[c->att_node[a]]];
         for (int k = 0; k < 3; k++) r[k] += c->p.attach * c->att_target[3 * a + k];
     }
+    const int32_t *sp = c->sp_pos;
     for (int s = 0; s < c->ns; s++) {
-        int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
-        const double *xi = c->x + 3 * i, *xj = c->x + 3 * j;
+        int pi = sp[2 * s], pj = sp[2 * s + 1];
+        const double *xi = c->x + 3 * c->springs[2 * s], *xj = c->x + 3 * c->springs[2 * s + 1];
         double e[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]}, *d = c->d + 3 * s;
         double l = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
         if (l > 0) {
             double r = c->l0[s] / l;
             d[0] = r * e[0], d[1] = r * e[1], d[2] = r * e[2];
         }
-        for (int k = 0; k < 3; k++) {
-            double w = c->k[s] * d[k];
-            if (fi >= 0) B[3 * c->pos[fi] + k] -= w;
-            if (fj >= 0) B[3 * c->pos[fj] + k] += w;
-        }
+        double k = c->k[s], w0 = k * d[0], w1 = k * d[1], w2 = k * d[2];
+        if (pi >= 0) B[4 * pi] -= w0, B[4 * pi + 1] -= w1, B[4 * pi + 2] -= w2;
+        if (pj >= 0) B[4 * pj] += w0, B[4 * pj + 1] += w1, B[4 * pj + 2] += w2;
     }
-    for (int j = 0; j < nf; j++) { /* L y = b, column by column */
-        double *yj = B + 3 * j, inv = 1.0 / Lx[Lp[j]];
-        yj[0] *= inv, yj[1] *= inv, yj[2] *= inv;
-        for (int q = Lp[j] + 1; q < Lp[j + 1]; q++) {
-            double *yi = B + 3 * Li[q], l = Lx[q];
-            yi[0] -= l * yj[0], yi[1] -= l * yj[1], yi[2] -= l * yj[2];
-        }
-    }
-    for (int j = nf - 1; j >= 0; j--) { /* Lᵀ x = y */
-        double *xj = B + 3 * j;
-        for (int q = Lp[j] + 1; q < Lp[j + 1]; q++) {
-            const double *xi = B + 3 * Li[q];
-            double l = Lx[q];
-            xj[0] -= l * xi[0], xj[1] -= l * xi[1], xj[2] -= l * xi[2];
-        }
-        double inv = 1.0 / Lx[Lp[j]];
-        xj[0] *= inv, xj[1] *= inv, xj[2] *= inv;
-    }
+    /* both sweeps gather: the forward one by rows, the backward one down L's columns */
+    for (int i = 0; i < nf; i++) solve_row(B, i, c->Ri, c->Rx, c->Rp[i], c->Rp[i + 1], c->Dinv[i]); /* L y = b */
+    for (int j = nf - 1; j >= 0; j--) solve_row(B, j, Li, Lx, Lp[j] + 1, Lp[j + 1], c->Dinv[j]);    /* Lᵀ x = y */
     for (int a = 0; a < nf; a++) {
-        const double *r = B + 3 * c->pos[a];
+        const double *r = B + 4 * c->pos[a];
         double *x = c->x + 3 * c->node_of[a];
         x[0] = r[0], x[1] = r[1], x[2] = r[2];
     }

@@ -126,8 +126,8 @@ static void visit_face(void *ctx, int f)
     const int32_t *t = m->c->faces + 3 * f;
     const double *lo = m->c->lo + 3 * f, *hi = m->c->hi + 3 * f;
     double gap = 0; /* box distance first: most candidates end here */
-    for (int d = 0; d < 3; d++) {
-        double e = fmax(lo[d] - m->p[d], m->p[d] - hi[d]);
+    for (int d = 0; d < 3; d++) { /* (no fmax: it is a libm call without -ffast-math) */
+        double e = lo[d] - m->p[d] > m->p[d] - hi[d] ? lo[d] - m->p[d] : m->p[d] - hi[d];
         if (e > 0) gap += e * e;
     }
     if (gap >= m->best) return;

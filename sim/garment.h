@@ -35,7 +35,8 @@ drape_garment_sim_params drape_garment_sim_defaults(void);
 typedef struct {
     int substeps, attached;
     double contacts;     /* mean vertices in contact per frame */
-    double setup_ms, settle_ms, ms_per_frame;
+    double setup_ms, settle_ms, ms_per_frame; /* wall clock */
+    double cpu_ms_per_frame;                   /* this process's CPU time */
 } drape_garment_sim_stats;
 
 /* out [T,V,3]: world positions of garment gi for poses [T,75] (float32,
