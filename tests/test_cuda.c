@@ -171,10 +171,9 @@ Test(cuda_host, bone_correct_skin_and_weights_match_bones)
 static int32_t *expand_runs(const drape_garment *g, int l, int *n)
 {
     int32_t *pos = malloc(sizeof(int32_t) * (size_t)(g->active_texels[l] + 1));
-    *n = 0;
-    for (int s = 0; s < g->n_spans[l]; s++)
-        for (int q = g->spans[l][s].begin; q < g->spans[l][s].end; q++) pos[(*n)++] = q;
+    *n = hd_expand_runs(pos, g->spans[l], g->n_spans[l]);
     cr_assert_eq(*n, g->active_texels[l]);
+    for (int i = 1; i < *n; i++) cr_assert_gt(pos[i], pos[i - 1], "map %d: positions ascend", l);
     return pos;
 }
 
@@ -196,14 +195,16 @@ static void uv_input_case(const char *bundle)
     for (int t = 0; t < Hu * Wu; t++) cov_of[t] = -1;
     for (int i = 0; i < g->n_cov; i++) cov_of[g->cov_texel[i]] = i;
     int n;
-    int32_t *pos = expand_runs(g, 0, &n);
+    int32_t *pos = expand_runs(g, 0, &n), *in_cov = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    hd_input_cov(in_cov, pos, n, g->cov_texel, g->n_cov, Wu);
     for (int i = 0; i < n; i++) {
         int t = (pos[i] / pw - 1) * Wu + pos[i] % pw - 1;
-        hd_uv_input_texel(got + (size_t)pos[i] * C, cov_of[t], g->faces, g->texel_face, g->texel_bary, g->cov_texel, p,
+        cr_assert_eq(in_cov[i], cov_of[t], "input texel %d", i);
+        hd_uv_input_texel(got + (size_t)pos[i] * C, in_cov[i], g->faces, g->texel_face, g->texel_bary, g->cov_texel, p,
                           F, phi, df, dp);
     }
     assert_close(got, want, (int64_t)(P * C), 0, 0, "input map");
-    free(want); free(got); free(p); free(F); free(cov_of); free(pos);
+    free(want); free(got); free(p); free(F); free(cov_of); free(pos); free(in_cov);
     drape_model_free(m);
 }
 

@@ -257,7 +257,6 @@ static void upload_garment(cu_garment *d, unsigned char *host, const unsigned ch
                            const cuda_backend *be, const drape_garment *g, const drape_config *c)
 {
     size_t T = (size_t)c->uv_h * c->uv_w;
-    int pw = c->uv_w + 2;
     memset(d, 0, sizeof *d);
     d->V = g->V;
     d->n_cov = g->n_cov;
@@ -272,21 +271,11 @@ static void upload_garment(cu_garment *d, unsigned char *host, const unsigned ch
     d->copy_start = (const int32_t *)stage(host, dev, off, g->copy_start, (size_t)(g->V + 1) * 4);
     d->copy_uv = (const int32_t *)stage(host, dev, off, g->copy_uv, (size_t)g->copy_start[g->V] * 4);
     for (int l = 0; l <= c->n_conv; l++) {
-        int32_t *pos = (int32_t *)(host + *off);
-        size_t n = 0;
-        for (int s = 0; s < g->n_spans[l]; s++)
-            for (int q = g->spans[l][s].begin; q < g->spans[l][s].end; q++) pos[n++] = q;
-        d->pos[l] = (const int32_t *)stage(host, dev, off, NULL, n * 4);
-        d->n_pos[l] = (int)n;
+        d->n_pos[l] = hd_expand_runs((int32_t *)(host + *off), g->spans[l], g->n_spans[l]);
+        d->pos[l] = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[l] * 4);
     }
-    /* in_cov: both lists ascend in (i, j), so one merge walk */
-    const int32_t *pos0 = (const int32_t *)(host + ((const unsigned char *)d->pos[0] - dev));
-    int32_t *in_cov = (int32_t *)(host + *off);
-    for (int i = 0, c2 = 0; i < d->n_pos[0]; i++) {
-        while (c2 < g->n_cov && (g->cov_texel[c2] / c->uv_w + 1) * pw + g->cov_texel[c2] % c->uv_w + 1 < pos0[i]) c2++;
-        int hit = c2 < g->n_cov && (g->cov_texel[c2] / c->uv_w + 1) * pw + g->cov_texel[c2] % c->uv_w + 1 == pos0[i];
-        in_cov[i] = hit ? c2 : -1;
-    }
+    hd_input_cov((int32_t *)(host + *off), (const int32_t *)(host + ((const unsigned char *)d->pos[0] - dev)),
+                 d->n_pos[0], g->cov_texel, g->n_cov, c->uv_w);
     d->in_cov = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[0] * 4);
 }
 

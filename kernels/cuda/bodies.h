@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../../runtime/model.h"
+
 #ifdef __CUDACC__
 #define DRAPE_HD __host__ __device__
 #else
@@ -403,6 +405,31 @@ static inline DRAPE_HD float hd_fcov_at(const float *f, const int32_t *faces, co
     const int32_t *fc = faces + 3 * texel_face[t];
     const float *l = texel_bary + 3 * t;
     return l[0] * f[(size_t)fc[0] * df + k] + l[1] * f[(size_t)fc[1] * df + k] + l[2] * f[(size_t)fc[2] * df + k];
+}
+
+/* ---- host-side tables, built once per garment when the backend loads ---- */
+
+/* pos [count]: the flat padded positions of a map's runs, in order; returns
+ * the count (the runs' active texels) */
+static inline int hd_expand_runs(int32_t *pos, const drape_span *spans, int n_spans)
+{
+    int n = 0;
+    for (int s = 0; s < n_spans; s++)
+        for (int q = spans[s].begin; q < spans[s].end; q++) pos[n++] = q;
+    return n;
+}
+
+/* in_cov [n]: for each input-map position pos0 [n] (ascending), its index
+ * among the covered texels cov_texel [n_cov] (ascending i·Wu + j), or −1.
+ * Both ascend in (i, j), so one merge walk. */
+static inline void hd_input_cov(int32_t *in_cov, const int32_t *pos0, int n, const int32_t *cov_texel, int n_cov,
+                                int Wu)
+{
+    int pw = Wu + 2;
+    for (int i = 0, c = 0; i < n; i++) {
+        while (c < n_cov && (cov_texel[c] / Wu + 1) * pw + cov_texel[c] % Wu + 1 < pos0[i]) c++;
+        in_cov[i] = c < n_cov && (cov_texel[c] / Wu + 1) * pw + cov_texel[c] % Wu + 1 == pos0[i] ? c : -1;
+    }
 }
 
 #endif
