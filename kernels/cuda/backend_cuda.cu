@@ -25,6 +25,7 @@
 extern "C" {
 #include "../../runtime/backend_impl.h"
 #include "../../runtime/body.h"
+#include "../../runtime/log.h"
 #include "../../runtime/mesh.h"
 #include "../cpu/ops.h"
 }
@@ -34,6 +35,21 @@ extern "C" {
 /* Scratch of the UV stage per chunk of frames (maps, im2col, GEMM out) */
 #define UV_BUDGET ((size_t)6 << 30)
 #define ALIGN 256
+/* cuBLAS workspace of our own, so that GEMMs captured into a graph never allocate */
+#define BLAS_WORKSPACE ((size_t)32 << 20)
+/* captured batch shapes kept (least recently used evicted) */
+#define GRAPH_CACHE 8
+
+/* A batch's launch sequence captured as a CUDA graph. Its shape: the frame
+ * count and each frame's (garment, plain skinning), which fix every launch
+ * size and GEMM shape; everything else the kernels read from device tables
+ * that the graph's first node copies up from pinned staging. */
+typedef struct {
+    cudaGraphExec_t exec;
+    int n;
+    int *key; /* [n] garment·2 + lbs_only */
+    unsigned long long used;
+} graph_entry;
 
 typedef struct {
     struct drape_identity base;
@@ -44,6 +60,11 @@ typedef struct {
 typedef struct {
     struct drape_backend base;
     int precision, healthy;
+    int use_graphs, capturing; /* DRAPE_CUDA_GRAPHS=0 turns capture off */
+    graph_entry graphs[GRAPH_CACHE];
+    unsigned long long tick;
+    int *h_key;   /* [cap] the current batch's shape */
+    void *blas_ws;
     cublasComputeType_t compute;
     cudaStream_t stream;
     cublasHandle_t blas;
@@ -76,6 +97,8 @@ static int cuda_fail(cuda_backend *be, int oom, const char *what, const char *ms
                      drape_error *err)
 {
     if (oom) return drape_fail(err, DRAPE_ENOMEM, "%s:%d: %s: %s", file, line, what, msg);
+    if (be && be->capturing) /* capture refused an operation: the caller falls back to plain launches */
+        return drape_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (during graph capture)", file, line, what, msg);
     if (be) be->healthy = 0;
     return drape_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (CUDA backend marked unhealthy)", file, line, what, msg);
 }
@@ -207,8 +230,20 @@ static int mlp_ln(cuda_backend *be, float *dst, float *y, float *tmp, const floa
 
 /* ---- backend lifetime ---- */
 
+static void graphs_clear(cuda_backend *be)
+{
+    for (int i = 0; i < GRAPH_CACHE; i++) {
+        if (be->graphs[i].exec) cudaGraphExecDestroy(be->graphs[i].exec);
+        free(be->graphs[i].key);
+        memset(&be->graphs[i], 0, sizeof be->graphs[i]);
+    }
+}
+
 static void free_batch(cuda_backend *be)
 {
+    graphs_clear(be); /* they hold the batch buffers' addresses */
+    free(be->h_key);
+    be->h_key = NULL;
     cudaFree(be->d_batch);
     cudaFreeHost(be->h_stage);
     cudaFreeHost(be->h_out);
@@ -224,6 +259,7 @@ static void cuda_destroy(drape_backend *b)
     if (be->stream) cudaStreamSynchronize(be->stream);
     free_batch(be);
     cudaFree(be->d_uv);
+    cudaFree(be->blas_ws);
     cudaFree(be->d_const);
     cudaFree(be->d_arena);
     if (be->blas) cublasDestroy(be->blas);
@@ -354,6 +390,12 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     }
     if (!rc) rc = cb_check(be, cublasCreate(&be->blas), "cublasCreate", __FILE__, __LINE__, err);
     if (!rc) rc = cb_check(be, cublasSetStream(be->blas, be->stream), "cublasSetStream", __FILE__, __LINE__, err);
+    if (!rc) rc = cu_check(be, cudaMalloc(&be->blas_ws, BLAS_WORKSPACE), "cudaMalloc (cuBLAS workspace)", __FILE__, __LINE__, err);
+    if (!rc)
+        rc = cb_check(be, cublasSetWorkspace(be->blas, be->blas_ws, BLAS_WORKSPACE), "cublasSetWorkspace", __FILE__,
+                      __LINE__, err);
+    const char *gr = getenv("DRAPE_CUDA_GRAPHS");
+    be->use_graphs = !(gr && !strcmp(gr, "0"));
     if (!rc) rc = upload_model(be, err);
     if (rc) {
         cuda_destroy(&be->base);
@@ -601,6 +643,11 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
     be->d_poses = (float *)stage_dev;
     be->d_frames = (cu_frame *)((unsigned char *)stage_dev + sp);
     be->d_slots = (cu_uv_slot *)((unsigned char *)stage_dev + sp + sf);
+    be->h_key = (int *)malloc((size_t)cap * sizeof(int));
+    if (!be->h_key) {
+        free_batch(be);
+        return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory for a batch of %d", cap);
+    }
     cudaError_t e1 = cudaMallocHost((void **)&be->h_stage, be->stage_bytes), e2 = cudaSuccess;
     if (e1 == cudaSuccess) e2 = cudaMallocHost((void **)&be->h_out, nv * 4);
     if (e1 != cudaSuccess || e2 != cudaSuccess) {
@@ -621,6 +668,8 @@ static int grow_uv(cuda_backend *be, int slots, drape_error *err)
         col = a > col ? a : col;
         y = b > y ? b : y;
     }
+    graphs_clear(be); /* they hold the old maps' addresses */
+    CU(cudaStreamSynchronize(be->stream));
     cudaFree(be->d_uv);
     be->d_uv = NULL;
     be->uv_cap = 0;
@@ -676,41 +725,15 @@ static int uv_chunk(cuda_backend *be, const cu_frame *hf, const cu_uv_slot *hs, 
     return DRAPE_OK;
 }
 
-static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
+/* The launch sequence of one batch, from the staged inputs up to the
+ * outputs in pinned memory: n frames, ns of them through the UV stage. */
+static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax, int off,
+                         drape_error *err)
 {
-    cuda_backend *be = (cuda_backend *)b;
-    if (!be->healthy) return refuse_unhealthy(err);
-    if (n > 65535) return drape_fail(err, DRAPE_EINVAL, "cuda backend: at most 65535 frames per batch (got %d)", n);
-    const drape_model *m = b->model;
+    const drape_model *m = be->base.model;
     const drape_config *c = &m->cfg;
-    int B = c->bones, H = c->hidden, rc = grow_batch(be, n, err);
-    if (rc) return rc;
+    int B = c->bones, H = c->hidden, rc;
     cudaStream_t s = be->stream;
-
-    /* stage: poses, frame descriptors, UV slots (row offsets restart per chunk) */
-    float *hp = (float *)be->h_stage;
-    cu_frame *hf = (cu_frame *)(be->h_stage + align_up((size_t)be->cap * 225 * 4));
-    cu_uv_slot *hs = (cu_uv_slot *)((unsigned char *)hf + align_up((size_t)be->cap * sizeof(cu_frame)));
-    int off = 0, ns = 0, Vmax = 1;
-    for (int f = 0; f < n; f++) {
-        const cuda_identity *id = (const cuda_identity *)frames[f].id;
-        int gi = id->base.garment, V = m->garments[gi].V;
-        for (int k = 0; k < 3; k++) {
-            memcpy(hp + 225 * f + 75 * k, frames[f].pose[k], 72 * sizeof(float));
-            memcpy(hp + 225 * f + 75 * k + 72, frames[f].trans[k], 3 * sizeof(float));
-        }
-        hf[f] = cu_frame{id->film, id->skin_w, id->g, id->c, id->J, id->F_cov, gi, frames[f].lbs_only, V, off};
-        off += V;
-        Vmax = V > Vmax ? V : Vmax;
-        if (!frames[f].lbs_only) hs[ns++].frame = f;
-    }
-    for (int s0 = 0; s0 < ns; s0 += be->chunk)
-        for (int l = 0; l < c->n_conv; l++)
-            for (int i = s0, r = 0; i < ns && i < s0 + be->chunk; i++) {
-                hs[i].row_off[l] = r;
-                r += be->h_garments[hf[hs[i].frame].garment].n_pos[l + 1];
-            }
-    if (ns && (rc = grow_uv(be, ns < be->chunk ? ns : be->chunk, err))) return rc;
     CU(cudaMemcpyAsync(be->d_poses, be->h_stage, be->stage_bytes, cudaMemcpyHostToDevice, s));
 
     /* steps 1–2, then Bone-Net over the batch (FiLM + ReLU fused) */
@@ -739,7 +762,91 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
     cu_world(be->out, be->p, be->Hf, be->d_frames, n, Vmax, s);
     LAUNCHED();
     CU(cudaMemcpyAsync(be->h_out, be->out, (size_t)off * 12, cudaMemcpyDeviceToHost, s));
-    CU(cudaStreamSynchronize(s));
+    return DRAPE_OK;
+}
+
+/* Replays the graph of this batch shape, or captures one (then replays it);
+ * falls back to plain launches for good if capture is refused. */
+static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax, int off,
+                        drape_error *err)
+{
+    if (!be->use_graphs) return enqueue_batch(be, n, ns, hf, hs, Vmax, off, err);
+    cudaStream_t s = be->stream;
+    graph_entry *slot = &be->graphs[0];
+    for (int i = 0; i < GRAPH_CACHE; i++) {
+        graph_entry *g = &be->graphs[i];
+        if (g->exec && g->n == n && !memcmp(g->key, be->h_key, (size_t)n * sizeof(int))) {
+            g->used = ++be->tick;
+            CU(cudaGraphLaunch(g->exec, s));
+            return DRAPE_OK;
+        }
+        if (!g->exec || (slot->exec && g->used < slot->used)) slot = g;
+    }
+    int *key = (int *)malloc((size_t)n * sizeof(int));
+    if (!key) return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory");
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    drape_error cap = {0, ""};
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    be->capturing = 1;
+    int rc = enqueue_batch(be, n, ns, hf, hs, Vmax, off, &cap);
+    be->capturing = 0;
+    cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    if (!rc && ce == cudaSuccess) ce = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (rc || ce != cudaSuccess) {
+        cudaGetLastError();
+        free(key);
+        be->use_graphs = 0;
+        LOG_WARN("cuda backend: graph capture failed (%s), launching without graphs from now on",
+                 rc ? cap.msg : cudaGetErrorString(ce));
+        return enqueue_batch(be, n, ns, hf, hs, Vmax, off, err);
+    }
+    if (slot->exec) cudaGraphExecDestroy(slot->exec);
+    free(slot->key);
+    memcpy(key, be->h_key, (size_t)n * sizeof(int));
+    *slot = graph_entry{exec, n, key, ++be->tick};
+    CU(cudaGraphLaunch(exec, s));
+    return DRAPE_OK;
+}
+
+static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    if (!be->healthy) return refuse_unhealthy(err);
+    if (n > 65535) return drape_fail(err, DRAPE_EINVAL, "cuda backend: at most 65535 frames per batch (got %d)", n);
+    const drape_model *m = b->model;
+    const drape_config *c = &m->cfg;
+    int rc = grow_batch(be, n, err);
+    if (rc) return rc;
+
+    /* stage: poses, frame descriptors, UV slots (row offsets restart per chunk) */
+    float *hp = (float *)be->h_stage;
+    cu_frame *hf = (cu_frame *)(be->h_stage + align_up((size_t)be->cap * 225 * 4));
+    cu_uv_slot *hs = (cu_uv_slot *)((unsigned char *)hf + align_up((size_t)be->cap * sizeof(cu_frame)));
+    int off = 0, ns = 0, Vmax = 1;
+    for (int f = 0; f < n; f++) {
+        const cuda_identity *id = (const cuda_identity *)frames[f].id;
+        int gi = id->base.garment, V = m->garments[gi].V;
+        for (int k = 0; k < 3; k++) {
+            memcpy(hp + 225 * f + 75 * k, frames[f].pose[k], 72 * sizeof(float));
+            memcpy(hp + 225 * f + 75 * k + 72, frames[f].trans[k], 3 * sizeof(float));
+        }
+        hf[f] = cu_frame{id->film, id->skin_w, id->g, id->c, id->J, id->F_cov, gi, frames[f].lbs_only != 0, V, off};
+        off += V;
+        Vmax = V > Vmax ? V : Vmax;
+        if (!frames[f].lbs_only) hs[ns++].frame = f;
+    }
+    for (int s0 = 0; s0 < ns; s0 += be->chunk)
+        for (int l = 0; l < c->n_conv; l++)
+            for (int i = s0, r = 0; i < ns && i < s0 + be->chunk; i++) {
+                hs[i].row_off[l] = r;
+                r += be->h_garments[hf[hs[i].frame].garment].n_pos[l + 1];
+            }
+    if (ns && (rc = grow_uv(be, ns < be->chunk ? ns : be->chunk, err))) return rc;
+    for (int f = 0; f < n; f++) be->h_key[f] = 2 * hf[f].garment + hf[f].lbs;
+    if ((rc = launch_batch(be, n, ns, hf, hs, Vmax, off, err))) return rc;
+    CU(cudaStreamSynchronize(be->stream));
     for (int f = 0; f < n; f++) memcpy(frames[f].out, be->h_out + 3 * (size_t)hf[f].out_off, (size_t)hf[f].V * 12);
     return DRAPE_OK;
 }
