@@ -1,12 +1,15 @@
 /* `make gpu-check`'s benchmark: module A per frame at batch 1, 8, 32, 64 and
  * 256 and module B per identity, for each bundle, on the CUDA backend (FP32,
- * TF32, BF16) and the CPU backend in the same run; prints a table, plus the
- * largest |CUDA − CPU| of the batch-32 outputs per precision.
+ * TF32, BF16), the CPU backend and the PyTorch reference on the same GPU
+ * (train/bench_ref.py --device cuda, eager) in the same run; prints a table,
+ * plus the largest |CUDA − CPU| of the batch-32 outputs per precision.
  *
- *   drape_bench_gpu BUNDLE...   env: DRAPE_BENCH_THREADS (CPU threads, default all cores)
+ *   drape_bench_gpu BUNDLE...   env: DRAPE_BENCH_THREADS (CPU threads, default all cores),
+ *                                    DRAPE_PYTHON (default /usr/bin/python3)
  *
  * The CPU backend runs only the batches that finish in reasonable time (1
  * and 32; the paper-scale configuration takes about a second per frame). */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +118,34 @@ static double time_batch(drape_backend *be, drape_frame *fr, int n, double budge
     return t[reps / 2] / n;
 }
 
+/* The PyTorch reference on the GPU, eager: module B ms per identity and module
+ * A ms per frame per batch (NAN where it did not run). */
+static void bench_torch(const char *path, double *b_ms, double *a_ms)
+{
+    const char *py = getenv("DRAPE_PYTHON");
+    char cmd[1024], list[64] = "";
+    for (int b = 0; b < NB; b++) snprintf(list + strlen(list), sizeof list - strlen(list), b ? ",%d" : "%d", BATCHES[b]);
+    snprintf(cmd, sizeof cmd, "%s train/bench_ref.py --model '%s' --garment skirt --device cuda --batches %s --iters 20",
+             py ? py : "/usr/bin/python3", path, list);
+    *b_ms = NAN;
+    for (int b = 0; b < NB; b++) a_ms[b] = NAN;
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    char line[1024];
+    while (fgets(line, sizeof line, p)) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (!o) continue;
+        const char *what = json_string_value(json_object_get(o, "what"));
+        if (what && !strcmp(what, "moduleB")) *b_ms = json_number_value(json_object_get(o, "ms_per_identity"));
+        if (what && !strcmp(what, "moduleA"))
+            for (int b = 0; b < NB; b++)
+                if (json_integer_value(json_object_get(o, "batch")) == BATCHES[b])
+                    a_ms[b] = json_number_value(json_object_get(o, "ms_per_frame"));
+        json_decref(o);
+    }
+    pclose(p);
+}
+
 static int bench_bundle(const char *path, int threads)
 {
     drape_model *m;
@@ -174,6 +205,11 @@ static int bench_bundle(const char *path, int threads)
         rig_close(&gpu);
     }
     rig_close(&cpu);
+    double tb, ta[NB];
+    bench_torch(path, &tb, ta);
+    printf("| %s | PyTorch eager (cuda) | B %.2f ms |", name, tb);
+    for (int b = 0; b < NB; b++) printf(isnan(ta[b]) ? " — |" : " %.4f |", ta[b]);
+    printf(" — |\n");
     for (int a = 0; a < MAXN; a++) free(outs[a]);
     for (int a = 0; a < 32; a++) free(ref[a]);
     drape_model_free(m);
