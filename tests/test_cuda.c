@@ -603,3 +603,128 @@ Test(cuda, graph_replay_equals_plain_launches)
     drape_backend_free(graphs);
     drape_model_free(m);
 }
+
+/* ---------------- host: the whole of module A from the bodies ---------------- */
+
+/* y [n,out] = x [n,in] · wᵀ (no bias), or · w with w [in,out] (conv taps) —
+ * the GEMMs cuBLAS does on the device */
+static void gemm_ref(float *y, const float *x, const float *w, int n, int in, int out, int w_rows_out)
+{
+    for (int r = 0; r < n; r++)
+        for (int o = 0; o < out; o++) {
+            double acc = 0;
+            for (int i = 0; i < in; i++)
+                acc += (double)x[(size_t)r * in + i] * (w_rows_out ? w[(size_t)o * in + i] : w[(size_t)i * out + o]);
+            y[(size_t)r * out + o] = (float)acc;
+        }
+}
+
+/* One frame through the kernels' sequence (backend_cuda.cu's enqueue_batch),
+ * each stage a loop over its bodies, with the CPU backend's identity. */
+static void emulate_frame(float *out, const drape_model *m, const cpu_identity *id, const drape_frame *fr)
+{
+    const drape_config *c = &m->cfg;
+    const drape_garment *g = &m->garments[id->base.garment];
+    int B = c->bones, H = c->hidden, V = g->V, k = c->skin_k, Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, L = c->n_conv;
+    float A[3 * 288], G[288], Hf[12], Hinv[12];
+    for (int F = 0; F < 3; F++) hd_fk(A + 288 * F, G, fr->pose[F], fr->trans[F], id->J, m->parents);
+    hd_heading(Hf, fr->pose[2], fr->trans[2], id->J);
+    hd_inverse_rigid(Hinv, Hf);
+    float *X = malloc(sizeof(float) * 15 * B), *T_hat = malloc(sizeof(float) * 12 * B), *q = malloc(sizeof(float) * 3 * B);
+    for (int b = 0; b < B; b++)
+        hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->in_mean,
+                      m->in_std, b, B);
+    float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *net = malloc(sizeof(float) * 9 * B);
+    float *phi = malloc(sizeof(float) * c->pose_dim), *M = malloc(sizeof(float) * 12 * B);
+    const float *in = X;
+    for (int l = 0; l < 3; l++) {
+        gemm_ref(h[l & 1], in, m->bonenet[l].w, 1, m->bonenet[l].in, H, 1);
+        for (int i = 0; i < H; i++)
+            h[l & 1][i] = hd_film_relu(h[l & 1][i], m->bonenet[l].b[i], id->film[2 * l * H + i], id->film[(2 * l + 1) * H + i]);
+        in = h[l & 1];
+    }
+    gemm_ref(net, in, m->bonenet[3].w, 1, H, 9 * B, 1);
+    for (int i = 0; i < 9 * B; i++) net[i] = hd_bias_act(net[i], m->bonenet[3].b[i], 0);
+    gemm_ref(phi, in, m->pose_embed.w, 1, H, c->pose_dim, 1);
+    for (int i = 0; i < c->pose_dim; i++) phi[i] = hd_bias_act(phi[i], m->pose_embed.b[i], 0);
+    for (int b = 0; b < B; b++) hd_bone_correct(M + 12 * b, T_hat + 12 * b, q + 3 * b, fr->lbs_only ? NULL : net + 9 * b);
+    float *p = malloc(sizeof(float) * 3 * V);
+    const float *w = fr->lbs_only ? g->skin_w0 : id->skin_w;
+    for (int v = 0; v < V; v++) hd_skin_vertex(p + 3 * v, id->g + 3 * v, M, g->skin_idx + k * v, w + k * v, k);
+    if (!fr->lbs_only) {
+        int C0 = 3 + c->feat_dim + c->pose_dim + 1, Cmax = C0;
+        for (int l = 0; l < L; l++) Cmax = c->conv[l] > Cmax ? c->conv[l] : Cmax;
+        size_t P = (size_t)(Hu + 2) * pw;
+        float *maps[3] = {calloc(P * Cmax, sizeof(float)), malloc(P * Cmax * sizeof(float)), malloc(P * Cmax * sizeof(float))};
+        for (size_t i = 0; i < P * Cmax; i++) maps[1][i] = maps[2][i] = NAN; /* stale: must never be read */
+        int n;
+        int32_t *pos = expand_runs(g, 0, &n), *in_cov = malloc(sizeof(int32_t) * (n + 1));
+        hd_input_cov(in_cov, pos, n, g->cov_texel, g->n_cov, Wu);
+        for (int i = 0; i < n; i++)
+            hd_uv_input_texel(maps[0] + (size_t)pos[i] * C0, in_cov[i], g->faces, g->texel_face, g->texel_bary,
+                              g->cov_texel, p, id->F_cov, phi, c->feat_dim, c->pose_dim);
+        free(pos);
+        int Ci = C0, cur = 0;
+        for (int l = 0; l < L; l++) {
+            const drape_conv *cv = &m->conv[l];
+            int Co = cv->out, K = 9 * Ci, mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1, o = l % 2 ? 2 : 1;
+            float *taps = malloc(sizeof(float) * K * Co), *wt = malloc(sizeof(float) * K * Co);
+            cpu_conv_pack(taps, wt, cv->w, Ci, Co);
+            pos = expand_runs(g, l + 1, &n);
+            float *col = malloc(sizeof(float) * ((size_t)n * K + 1)), *y = malloc(sizeof(float) * ((size_t)n * Co + 1));
+            for (int64_t i = 0; i < (int64_t)n * K; i++) col[i] = hd_im2col_at(maps[cur], pos[i / K], pw, Ci, (int)(i % K));
+            gemm_ref(y, col, taps, n, K, Co, 0);
+            for (int i = 0; i < 2 * pw + 2 * Hu; i++)
+                for (int ch = 0; ch < Co; ch++) maps[o][hd_border_pos(i, Hu, Wu) * Co + ch] = 0;
+            for (int64_t i = 0; i < (int64_t)n * Co; i++) {
+                int64_t q0 = pos[i / Co];
+                int ch = (int)(i % Co);
+                maps[o][q0 * Co + ch] = hd_conv_out(y[i], cv->b[ch], mode == 2 ? maps[cur][q0 * Ci + ch] : 0.0f, mode);
+            }
+            free(taps); free(wt); free(col); free(y); free(pos);
+            cur = o;
+            Ci = Co;
+        }
+        for (int v = 0; v < V; v++) {
+            float d[3];
+            hd_uv_sample_vertex(d, g->copy_start, g->copy_uv, g->uv, maps[cur], v, Hu, Wu);
+            for (int j = 0; j < 3; j++) p[3 * v + j] += d[j];
+        }
+        for (int i = 0; i < 3; i++) free(maps[i]);
+        free(in_cov);
+    }
+    for (int v = 0; v < V; v++) hd_apply(out + 3 * v, Hf, p + 3 * v);
+    free(X); free(T_hat); free(q); free(h[0]); free(h[1]); free(net); free(phi); free(M); free(p);
+}
+
+static void pipeline_case(const char *bundle, int garment)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *cpu = tu_backend(m);
+    float betas[3] = {1.2f, -0.7f, 0.4f};
+    drape_identity *id = tu_identity(cpu, garment, betas, 3);
+    int V = m->garments[garment].V;
+    float poses[4 * 75], *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
+    tu_random_poses(poses, 4, 0.35f, 0.25f, 90);
+    for (int lbs = 0; lbs < 2; lbs++) {
+        drape_frame fr = {.id = id, .lbs_only = lbs, .out = want};
+        for (int k = 0; k < 3; k++) {
+            fr.pose[k] = poses + 75 * (k + 1);
+            fr.trans[k] = poses + 75 * (k + 1) + 72;
+        }
+        drape_error e = {0};
+        cr_assert_eq(drape_backend_run(cpu, &fr, 1, &e), 0, "%s", e.msg);
+        emulate_frame(got, m, (const cpu_identity *)id, &fr);
+        double d = tu_max_abs_diff(got, want, 3 * V);
+        cr_log_info("%s garment %d lbs %d: max |bodies − cpu| = %.3g m", bundle, garment, lbs, d);
+        cr_assert_leq(d, 1e-5, "%s lbs %d: the bodies' pipeline is %g m off the CPU backend", bundle, lbs, d);
+    }
+    free(want);
+    free(got);
+    drape_identity_free(cpu, id);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda_host, module_a_pipeline_matches_cpu_tiny) { pipeline_case("tiny_random", 0); }
+Test(cuda_host, module_a_pipeline_matches_cpu_small) { pipeline_case("small_random", 1); }
