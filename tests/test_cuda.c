@@ -16,6 +16,7 @@
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
 #include "../runtime/body.h"
+#include "../runtime/mesh.h"
 #include "../runtime/uvmap.h"
 #include "util.h"
 
@@ -728,3 +729,113 @@ static void pipeline_case(const char *bundle, int garment)
 
 Test(cuda_host, module_a_pipeline_matches_cpu_tiny) { pipeline_case("tiny_random", 0); }
 Test(cuda_host, module_a_pipeline_matches_cpu_small) { pipeline_case("small_random", 1); }
+
+/* ---------------- host: the whole of module B from the bodies ---------------- */
+
+/* dst (+)= LN(l1(ReLU(l0(x)))) as the device runs it: GEMMs, then the
+ * bias/ReLU and bias/LayerNorm epilogues */
+static void mlp_emulate(float *dst, float *y, const float *x, const drape_mlp_ln *mlp, int n, int acc)
+{
+    int hid = mlp->l0.out, d = mlp->l1.out;
+    float *tmp = malloc(sizeof(float) * ((size_t)n * hid + 1));
+    gemm_ref(tmp, x, mlp->l0.w, n, mlp->l0.in, hid, 1);
+    for (int64_t i = 0; i < (int64_t)n * hid; i++) tmp[i] = hd_bias_act(tmp[i], mlp->l0.b[i % hid], 1);
+    gemm_ref(y, tmp, mlp->l1.w, n, hid, d, 1);
+    for (int r = 0; r < n; r++) hd_bias_layernorm_row(dst + (size_t)r * d, y + (size_t)r * d, mlp->l1.b, mlp->ln_w, mlp->ln_b, d, acc);
+    free(tmp);
+}
+
+static void linear_emulate(float *y, const float *x, const drape_linear *l, int n, int relu)
+{
+    gemm_ref(y, x, l->w, n, l->in, l->out, 1);
+    for (int64_t i = 0; i < (int64_t)n * l->out; i++) y[i] = hd_bias_act(y[i], l->b[i % l->out], relu);
+}
+
+static void module_b_pipeline_case(const char *bundle, int garment)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *cpu = tu_backend(m);
+    const drape_config *cf = &m->cfg;
+    const drape_garment *g = &m->garments[garment];
+    float betas[16] = {0.9f, -1.4f, 0.3f, 2.0f};
+    const cpu_identity *ci = (const cpu_identity *)tu_identity(cpu, garment, betas, 4);
+    int V = g->V, Nb = m->Nb, N = V + Nb, B = cf->bones, H = cf->hidden, dh = cf->latent, k = cf->skin_k, df = cf->feat_dim;
+    int knn = cf->knn < Nb ? cf->knn : Nb, Emax = 2 * (g->n_edges + m->n_body_edges + V * knn);
+    float *vs = malloc(sizeof(float) * 3 * Nb), *nrm = malloc(sizeof(float) * 3 * Nb), J[72];
+    float *gv = malloc(sizeof(float) * 3 * V), *cb = malloc(sizeof(float) * 3 * B), best[64];
+    int32_t nn[64];
+    unsigned char *type = malloc((size_t)Emax);
+    hd_graph gr = {N, 0, malloc(sizeof(float) * 8 * N), malloc(sizeof(float) * 7 * (size_t)Emax),
+                   malloc(sizeof(int32_t) * ((size_t)Emax + N)), malloc(sizeof(int32_t) * Emax),
+                   malloc(sizeof(int32_t) * (N + 1)), malloc(sizeof(int32_t) * Emax)};
+    drape_body_shape(vs, J, m, betas);
+    for (int v = 0; v < V; v++) hd_retarget_point(gv + 3 * v, g->rest + 3 * v, g->body_nn[v], m->shapedirs, betas, cf->betas);
+    for (int i = 0; i < B; i++) hd_retarget_point(cb + 3 * i, g->bones + 3 * i, g->bone_body_nn[i], m->shapedirs, betas, cf->betas);
+    assert_close(gv, ci->g, 3 * V, 0, 0, "g");
+    assert_close(cb, ci->c, 3 * B, 0, 0, "c");
+    assert_close(J, ci->J, 72, 0, 0, "J");
+    drape_mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);
+    hd_build_graph(&gr, type, nn, best, m, g, gv, vs, nrm, knn);
+    cr_assert_eq(gr.E, Emax);
+    for (int i = 0; i < N; i++)
+        for (int j = gr.start[i]; j < gr.start[i + 1]; j++) {
+            cr_assert_eq(gr.rcv[gr.ids[j]], i, "CSR: edge %d listed under node %d", gr.ids[j], i);
+            if (j > gr.start[i]) cr_assert_gt(gr.ids[j], gr.ids[j - 1], "CSR: edges in order");
+        }
+    int E = gr.E;
+    float *h = malloc(sizeof(float) * N * dh), *hn = malloc(sizeof(float) * N * dh), *hcat = malloc(sizeof(float) * N * 2 * dh);
+    float *e = malloc(sizeof(float) * (size_t)E * dh), *en = malloc(sizeof(float) * (size_t)E * dh);
+    float *ecat = malloc(sizeof(float) * (size_t)E * 3 * dh);
+    mlp_emulate(h, h, gr.x, &m->node_embed, N, 0);
+    mlp_emulate(e, e, gr.ef, &m->edge_embed, E, 0);
+    for (int bl = 0; bl < cf->blocks; bl++) {
+        for (int64_t i = 0; i < (int64_t)E * 3 * dh; i++)
+            ecat[i] = hd_edge_concat_at(e, h, gr.snd, gr.rcv, (int)(i / (3 * dh)), (int)(i % (3 * dh)), dh);
+        mlp_emulate(e, en, ecat, &m->edge_mlp[bl], E, 1);
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < dh; c++) {
+                hcat[(size_t)n * 2 * dh + c] = h[(size_t)n * dh + c];
+                hcat[(size_t)n * 2 * dh + dh + c] = hd_segment_sum(e, gr.start, gr.ids, n, c, dh);
+            }
+        mlp_emulate(h, hn, hcat, &m->node_mlp[bl], N, 1);
+    }
+    int dwh = m->head_dw[0].out;
+    float mean[512], zh[512], z[512], m1[1024], m2[1024], film[6 * 1024];
+    for (int c = 0; c < dh; c++) {
+        double acc = 0;
+        for (int v = 0; v < V; v++) acc += h[(size_t)v * dh + c];
+        mean[c] = (float)(acc / V);
+    }
+    linear_emulate(zh, mean, &m->head_z[0], 1, 1);
+    linear_emulate(z, zh, &m->head_z[1], 1, 0);
+    linear_emulate(m1, z, &m->modulator[0], 1, 1);
+    linear_emulate(m2, m1, &m->modulator[1], 1, 1);
+    linear_emulate(film, m2, &m->modulator[2], 1, 0);
+    assert_close(film, ci->film, 6 * H, 1e-4, 1e-3, "film");
+    float *dwb = malloc(sizeof(float) * V * dwh), *dw = malloc(sizeof(float) * V * B), *f = malloc(sizeof(float) * V * df);
+    float *w = malloc(sizeof(float) * V * k);
+    linear_emulate(dwb, h, &m->head_dw[0], V, 1);
+    linear_emulate(dw, dwb, &m->head_dw[1], V, 0);
+    linear_emulate(f, h, &m->head_feat, V, 0);
+    for (int v = 0; v < V; v++) hd_skin_weights_vertex(w + k * v, g->skin_w0 + k * v, dw + (size_t)B * v, g->skin_idx + k * v, k);
+    assert_close(w, ci->skin_w, (int64_t)V * k, 1e-5, 1e-4, "skin_w");
+    double worst = 0;
+    for (int c = 0; c < g->n_cov; c++)
+        for (int j = 0; j < df; j++) {
+            float x = hd_fcov_at(f, g->faces, g->texel_face, g->texel_bary, g->cov_texel, c, j, df);
+            float want = ci->F_cov[(size_t)c * df + j];
+            worst = fmax(worst, fabs(x - want));
+            assert_close(&x, &want, 1, 1e-4, 1e-3, "F_cov");
+        }
+    cr_log_info("%s garment %d: film max |d| %.3g, F_cov max |d| %.3g", bundle, garment,
+                tu_max_abs_diff(film, ci->film, 6 * H), worst);
+    free(vs); free(nrm); free(gv); free(cb); free(type); free(gr.x); free(gr.ef); free(gr.snd); free(gr.rcv);
+    free(gr.start); free(gr.ids); free(h); free(hn); free(hcat); free(e); free(en); free(ecat); free(dwb); free(dw);
+    free(f); free(w);
+    drape_identity_free(cpu, (drape_identity *)ci);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda_host, module_b_pipeline_matches_cpu_tiny) { module_b_pipeline_case("tiny_random", 0); }
+Test(cuda_host, module_b_pipeline_matches_cpu_small, .timeout = 120) { module_b_pipeline_case("small_random", 1); }

@@ -422,56 +422,6 @@ static int refuse_unhealthy(drape_error *err)
 
 /* ---- module B ---- */
 
-/* The graph of DESIGN 2.3 on the host: node features x [N,8], edges in the
- * CPU's order (garment, body, garment–body; both directions), edge features
- * ef [E,7], and the CSR of edges by receiver. */
-typedef struct {
-    int N, E;
-    float *x, *ef;
-    int32_t *snd, *rcv, *start, *ids;
-} host_graph;
-
-static void add_edge(host_graph *gr, unsigned char *type, int a, int b, int t)
-{
-    gr->snd[gr->E] = a; gr->rcv[gr->E] = b; type[gr->E++] = (unsigned char)t;
-    gr->snd[gr->E] = b; gr->rcv[gr->E] = a; type[gr->E++] = (unsigned char)t;
-}
-
-static void build_graph(host_graph *gr, unsigned char *type, int32_t *nn, float *best, const drape_model *m,
-                        const drape_garment *g, const float *gv, const float *vs, const float *nrm, int knn)
-{
-    int V = g->V, Nb = m->Nb;
-    for (int i = 0; i < gr->N; i++) {
-        float *r = gr->x + 8 * (size_t)i;
-        const float *src = i < V ? gv + 3 * i : vs + 3 * (i - V);
-        for (int d = 0; d < 3; d++) {
-            r[d] = src[d];
-            r[3 + d] = i < V ? 0 : nrm[3 * (i - V) + d];
-        }
-        r[6] = i >= V;
-        r[7] = i < V;
-    }
-    gr->E = 0;
-    for (int i = 0; i < g->n_edges; i++) add_edge(gr, type, g->edges[2 * i], g->edges[2 * i + 1], 0);
-    for (int i = 0; i < m->n_body_edges; i++) add_edge(gr, type, V + m->body_edges[2 * i], V + m->body_edges[2 * i + 1], 1);
-    for (int v = 0; v < V; v++) {
-        hd_knn_vertex(nn, best, gv + 3 * v, vs, Nb, knn);
-        for (int j = 0; j < knn; j++) add_edge(gr, type, v, V + nn[j], 2);
-    }
-    for (int i = 0; i < gr->E; i++) {
-        int s = gr->snd[i], r = gr->rcv[i];
-        hd_edge_feature(gr->ef + 7 * (size_t)i, s < V ? gv + 3 * s : vs + 3 * (s - V), r < V ? gv + 3 * r : vs + 3 * (r - V),
-                        type[i]);
-    }
-    /* CSR by receiver, stable: a node's edges stay in edge order */
-    memset(gr->start, 0, (size_t)(gr->N + 1) * sizeof *gr->start);
-    for (int i = 0; i < gr->E; i++) gr->start[gr->rcv[i] + 1]++;
-    for (int i = 0; i < gr->N; i++) gr->start[i + 1] += gr->start[i];
-    int32_t *fill = gr->snd + gr->E; /* [N] cursor scratch after snd (allocated with room) */
-    memcpy(fill, gr->start, (size_t)gr->N * sizeof *fill);
-    for (int i = 0; i < gr->E; i++) gr->ids[fill[gr->rcv[i]]++] = i;
-}
-
 /* Device part of module B into id; scratch views in d. */
 typedef struct {
     float *x, *ef, *h, *hcat, *hnew, *e, *ecat, *enew, *tmp, *small, *dwh, *dw, *f;
@@ -545,9 +495,9 @@ static int cuda_identity_create(drape_backend *b, drape_identity **out, int garm
     {
         float *vs = hf, *nrm = vs + 3 * (size_t)Nb, *gv = nrm + 3 * (size_t)Nb, *cb = gv + 3 * (size_t)V;
         float *J = cb + 3 * (size_t)B, *best = J + 72;
-        host_graph gr = {N, 0, best + 64, best + 64 + (size_t)N * 8, NULL, NULL, NULL, NULL};
+        hd_graph gr = {N, 0, best + 64, best + 64 + (size_t)N * 8, NULL, NULL, NULL, NULL};
         int32_t *nn = hi;
-        gr.snd = nn + (size_t)V * knn; /* + N cursor scratch, see build_graph */
+        gr.snd = nn + (size_t)V * knn; /* + N cursor scratch, see hd_build_graph */
         gr.rcv = gr.snd + Emax + N;
         gr.start = gr.rcv + Emax;
         gr.ids = gr.start + N + 1;
@@ -558,7 +508,7 @@ static int cuda_identity_create(drape_backend *b, drape_identity **out, int garm
         for (int v = 0; v < V; v++) hd_retarget_point(gv + 3 * v, g->rest + 3 * v, g->body_nn[v], m->shapedirs, betas, S);
         for (int i = 0; i < B; i++) hd_retarget_point(cb + 3 * i, g->bones + 3 * i, g->bone_body_nn[i], m->shapedirs, betas, S);
         drape_mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);
-        build_graph(&gr, type, nn, best, m, g, gv, vs, nrm, knn);
+        hd_build_graph(&gr, type, nn, best, m, g, gv, vs, nrm, knn);
         int E = gr.E;
 
         /* the identity: one allocation, views into it */

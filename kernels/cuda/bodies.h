@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../../runtime/model.h"
 
@@ -430,6 +431,59 @@ static inline void hd_input_cov(int32_t *in_cov, const int32_t *pos0, int n, con
         while (c < n_cov && (cov_texel[c] / Wu + 1) * pw + cov_texel[c] % Wu + 1 < pos0[i]) c++;
         in_cov[i] = c < n_cov && (cov_texel[c] / Wu + 1) * pw + cov_texel[c] % Wu + 1 == pos0[i] ? c : -1;
     }
+}
+
+/* Module B's graph (DESIGN 2.3), built on the host: node features x [N,8],
+ * edges in the CPU's order (garment, body, garment–body; both directions),
+ * edge features ef [E,7], and the CSR of edges by receiver. snd has room for
+ * E + N entries (the CSR fill cursors); type [E], nn [knn], best [knn]
+ * scratch; gv [V,3] the retargeted garment, vs/nrm [Nb,3] the shaped body
+ * and its normals. */
+typedef struct {
+    int N, E;
+    float *x, *ef;
+    int32_t *snd, *rcv, *start, *ids;
+} hd_graph;
+
+static inline void hd_add_edge(hd_graph *gr, unsigned char *type, int a, int b, int t)
+{
+    gr->snd[gr->E] = a; gr->rcv[gr->E] = b; type[gr->E++] = (unsigned char)t;
+    gr->snd[gr->E] = b; gr->rcv[gr->E] = a; type[gr->E++] = (unsigned char)t;
+}
+
+static inline void hd_build_graph(hd_graph *gr, unsigned char *type, int32_t *nn, float *best, const drape_model *m,
+                        const drape_garment *g, const float *gv, const float *vs, const float *nrm, int knn)
+{
+    int V = g->V, Nb = m->Nb;
+    for (int i = 0; i < gr->N; i++) {
+        float *r = gr->x + 8 * (size_t)i;
+        const float *src = i < V ? gv + 3 * i : vs + 3 * (i - V);
+        for (int d = 0; d < 3; d++) {
+            r[d] = src[d];
+            r[3 + d] = i < V ? 0 : nrm[3 * (i - V) + d];
+        }
+        r[6] = i >= V;
+        r[7] = i < V;
+    }
+    gr->E = 0;
+    for (int i = 0; i < g->n_edges; i++) hd_add_edge(gr, type, g->edges[2 * i], g->edges[2 * i + 1], 0);
+    for (int i = 0; i < m->n_body_edges; i++) hd_add_edge(gr, type, V + m->body_edges[2 * i], V + m->body_edges[2 * i + 1], 1);
+    for (int v = 0; v < V; v++) {
+        hd_knn_vertex(nn, best, gv + 3 * v, vs, Nb, knn);
+        for (int j = 0; j < knn; j++) hd_add_edge(gr, type, v, V + nn[j], 2);
+    }
+    for (int i = 0; i < gr->E; i++) {
+        int s = gr->snd[i], r = gr->rcv[i];
+        hd_edge_feature(gr->ef + 7 * (size_t)i, s < V ? gv + 3 * s : vs + 3 * (s - V), r < V ? gv + 3 * r : vs + 3 * (r - V),
+                        type[i]);
+    }
+    /* CSR by receiver, stable: a node's edges stay in edge order */
+    memset(gr->start, 0, (size_t)(gr->N + 1) * sizeof *gr->start);
+    for (int i = 0; i < gr->E; i++) gr->start[gr->rcv[i] + 1]++;
+    for (int i = 0; i < gr->N; i++) gr->start[i + 1] += gr->start[i];
+    int32_t *fill = gr->snd + gr->E; /* [N] cursor scratch after snd (allocated with room) */
+    memcpy(fill, gr->start, (size_t)gr->N * sizeof *fill);
+    for (int i = 0; i < gr->E; i++) gr->ids[fill[gr->rcv[i]]++] = i;
 }
 
 #endif
