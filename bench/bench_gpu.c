@@ -207,7 +207,7 @@ static int bench_bundle(const char *path, int threads)
     rig_close(&cpu);
     double tb, ta[NB];
     bench_torch(path, &tb, ta);
-    printf("| %s | PyTorch eager (cuda) | B %.2f ms |", name, tb);
+    printf(isnan(tb) ? "| %s | PyTorch eager (cuda) | — |" : "| %s | PyTorch eager (cuda) | B %.2f ms |", name, tb);
     for (int b = 0; b < NB; b++) printf(isnan(ta[b]) ? " — |" : " %.4f |", ta[b]);
     printf(" — |\n");
     for (int a = 0; a < MAXN; a++) free(outs[a]);

@@ -378,6 +378,17 @@ Test(cuda_host, knn_retarget_features_and_fcov)
 
 /* ---------------- device: the backend vs the CPU backend ---------------- */
 
+#ifndef DRAPE_HAVE_CUDA
+/* built without nvcc: "cuda" backends are refused, so the device tests skip
+ * before they would read an identity */
+static int drape_cuda_identity_read(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g,
+                                    float *c, float *J, float *F_cov, drape_error *err)
+{
+    (void)be; (void)id; (void)film; (void)skin_w; (void)g; (void)c; (void)J; (void)F_cov;
+    return drape_fail(err, DRAPE_ENOTSUP, "built without CUDA");
+}
+#endif
+
 /* Both backends, or a skip when no device is present. */
 static drape_backend *cuda_or_skip(const drape_model *m, int precision)
 {
