@@ -4,6 +4,7 @@
 #   make check      the same tests under AddressSanitizer + UBSan; fails on any report
 #   make bench      module A/B latency, C runtime vs the PyTorch reference
 #   make run        start draped on :8080 with the bundled default model
+#   make gpu-check  on a machine with a GPU: the CUDA tests and the GPU benchmark
 #   make clean
 # The top-level targets first run scripts/deps.sh (idempotent, quiet when all
 # is installed) and then re-enter make, so that pkg-config sees the packages.
@@ -15,8 +16,8 @@ JOBS   ?= 2
 
 ifeq ($(DRAPE_DEPS_OK),)
 
-.PHONY: all test check bench clean deps bundles run eval model
-all test check bench bundles run eval model: deps
+.PHONY: all test check bench clean deps bundles run eval model gpu-check
+all test check bench bundles run eval model gpu-check: deps
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 deps:
 	@scripts/deps.sh
@@ -41,6 +42,21 @@ SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
 TOOL_SRC := $(wildcard tools/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+
+# The CUDA backend (kernels/cuda) whenever nvcc is found: sm_90 SASS plus
+# compute_90 PTX (newer GPUs JIT it). Without nvcc everything else builds and
+# `cuda` backends are refused with DRAPE_ENOTSUP.
+ifneq ($(NVCC),)
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_LIB  := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+CU_SRC    := $(wildcard kernels/cuda/*.cu)
+CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.o)
+NVCCFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+             -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -MMD -MP -DDRAPE_HAVE_CUDA
+LIB_OBJ   += $(CU_OBJ)
+CFLAGS    += -DDRAPE_HAVE_CUDA
+LDLIBS    += -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart -lstdc++
+endif
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
 
@@ -49,7 +65,7 @@ BUNDLES := $(DATA)/tiny_random.safetensors $(DATA)/tiny_zero.safetensors \
            $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 PY_ASSETS := train/make_bundle.py train/assets.py train/bundle.py
 
-.PHONY: all test check bench bundles cuda-note run
+.PHONY: all test check bench bundles cuda-note run gpu-check
 
 # The service with the bundled default model (the trained one once it is in
 # models/, until then the best generated bundle) on the best backend; the
@@ -59,11 +75,16 @@ run: $(BUILD)/draped $(RUN_MODEL)
 	$(BUILD)/draped --model $(RUN_MODEL) --backend $${DRAPE_BACKEND:-auto}
 
 all: cuda-note $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth \
-     $(BUILD)/drape_bench_server
+     $(BUILD)/drape_bench_server \
+     $(BUILD)/drape_bench_gpu
 
 cuda-note:
-	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); no CUDA sources yet, building the CPU backend only"; \
+	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); building the CUDA backend (sm_90 + PTX) and the CPU backend"; \
 	 else echo "make: no nvcc; building the CPU backend only"; fi
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -94,6 +115,9 @@ $(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(BUILD)/libdrape.a
 $(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(BUILD)/libdrape.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/drape_bench_gpu: $(BUILD)/bench/bench_gpu.o $(BUILD)/libdrape.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # Test and benchmark bundles, made by the project's own generator.
 $(DATA)/%.safetensors: $(PY_ASSETS)
 	@mkdir -p $(DATA)
@@ -115,7 +139,7 @@ check:
 	    build-asan/drape build-asan/draped build-asan/drape_tests
 	@$(MAKE) --no-print-directory $(BUNDLES)
 	@mkdir -p build-asan
-	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:protect_shadow_gap=0 \
 	    UBSAN_OPTIONS=print_stacktrace=1 build-asan/drape_tests --jobs $(JOBS) 2>&1 | tee build-asan/check.log
 	@if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)" build-asan/check.log; \
 	 then echo "make check: sanitizer reports above"; exit 1; else echo "make check: no sanitizer reports"; fi
@@ -148,6 +172,15 @@ eval: all
 	    --drape $(BUILD)/drape
 	$(PYTHON) train/eval.py --model models/default.safetensors --data $(BUILD)/eval-data --drape $(BUILD)/drape
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d
+# On a lent GPU, one command: the CUDA tests (device and host-body ones) and
+# the CUDA-vs-CPU benchmark (module A per frame at batch 1..256, module B per
+# identity). Fails when no device is present rather than skipping silently.
+gpu-check: all $(BUNDLES)
+	@if [ -z "$(NVCC)" ]; then echo "gpu-check: nvcc not found, no CUDA backend to check"; exit 1; fi
+	@nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "gpu-check: nvidia-smi not found"
+	@set -o pipefail; $(TEST_ENV) $(BUILD)/drape_tests --filter 'cuda*/*' --verbose=1 --jobs 1 2>&1 | grep -v 'is disabled'
+	$(BUILD)/drape_bench_gpu $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d
 
 endif

@@ -8,13 +8,21 @@ int drape_backend_create(drape_backend **out, const char *kind, const drape_mode
     static const drape_backend_opts defaults = {0};
     *out = NULL;
     if (!opts) opts = &defaults;
+    if (opts->precision < 0 || opts->precision > 2)
+        return drape_fail(err, DRAPE_EINVAL, "precision %d: 0 (fp32), 1 (tf32) or 2 (bf16)", opts->precision);
+    int is_auto = !strcmp(kind, "auto");
     if (!strcmp(kind, "cpu")) return drape_backend_cpu.create(out, m, opts, err);
-    if (!strcmp(kind, "cuda") || !strcmp(kind, "auto")) {
+    if (!strcmp(kind, "cuda") || is_auto) {
 #ifdef DRAPE_HAVE_CUDA
-        if (drape_cuda_device_count() > 0) return drape_backend_cuda.create(out, m, opts, err);
+        /* the CUDA runtime is only touched here, when a device is asked for */
+        char why[128];
+        if (drape_cuda_probe(why, sizeof why) > 0) return drape_backend_cuda.create(out, m, opts, err);
+        if (is_auto) return drape_backend_cpu.create(out, m, opts, err);
+        return drape_fail(err, DRAPE_ENOTSUP, "backend 'cuda': no usable CUDA device (%s)", why);
+#else
+        if (is_auto) return drape_backend_cpu.create(out, m, opts, err);
+        return drape_fail(err, DRAPE_ENOTSUP, "backend 'cuda': this build has no CUDA backend (nvcc was not found)");
 #endif
-        if (!strcmp(kind, "auto")) return drape_backend_cpu.create(out, m, opts, err);
-        return drape_fail(err, DRAPE_ENOTSUP, "backend 'cuda': no CUDA device (or not built with nvcc)");
     }
     return drape_fail(err, DRAPE_EINVAL, "unknown backend '%s' (cpu, cuda, auto)", kind);
 }
@@ -26,6 +34,7 @@ void drape_backend_free(drape_backend *be)
 
 const char *drape_backend_name(const drape_backend *be) { return be->ops->name; }
 const drape_model *drape_backend_model(const drape_backend *be) { return be->model; }
+int drape_backend_healthy(const drape_backend *be) { return !be->ops->healthy || be->ops->healthy(be); }
 
 int drape_identity_create(drape_backend *be, drape_identity **out, int garment, const float *betas, int n_betas,
                           drape_error *err)

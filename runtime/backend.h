@@ -16,7 +16,10 @@ typedef struct drape_backend drape_backend;
 typedef struct drape_identity drape_identity;
 
 typedef struct {
-    int threads; /* math threads (OpenBLAS); 0 = library default */
+    int threads;   /* math threads (OpenBLAS); 0 = library default */
+    int precision; /* GEMMs of the CUDA backend: 0 FP32 (reference), 1 TF32,
+                      2 BF16 (tensor cores, FP32 accumulation); the CPU
+                      backend is always FP32 */
 } drape_backend_opts;
 
 /* One frame of one avatar: DESIGN 2.4's inputs and its output. */
@@ -28,12 +31,16 @@ typedef struct {
     float *out;            /* [V,3] world positions, written by run */
 } drape_frame;
 
-/* kind: "cpu", "cuda" or "auto" (cuda when built and a device is present). */
+/* kind: "cpu", "cuda" or "auto" (cuda when built and a device is present).
+ * "cuda" without a device (or in a build without nvcc) is DRAPE_ENOTSUP. */
 int drape_backend_create(drape_backend **out, const char *kind, const drape_model *m, const drape_backend_opts *opts,
                          drape_error *err);
 void drape_backend_free(drape_backend *be);
 const char *drape_backend_name(const drape_backend *be);
 const drape_model *drape_backend_model(const drape_backend *be);
+/* false once a device error has made the backend unusable (it then refuses
+ * work with DRAPE_EBACKEND; recreate it); always true for the CPU */
+int drape_backend_healthy(const drape_backend *be);
 
 /* Module B for (garment, betas): validates betas (count, finite, range). */
 int drape_identity_create(drape_backend *be, drape_identity **out, int garment, const float *betas, int n_betas,

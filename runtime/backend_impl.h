@@ -13,6 +13,7 @@ typedef struct {
                            drape_error *err); /* betas: S values, validated */
     void (*identity_free)(drape_backend *be, drape_identity *id);
     int (*run)(drape_backend *be, drape_frame *frames, int n, drape_error *err);
+    int (*healthy)(const drape_backend *be); /* NULL: always healthy */
 } drape_backend_ops;
 
 struct drape_backend {
@@ -29,6 +30,12 @@ extern const drape_backend_ops drape_backend_cpu;
 #ifdef DRAPE_HAVE_CUDA
 extern const drape_backend_ops drape_backend_cuda;
 int drape_cuda_device_count(void);
+/* device count (0 on any error); why [n] says what the runtime reported */
+int drape_cuda_probe(char *why, size_t n);
+/* Module B's cached outputs of a CUDA identity copied to host arrays (any
+ * may be NULL), in the CPU identity's layouts; for the tests. */
+int drape_cuda_identity_read(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g,
+                             float *c, float *J, float *F_cov, drape_error *err);
 #endif
 
 #endif

@@ -1,0 +1,235 @@
+/* `make gpu-check`'s benchmark: module A per frame at batch 1, 8, 32, 64 and
+ * 256 and module B per identity, for each bundle, on the CUDA backend (FP32,
+ * TF32, BF16), the CPU backend and the PyTorch reference on the same GPU
+ * (train/bench_ref.py --device cuda, eager) in the same run; prints a table,
+ * plus the largest |CUDA − CPU| of the batch-32 outputs per precision.
+ *
+ *   drape_bench_gpu BUNDLE...   env: DRAPE_BENCH_THREADS (CPU threads, default all cores),
+ *                                    DRAPE_PYTHON (default /usr/bin/python3)
+ *
+ * The CPU backend runs only the batches that finish in reasonable time (1
+ * and 32; the paper-scale configuration takes about a second per frame). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../runtime/backend.h"
+#include "../runtime/model.h"
+
+#define NB 5
+static const int BATCHES[NB] = {1, 8, 32, 64, 256};
+#define MAXN 256
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static float rnd(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+typedef struct {
+    drape_backend *be;
+    drape_identity *ids[4];
+    int n_ids;
+    double b_ms; /* module B, median ms per identity */
+} rig;
+
+static int rig_open(rig *r, const drape_model *m, const char *kind, int precision, int threads)
+{
+    drape_error e = {0};
+    drape_backend_opts o = {.threads = threads, .precision = precision};
+    memset(r, 0, sizeof *r);
+    if (drape_backend_create(&r->be, kind, m, &o, &e)) {
+        fprintf(stderr, "bench: %s: %s\n", kind, e.msg);
+        return 1;
+    }
+    unsigned s = 7;
+    double t[4];
+    r->n_ids = 4;
+    for (int i = 0; i < r->n_ids; i++) {
+        float betas[4] = {rnd(&s) * 2, rnd(&s) * 2, rnd(&s) * 2, rnd(&s) * 2};
+        double t0 = now_ms();
+        if (drape_identity_create(r->be, &r->ids[i], i % m->cfg.n_garments, betas, 4, &e)) {
+            fprintf(stderr, "bench: %s: %s\n", kind, e.msg);
+            return 1;
+        }
+        t[i] = now_ms() - t0;
+    }
+    qsort(t + 1, 3, sizeof *t, cmp_d); /* the first one pays for warm-up */
+    r->b_ms = t[2];
+    return 0;
+}
+
+static void rig_close(rig *r)
+{
+    for (int i = 0; i < r->n_ids; i++) drape_identity_free(r->be, r->ids[i]);
+    drape_backend_free(r->be);
+}
+
+/* frames [n] of the rig's identities with fixed random poses; outs owned by caller */
+static void make_frames(drape_frame *fr, float *poses, float **outs, const rig *r, const drape_model *m, int n)
+{
+    for (int a = 0; a < n; a++) {
+        fr[a] = (drape_frame){.id = r->ids[a % r->n_ids], .out = outs[a]};
+        for (int k = 0; k < 3; k++) {
+            fr[a].pose[k] = poses + 225 * a + 75 * k;
+            fr[a].trans[k] = poses + 225 * a + 75 * k + 72;
+        }
+    }
+    (void)m;
+}
+
+/* median ms per frame over reps runs of the batch (after one warm-up) */
+static double time_batch(drape_backend *be, drape_frame *fr, int n, double budget_ms)
+{
+    double t[50];
+    int reps = 0;
+    drape_error e = {0};
+    if (drape_backend_run(be, fr, n, &e)) {
+        fprintf(stderr, "bench: %s\n", e.msg);
+        exit(1);
+    }
+    double start = now_ms();
+    do {
+        double t0 = now_ms();
+        if (drape_backend_run(be, fr, n, &e)) {
+            fprintf(stderr, "bench: %s\n", e.msg);
+            exit(1);
+        }
+        t[reps++] = now_ms() - t0;
+    } while (reps < 50 && now_ms() - start < budget_ms);
+    qsort(t, (size_t)reps, sizeof *t, cmp_d);
+    return t[reps / 2] / n;
+}
+
+/* The PyTorch reference on the GPU, eager: module B ms per identity and module
+ * A ms per frame per batch (NAN where it did not run). */
+static void bench_torch(const char *path, double *b_ms, double *a_ms)
+{
+    const char *py = getenv("DRAPE_PYTHON");
+    char cmd[1024], list[64] = "";
+    for (int b = 0; b < NB; b++) snprintf(list + strlen(list), sizeof list - strlen(list), b ? ",%d" : "%d", BATCHES[b]);
+    snprintf(cmd, sizeof cmd, "%s train/bench_ref.py --model '%s' --garment skirt --device cuda --batches %s --iters 20",
+             py ? py : "/usr/bin/python3", path, list);
+    *b_ms = NAN;
+    for (int b = 0; b < NB; b++) a_ms[b] = NAN;
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    char line[1024];
+    while (fgets(line, sizeof line, p)) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (!o) continue;
+        const char *what = json_string_value(json_object_get(o, "what"));
+        if (what && !strcmp(what, "moduleB")) *b_ms = json_number_value(json_object_get(o, "ms_per_identity"));
+        if (what && !strcmp(what, "moduleA"))
+            for (int b = 0; b < NB; b++)
+                if (json_integer_value(json_object_get(o, "batch")) == BATCHES[b])
+                    a_ms[b] = json_number_value(json_object_get(o, "ms_per_frame"));
+        json_decref(o);
+    }
+    pclose(p);
+}
+
+static int bench_bundle(const char *path, int threads)
+{
+    drape_model *m;
+    drape_error e = {0};
+    if (drape_model_load(&m, path, &e)) {
+        fprintf(stderr, "bench: %s\n", e.msg);
+        return 1;
+    }
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int Vmax = 0;
+    for (int i = 0; i < m->cfg.n_garments; i++) Vmax = m->garments[i].V > Vmax ? m->garments[i].V : Vmax;
+    static float poses[MAXN * 225];
+    unsigned s = 1;
+    for (int i = 0; i < MAXN * 225; i++) poses[i] = 0.3f * rnd(&s);
+    float *outs[MAXN], *ref[32];
+    for (int a = 0; a < MAXN; a++) outs[a] = malloc(sizeof(float) * 3 * Vmax);
+    for (int a = 0; a < 32; a++) ref[a] = malloc(sizeof(float) * 3 * Vmax);
+    drape_frame fr[MAXN];
+    int paper = m->cfg.uv_h >= 512;
+
+    /* CPU first: its batch-32 outputs are the reference for the error column */
+    rig cpu;
+    if (rig_open(&cpu, m, "cpu", 0, threads)) return 1;
+    double cpu_a[NB];
+    for (int b = 0; b < NB; b++) cpu_a[b] = NAN;
+    make_frames(fr, poses, ref, &cpu, m, 32);
+    cpu_a[2] = time_batch(cpu.be, fr, 32, paper ? 0 : 2000);
+    make_frames(fr, poses, outs, &cpu, m, 1);
+    cpu_a[0] = time_batch(cpu.be, fr, 1, paper ? 2000 : 1000);
+    printf("| %s | cpu (%d threads) | B %.2f ms |", name, threads, cpu.b_ms);
+    for (int b = 0; b < NB; b++) printf(isnan(cpu_a[b]) ? " — |" : " %.3f |", cpu_a[b]);
+    printf(" — |\n");
+
+    static const char *prec[3] = {"fp32", "tf32", "bf16"};
+    for (int p = 0; p < 3; p++) {
+        rig gpu;
+        if (rig_open(&gpu, m, "cuda", p, threads)) return 1;
+        double a[NB];
+        for (int b = 0; b < NB; b++) {
+            make_frames(fr, poses, outs, &gpu, m, BATCHES[b]);
+            a[b] = time_batch(gpu.be, fr, BATCHES[b], 1000);
+        }
+        /* same frames as the CPU's batch of 32: cpu.ids[i] and gpu.ids[i] share betas */
+        make_frames(fr, poses, outs, &gpu, m, 32);
+        if (drape_backend_run(gpu.be, fr, 32, &e)) {
+            fprintf(stderr, "bench: %s\n", e.msg);
+            return 1;
+        }
+        double err = 0;
+        for (int f = 0; f < 32; f++) {
+            int V = m->garments[drape_identity_garment(fr[f].id)].V;
+            for (int i = 0; i < 3 * V; i++) err = fmax(err, fabs((double)outs[f][i] - ref[f][i]));
+        }
+        printf("| %s | cuda %s | B %.2f ms |", name, prec[p], gpu.b_ms);
+        for (int b = 0; b < NB; b++) printf(" %.4f |", a[b]);
+        printf(" %.2e m, %.0f frames/s at 256 |\n", err, 1e3 / a[NB - 1]);
+        rig_close(&gpu);
+    }
+    rig_close(&cpu);
+    double tb, ta[NB];
+    bench_torch(path, &tb, ta);
+    printf(isnan(tb) ? "| %s | PyTorch eager (cuda) | — |" : "| %s | PyTorch eager (cuda) | B %.2f ms |", name, tb);
+    for (int b = 0; b < NB; b++) printf(isnan(ta[b]) ? " — |" : " %.4f |", ta[b]);
+    printf(" — |\n");
+    for (int a = 0; a < MAXN; a++) free(outs[a]);
+    for (int a = 0; a < 32; a++) free(ref[a]);
+    drape_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: drape_bench_gpu BUNDLE...\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    printf("module A: ms per frame at batch");
+    for (int b = 0; b < NB; b++) printf(" %d", BATCHES[b]);
+    printf("; module B: ms per identity; error: max |CUDA − CPU| over a batch of 32\n\n");
+    printf("| bundle | backend | module B | A b=1 | A b=8 | A b=32 | A b=64 | A b=256 | error, throughput |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (int i = 1; i < argc; i++)
+        if (bench_bundle(argv[i], threads)) return 1;
+    return 0;
+}

@@ -1,0 +1,824 @@
+/* The CUDA backend: the vtable of runtime/backend_impl.h over the kernels of
+ * ops_a.cu / ops_b.cu and cuBLAS.
+ *
+ * - Constants: the model's tensor arena is copied to the device once, so a
+ *   weight's device address is its offset in the arena; the derived garment
+ *   tables (raster, covered texels, UV copies, the conv runs expanded to
+ *   texel positions), the packed conv weights and the per-garment descriptors
+ *   go into one second allocation.
+ * - Identities: module B runs on the device (graph network, heads, cached
+ *   outputs); its graph (kNN, edge list, features) is built on the host with
+ *   the same bodies. One cudaMalloc per identity, views into it.
+ * - Module A: one stream; a batch's inputs go up in one copy from pinned
+ *   staging, the dense layers are cuBLAS GEMMs over the whole batch, and the
+ *   UV conv stack runs as im2col + GEMM over the needed texels of the frames,
+ *   in chunks of frames bounded by UV_BUDGET bytes of scratch.
+ * - Every CUDA and cuBLAS call is checked (CU, CB): allocation failures come
+ *   back as DRAPE_ENOMEM, anything else as DRAPE_EBACKEND with file:line, and
+ *   marks the backend unhealthy: later calls are refused, never exit(). */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "../../runtime/backend_impl.h"
+#include "../../runtime/body.h"
+#include "../../runtime/log.h"
+#include "../../runtime/mesh.h"
+#include "../cpu/ops.h"
+}
+#include "bodies.h"
+#include "cuda_ops.h"
+
+/* Scratch of the UV stage per chunk of frames (maps, im2col, GEMM out) */
+#define UV_BUDGET ((size_t)6 << 30)
+#define ALIGN 256
+/* cuBLAS workspace of our own, so that GEMMs captured into a graph never allocate */
+#define BLAS_WORKSPACE ((size_t)32 << 20)
+/* captured batch shapes kept (least recently used evicted) */
+#define GRAPH_CACHE 8
+
+/* A batch's launch sequence captured as a CUDA graph. Its shape: the frame
+ * count and each frame's (garment, plain skinning), which fix every launch
+ * size and GEMM shape; everything else the kernels read from device tables
+ * that the graph's first node copies up from pinned staging. */
+typedef struct {
+    cudaGraphExec_t exec;
+    int n;
+    int *key; /* [n] garment·2 + lbs_only */
+    unsigned long long used;
+} graph_entry;
+
+typedef struct {
+    struct drape_identity base;
+    void *dev; /* the one allocation; the views below point into it */
+    float *film, *skin_w, *g, *c, *J, *F_cov;
+} cuda_identity;
+
+typedef struct {
+    struct drape_backend base;
+    int precision, healthy;
+    int use_graphs, capturing; /* DRAPE_CUDA_GRAPHS=0 turns capture off */
+    graph_entry graphs[GRAPH_CACHE];
+    unsigned long long tick;
+    int *h_key;   /* [cap] the current batch's shape */
+    void *blas_ws;
+    cublasComputeType_t compute;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    unsigned char *d_arena, *d_const; /* model arena copy; derived tables */
+    cu_garment *d_garments;
+    cu_garment h_garments[DRAPE_MAX_GARMENTS]; /* the same descriptors, host copy */
+    const int32_t *d_parents;
+    const float *d_taps[DRAPE_MAX_CONV];
+    int Vmax, C0, Cmax;
+    size_t rows_max[DRAPE_MAX_CONV]; /* output texels of conv layer l, max over garments */
+    int64_t map_stride;              /* floats per padded map */
+    /* batch scratch (grown): device and pinned host staging */
+    int cap;
+    void *d_batch;
+    unsigned char *h_stage; /* poses | frames | slots, mirrored at the start of d_batch */
+    float *h_out;
+    float *d_poses, *A, *Hf, *Hinv, *X, *h1, *h2, *net, *phi, *T_hat, *q, *M, *p, *out;
+    cu_frame *d_frames;
+    cu_uv_slot *d_slots;
+    size_t stage_bytes;
+    /* UV scratch for uv_cap frames */
+    int uv_cap, chunk;
+    void *d_uv;
+    float *map_in, *map_a, *map_b, *col, *y;
+} cuda_backend;
+
+/* ---- error handling ---- */
+
+static int cuda_fail(cuda_backend *be, int oom, const char *what, const char *msg, const char *file, int line,
+                     drape_error *err)
+{
+    if (oom) return drape_fail(err, DRAPE_ENOMEM, "%s:%d: %s: %s", file, line, what, msg);
+    if (be && be->capturing) /* capture refused an operation: the caller falls back to plain launches */
+        return drape_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (during graph capture)", file, line, what, msg);
+    if (be) be->healthy = 0;
+    return drape_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (CUDA backend marked unhealthy)", file, line, what, msg);
+}
+
+static int cu_check(cuda_backend *be, cudaError_t rc, const char *what, const char *file, int line, drape_error *err)
+{
+    if (rc == cudaSuccess) return DRAPE_OK;
+    cudaGetLastError(); /* clears a non-sticky error so the next call does not see it */
+    return cuda_fail(be, rc == cudaErrorMemoryAllocation, what, cudaGetErrorString(rc), file, line, err);
+}
+
+static int cb_check(cuda_backend *be, cublasStatus_t rc, const char *what, const char *file, int line,
+                    drape_error *err)
+{
+    if (rc == CUBLAS_STATUS_SUCCESS) return DRAPE_OK;
+    return cuda_fail(be, rc == CUBLAS_STATUS_ALLOC_FAILED, what, cublasGetStatusString(rc), file, line, err);
+}
+
+#define CU(call)                                                                  \
+    do {                                                                          \
+        int rc_ = cu_check(be, (call), #call, __FILE__, __LINE__, err);           \
+        if (rc_) return rc_;                                                      \
+    } while (0)
+#define CB(call)                                                                  \
+    do {                                                                          \
+        int rc_ = cb_check(be, (call), #call, __FILE__, __LINE__, err);           \
+        if (rc_) return rc_;                                                      \
+    } while (0)
+/* after a stage's launches: launch errors are reported here */
+#define LAUNCHED() CU(cudaPeekAtLastError())
+
+extern "C" int drape_cuda_probe(char *why, size_t n)
+{
+    int count = 0;
+    cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        if (why) snprintf(why, n, "%s", cudaGetErrorString(rc));
+        return 0;
+    }
+    if (why) snprintf(why, n, count ? "%d device(s)" : "no device", count);
+    return count;
+}
+
+extern "C" int drape_cuda_device_count(void) { return drape_cuda_probe(NULL, 0); }
+
+/* ---- allocation helpers ---- */
+
+static size_t align_up(size_t x) { return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+typedef struct {
+    void *ptr; /* void ** actually: where to store the view */
+    size_t bytes;
+} carve_item;
+
+/* One cudaMalloc for all items, each view ALIGN-aligned; *base owns it. */
+static int carve(cuda_backend *be, void **base, carve_item *it, int n, const char *what, drape_error *err)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += align_up(it[i].bytes);
+    *base = NULL;
+    cudaError_t rc = cudaMalloc(base, total ? total : ALIGN);
+    if (rc != cudaSuccess) {
+        cudaGetLastError();
+        *base = NULL;
+        if (rc == cudaErrorMemoryAllocation)
+            return drape_fail(err, DRAPE_ENOMEM, "cuda backend: cannot allocate %zu bytes of device memory for %s",
+                              total, what);
+        return cu_check(be, rc, what, __FILE__, __LINE__, err);
+    }
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        *(void **)it[i].ptr = (unsigned char *)*base + off;
+        off += align_up(it[i].bytes);
+    }
+    return DRAPE_OK;
+}
+
+/* device address of a tensor of the model arena */
+static const float *dev_f(const cuda_backend *be, const void *host)
+{
+    return (const float *)(be->d_arena + ((const unsigned char *)host - be->base.model->arena));
+}
+static const int32_t *dev_i(const cuda_backend *be, const void *host) { return (const int32_t *)dev_f(be, host); }
+
+/* ---- GEMM ---- */
+
+/* y [n,out] = x [n,in] · Wᵀ with W [out,in] (w_rows_out: PyTorch Linear) or
+ * y [n,out] = x [n,in] · W with W [in,out] (packed conv taps); no bias. */
+static int gemm(cuda_backend *be, float *y, const float *x, const float *w, int n, int in, int out, int w_rows_out,
+                drape_error *err)
+{
+    const float one = 1.0f, zero = 0.0f;
+    /* column-major view: yᵀ [out,n] = op(W) [out,in] · xᵀ [in,n] */
+    CB(cublasGemmEx(be->blas, w_rows_out ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_32F,
+                    w_rows_out ? in : out, x, CUDA_R_32F, in, &zero, y, CUDA_R_32F, out, be->compute,
+                    CUBLAS_GEMM_DEFAULT));
+    return DRAPE_OK;
+}
+
+static int linear(cuda_backend *be, float *y, const float *x, const drape_linear *l, int n, drape_error *err)
+{
+    return gemm(be, y, x, dev_f(be, l->w), n, l->in, l->out, 1, err);
+}
+
+/* y = x·Wᵀ + b (ReLU if relu) */
+static int linear_act(cuda_backend *be, float *y, const float *x, const drape_linear *l, int n, int relu,
+                      drape_error *err)
+{
+    int rc = linear(be, y, x, l, n, err);
+    if (rc) return rc;
+    cu_bias_act(y, dev_f(be, l->b), n, l->out, relu, be->stream);
+    LAUNCHED();
+    return DRAPE_OK;
+}
+
+/* dst (+)= LN(l1(ReLU(l0(x)))); y [n,out], tmp [n,hidden] scratch (y may be dst when not accumulating) */
+static int mlp_ln(cuda_backend *be, float *dst, float *y, float *tmp, const float *x, const drape_mlp_ln *mlp, int n,
+                  int accumulate, drape_error *err)
+{
+    int rc = linear_act(be, tmp, x, &mlp->l0, n, 1, err);
+    if (!rc) rc = linear(be, y, tmp, &mlp->l1, n, err);
+    if (rc) return rc;
+    cu_bias_layernorm(dst, y, dev_f(be, mlp->l1.b), dev_f(be, mlp->ln_w), dev_f(be, mlp->ln_b), n, mlp->l1.out,
+                      accumulate, be->stream);
+    LAUNCHED();
+    return DRAPE_OK;
+}
+
+/* ---- backend lifetime ---- */
+
+static void graphs_clear(cuda_backend *be)
+{
+    for (int i = 0; i < GRAPH_CACHE; i++) {
+        if (be->graphs[i].exec) cudaGraphExecDestroy(be->graphs[i].exec);
+        free(be->graphs[i].key);
+        memset(&be->graphs[i], 0, sizeof be->graphs[i]);
+    }
+}
+
+static void free_batch(cuda_backend *be)
+{
+    graphs_clear(be); /* they hold the batch buffers' addresses */
+    free(be->h_key);
+    be->h_key = NULL;
+    cudaFree(be->d_batch);
+    cudaFreeHost(be->h_stage);
+    cudaFreeHost(be->h_out);
+    be->d_batch = NULL;
+    be->h_stage = NULL;
+    be->h_out = NULL;
+    be->cap = 0;
+}
+
+static void cuda_destroy(drape_backend *b)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    if (be->stream) cudaStreamSynchronize(be->stream);
+    free_batch(be);
+    cudaFree(be->d_uv);
+    cudaFree(be->blas_ws);
+    cudaFree(be->d_const);
+    cudaFree(be->d_arena);
+    if (be->blas) cublasDestroy(be->blas);
+    if (be->stream) cudaStreamDestroy(be->stream);
+    cudaGetLastError();
+    free(be);
+}
+
+/* Bytes of a garment's derived tables, in upload order (see upload_garment). */
+static size_t garment_table_bytes(const drape_garment *g, const drape_config *c)
+{
+    size_t T = (size_t)c->uv_h * c->uv_w, s = 0;
+    s += align_up(T * 4) + align_up(T * 12) + align_up((size_t)g->n_cov * 4);
+    s += align_up((size_t)(g->V + 1) * 4) + align_up((size_t)g->copy_start[g->V] * 4);
+    for (int l = 0; l <= c->n_conv; l++) s += align_up((size_t)g->active_texels[l] * 4);
+    s += align_up((size_t)g->active_texels[0] * 4); /* in_cov */
+    return s;
+}
+
+/* copies n bytes to host staging at *off and returns the device address */
+static const void *stage(unsigned char *host, const unsigned char *dev, size_t *off, const void *src, size_t n)
+{
+    size_t o = *off;
+    if (src) memcpy(host + o, src, n);
+    *off += align_up(n);
+    return dev + o;
+}
+
+/* Fills g's tables in host (staged for dev) and its descriptor d. */
+static void upload_garment(cu_garment *d, unsigned char *host, const unsigned char *dev, size_t *off,
+                           const cuda_backend *be, const drape_garment *g, const drape_config *c)
+{
+    size_t T = (size_t)c->uv_h * c->uv_w;
+    memset(d, 0, sizeof *d);
+    d->V = g->V;
+    d->n_cov = g->n_cov;
+    d->skin_idx = dev_i(be, g->skin_idx);
+    d->faces = dev_i(be, g->faces);
+    d->skin_w0 = dev_f(be, g->skin_w0);
+    d->bone_joint_w = dev_f(be, g->bone_joint_w);
+    d->uv = dev_f(be, g->uv);
+    d->texel_face = (const int32_t *)stage(host, dev, off, g->texel_face, T * 4);
+    d->texel_bary = (const float *)stage(host, dev, off, g->texel_bary, T * 12);
+    d->cov_texel = (const int32_t *)stage(host, dev, off, g->cov_texel, (size_t)g->n_cov * 4);
+    d->copy_start = (const int32_t *)stage(host, dev, off, g->copy_start, (size_t)(g->V + 1) * 4);
+    d->copy_uv = (const int32_t *)stage(host, dev, off, g->copy_uv, (size_t)g->copy_start[g->V] * 4);
+    for (int l = 0; l <= c->n_conv; l++) {
+        d->n_pos[l] = hd_expand_runs((int32_t *)(host + *off), g->spans[l], g->n_spans[l]);
+        d->pos[l] = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[l] * 4);
+    }
+    hd_input_cov((int32_t *)(host + *off), (const int32_t *)(host + ((const unsigned char *)d->pos[0] - dev)),
+                 d->n_pos[0], g->cov_texel, g->n_cov, c->uv_w);
+    d->in_cov = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[0] * 4);
+}
+
+/* Uploads the arena and the derived constants. */
+static int upload_model(cuda_backend *be, drape_error *err)
+{
+    const drape_model *m = be->base.model;
+    const drape_config *c = &m->cfg;
+    CU(cudaMalloc((void **)&be->d_arena, m->arena_bytes));
+    CU(cudaMemcpy(be->d_arena, m->arena, m->arena_bytes, cudaMemcpyHostToDevice));
+    size_t bytes = align_up(sizeof(int32_t) * DRAPE_JOINTS) + align_up(sizeof(cu_garment) * c->n_garments), taps = 0;
+    for (int i = 0; i < c->n_garments; i++) bytes += garment_table_bytes(&m->garments[i], c);
+    for (int l = 0; l < c->n_conv; l++) taps = taps > (size_t)9 * m->conv[l].in * m->conv[l].out ? taps : (size_t)9 * m->conv[l].in * m->conv[l].out;
+    for (int l = 0; l < c->n_conv; l++) bytes += align_up((size_t)9 * m->conv[l].in * m->conv[l].out * 4);
+    unsigned char *host = (unsigned char *)calloc(1, bytes);
+    float *wt = (float *)malloc(taps * sizeof(float) + 1);
+    if (!host || !wt) {
+        free(host);
+        free(wt);
+        return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory staging %zu bytes of tables", bytes);
+    }
+    cudaError_t rc = cudaMalloc((void **)&be->d_const, bytes);
+    if (rc != cudaSuccess) {
+        free(host);
+        free(wt);
+        CU(rc);
+    }
+    size_t off = 0;
+    be->d_parents = (const int32_t *)stage(host, be->d_const, &off, m->parents, sizeof(int32_t) * DRAPE_JOINTS);
+    for (int l = 0; l < c->n_conv; l++) {
+        const drape_conv *cv = &m->conv[l];
+        float *tp = (float *)(host + off);
+        cpu_conv_pack(tp, wt, cv->w, cv->in, cv->out); /* taps [9][in][out], the im2col column order */
+        be->d_taps[l] = (const float *)stage(host, be->d_const, &off, NULL, (size_t)9 * cv->in * cv->out * 4);
+    }
+    for (int i = 0; i < c->n_garments; i++)
+        upload_garment(&be->h_garments[i], host, be->d_const, &off, be, &m->garments[i], c);
+    be->d_garments = (cu_garment *)stage(host, be->d_const, &off, be->h_garments, sizeof(cu_garment) * c->n_garments);
+    rc = cudaMemcpy(be->d_const, host, bytes, cudaMemcpyHostToDevice);
+    free(host);
+    free(wt);
+    CU(rc);
+    return DRAPE_OK;
+}
+
+static int cuda_create(drape_backend **out, const drape_model *m, const drape_backend_opts *opts, drape_error *err)
+{
+    const drape_config *c = &m->cfg;
+    cuda_backend *be = (cuda_backend *)calloc(1, sizeof *be);
+    if (!be) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    be->base.ops = &drape_backend_cuda;
+    be->base.model = m;
+    be->healthy = 1;
+    be->precision = opts->precision;
+    /* FP32 reference; TF32 and BF16 run the GEMMs on tensor cores with FP32
+     * inputs, outputs and accumulation (cuBLAS rounds the inputs) */
+    be->compute = opts->precision == 1   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                  : opts->precision == 2 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                         : CUBLAS_COMPUTE_32F;
+    be->Vmax = 1;
+    be->C0 = 3 + c->feat_dim + c->pose_dim + 1;
+    be->Cmax = be->C0;
+    for (int i = 0; i < c->n_garments; i++) {
+        const drape_garment *g = &m->garments[i];
+        if (g->V > be->Vmax) be->Vmax = g->V;
+        for (int l = 0; l < c->n_conv; l++)
+            if ((size_t)g->active_texels[l + 1] > be->rows_max[l]) be->rows_max[l] = (size_t)g->active_texels[l + 1];
+    }
+    for (int l = 0; l < c->n_conv; l++)
+        if (c->conv[l] > be->Cmax) be->Cmax = c->conv[l];
+    be->map_stride = (int64_t)(c->uv_h + 2) * (c->uv_w + 2) * be->Cmax;
+    int rc = DRAPE_OK;
+    if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaError_t e = cudaGetLastError();
+        rc = drape_fail(err, DRAPE_ENOTSUP, "cuda backend: cannot use device 0: %s", cudaGetErrorString(e));
+    }
+    if (!rc) rc = cb_check(be, cublasCreate(&be->blas), "cublasCreate", __FILE__, __LINE__, err);
+    if (!rc) rc = cb_check(be, cublasSetStream(be->blas, be->stream), "cublasSetStream", __FILE__, __LINE__, err);
+    if (!rc) rc = cu_check(be, cudaMalloc(&be->blas_ws, BLAS_WORKSPACE), "cudaMalloc (cuBLAS workspace)", __FILE__, __LINE__, err);
+    if (!rc)
+        rc = cb_check(be, cublasSetWorkspace(be->blas, be->blas_ws, BLAS_WORKSPACE), "cublasSetWorkspace", __FILE__,
+                      __LINE__, err);
+    const char *gr = getenv("DRAPE_CUDA_GRAPHS");
+    be->use_graphs = !(gr && !strcmp(gr, "0"));
+    if (!rc) rc = upload_model(be, err);
+    if (rc) {
+        cuda_destroy(&be->base);
+        return rc;
+    }
+    /* the UV stage's scratch per frame: three maps, im2col and GEMM rows */
+    size_t per = 3 * (size_t)be->map_stride * 4, cm = 0;
+    for (int l = 0; l < c->n_conv; l++) {
+        size_t x = be->rows_max[l] * ((size_t)9 * m->conv[l].in + m->conv[l].out) * 4;
+        cm = x > cm ? x : cm;
+    }
+    per += cm;
+    be->chunk = (int)(UV_BUDGET / per < 1 ? 1 : UV_BUDGET / per > 256 ? 256 : UV_BUDGET / per);
+    *out = &be->base;
+    return DRAPE_OK;
+}
+
+static int cuda_healthy(const drape_backend *b) { return ((const cuda_backend *)b)->healthy; }
+
+static int refuse_unhealthy(drape_error *err)
+{
+    return drape_fail(err, DRAPE_EBACKEND, "cuda backend is unhealthy after an earlier device error; recreate it");
+}
+
+/* ---- module B ---- */
+
+/* Device part of module B into id; scratch views in d. */
+typedef struct {
+    float *x, *ef, *h, *hcat, *hnew, *e, *ecat, *enew, *tmp, *small, *dwh, *dw, *f;
+    int32_t *snd, *rcv, *start, *ids;
+} mb_scratch;
+
+static int module_b_device(cuda_backend *be, cuda_identity *id, const mb_scratch *d, int garment, int N, int E,
+                           drape_error *err)
+{
+    const drape_model *m = be->base.model;
+    const drape_config *cf = &m->cfg;
+    const drape_garment *g = &m->garments[garment];
+    int V = g->V, dh = cf->latent, H = cf->hidden, rc;
+    cudaStream_t s = be->stream;
+#define TRY(x) do { if ((rc = (x))) return rc; } while (0)
+    TRY(mlp_ln(be, d->h, d->h, d->tmp, d->x, &m->node_embed, N, 0, err));
+    TRY(mlp_ln(be, d->e, d->e, d->tmp, d->ef, &m->edge_embed, E, 0, err));
+    for (int bl = 0; bl < cf->blocks; bl++) {
+        cu_edge_concat(d->ecat, d->e, d->h, d->snd, d->rcv, E, dh, s);
+        LAUNCHED();
+        TRY(mlp_ln(be, d->e, d->enew, d->tmp, d->ecat, &m->edge_mlp[bl], E, 1, err));
+        cu_node_concat(d->hcat, d->h, d->e, d->start, d->ids, N, dh, s);
+        LAUNCHED();
+        TRY(mlp_ln(be, d->h, d->hnew, d->tmp, d->hcat, &m->node_mlp[bl], N, 1, err));
+    }
+    /* heads on the garment nodes h[0:V] */
+    float *mean = d->small, *zh = mean + dh, *z = zh + dh, *m1 = z + cf->z_dim, *m2 = m1 + H;
+    cu_mean_rows(mean, d->h, V, dh, s);
+    LAUNCHED();
+    TRY(linear_act(be, zh, mean, &m->head_z[0], 1, 1, err));
+    TRY(linear_act(be, z, zh, &m->head_z[1], 1, 0, err));
+    TRY(linear_act(be, d->dwh, d->h, &m->head_dw[0], V, 1, err));
+    TRY(linear_act(be, d->dw, d->dwh, &m->head_dw[1], V, 0, err));
+    TRY(linear_act(be, d->f, d->h, &m->head_feat, V, 0, err));
+    TRY(linear_act(be, m1, z, &m->modulator[0], 1, 1, err));
+    TRY(linear_act(be, m2, m1, &m->modulator[1], 1, 1, err));
+    TRY(linear_act(be, id->film, m2, &m->modulator[2], 1, 0, err));
+#undef TRY
+    cu_skin_weights(id->skin_w, dev_f(be, g->skin_w0), d->dw, dev_i(be, g->skin_idx), V, cf->skin_k, cf->bones, s);
+    cu_fcov(id->F_cov, d->f, be->d_garments + garment, g->n_cov, cf->feat_dim, s);
+    LAUNCHED();
+    return DRAPE_OK;
+}
+
+static int cuda_identity_create(drape_backend *b, drape_identity **out, int garment, const float *betas,
+                                drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    if (!be->healthy) return refuse_unhealthy(err);
+    const drape_model *m = b->model;
+    const drape_config *cf = &m->cfg;
+    const drape_garment *g = &m->garments[garment];
+    int V = g->V, Nb = m->Nb, N = V + Nb, B = cf->bones, H = cf->hidden, dh = cf->latent, S = cf->betas;
+    int knn = cf->knn < Nb ? cf->knn : Nb, df = cf->feat_dim, dwh = m->head_dw[0].out;
+    int Emax = 2 * (g->n_edges + m->n_body_edges + V * knn);
+    *out = NULL;
+
+    /* host: shape, retarget, graph (the same bodies the device would run) */
+    size_t nf = (size_t)Nb * 6 + 3 * (size_t)V + 3 * (size_t)B + 72 + (size_t)N * 8 + (size_t)Emax * 7 + 64;
+    size_t ni = (size_t)V * knn + (size_t)2 * Emax + N + (size_t)N + 1 + Emax;
+    float *hf = (float *)malloc(nf * sizeof(float));
+    int32_t *hi = (int32_t *)malloc(ni * sizeof(int32_t));
+    unsigned char *type = (unsigned char *)malloc((size_t)Emax + 1);
+    cuda_identity *id = (cuda_identity *)calloc(1, sizeof *id);
+    void *scratch = NULL;
+    int rc = DRAPE_OK;
+    if (!hf || !hi || !type || !id) {
+        rc = drape_fail(err, DRAPE_ENOMEM, "module B: out of host memory (graph of %d nodes, %d edges)", N, Emax);
+        goto out;
+    }
+    {
+        float *vs = hf, *nrm = vs + 3 * (size_t)Nb, *gv = nrm + 3 * (size_t)Nb, *cb = gv + 3 * (size_t)V;
+        float *J = cb + 3 * (size_t)B, *best = J + 72;
+        hd_graph gr = {N, 0, best + 64, best + 64 + (size_t)N * 8, NULL, NULL, NULL, NULL};
+        int32_t *nn = hi;
+        gr.snd = nn + (size_t)V * knn; /* + N cursor scratch, see hd_build_graph */
+        gr.rcv = gr.snd + Emax + N;
+        gr.start = gr.rcv + Emax;
+        gr.ids = gr.start + N + 1;
+        if ((rc = drape_body_shape(vs, J, m, betas))) {
+            rc = drape_fail(err, rc, "module B: body shape failed");
+            goto out;
+        }
+        for (int v = 0; v < V; v++) hd_retarget_point(gv + 3 * v, g->rest + 3 * v, g->body_nn[v], m->shapedirs, betas, S);
+        for (int i = 0; i < B; i++) hd_retarget_point(cb + 3 * i, g->bones + 3 * i, g->bone_body_nn[i], m->shapedirs, betas, S);
+        drape_mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);
+        hd_build_graph(&gr, type, nn, best, m, g, gv, vs, nrm, knn);
+        int E = gr.E;
+
+        /* the identity: one allocation, views into it */
+        size_t fl[6] = {(size_t)6 * H, (size_t)V * cf->skin_k, 3 * (size_t)V, 3 * (size_t)B, 72, (size_t)g->n_cov * df};
+        float **views[6] = {&id->film, &id->skin_w, &id->g, &id->c, &id->J, &id->F_cov};
+        carve_item it[6];
+        for (int i = 0; i < 6; i++) it[i] = carve_item{views[i], fl[i] * sizeof(float)};
+        if ((rc = carve(be, &id->dev, it, 6, "an identity", err))) goto out;
+        id->base.garment = garment;
+        id->base.bytes = sizeof *id;
+        for (int i = 0; i < 6; i++) id->base.bytes += align_up(fl[i] * sizeof(float));
+
+        mb_scratch d;
+        int rows = E > N ? E : N, dwmax = dwh > B ? dwh : B;
+        carve_item sc[] = {
+            {&d.x, (size_t)N * 8 * 4},        {&d.ef, (size_t)E * 7 * 4},          {&d.h, (size_t)N * dh * 4},
+            {&d.hcat, (size_t)N * 2 * dh * 4}, {&d.hnew, (size_t)N * dh * 4},      {&d.e, (size_t)E * dh * 4},
+            {&d.ecat, (size_t)E * 3 * dh * 4}, {&d.enew, (size_t)E * dh * 4},      {&d.tmp, (size_t)rows * dh * 4},
+            {&d.small, (size_t)(2 * dh + cf->z_dim + 2 * H) * 4},                  {&d.dwh, (size_t)V * dwmax * 4},
+            {&d.dw, (size_t)V * B * 4},         {&d.f, (size_t)V * df * 4},         {&d.snd, (size_t)E * 4},
+            {&d.rcv, (size_t)E * 4},            {&d.start, (size_t)(N + 1) * 4},   {&d.ids, (size_t)E * 4},
+        };
+        if ((rc = carve(be, &scratch, sc, (int)(sizeof sc / sizeof *sc), "module B's graph", err))) goto out;
+        cudaStream_t s = be->stream;
+        cudaError_t ce = cudaSuccess;
+        const void *src[] = {gr.x, gr.ef, gr.snd, gr.rcv, gr.start, gr.ids, gv, cb, J};
+        void *dst[] = {d.x, d.ef, d.snd, d.rcv, d.start, d.ids, id->g, id->c, id->J};
+        size_t nb[] = {(size_t)N * 32, (size_t)E * 28, (size_t)E * 4, (size_t)E * 4, (size_t)(N + 1) * 4,
+                       (size_t)E * 4, (size_t)V * 12, (size_t)B * 12, 288};
+        for (int i = 0; i < 9 && ce == cudaSuccess; i++) ce = cudaMemcpyAsync(dst[i], src[i], nb[i], cudaMemcpyHostToDevice, s);
+        if ((rc = cu_check(be, ce, "cudaMemcpyAsync (module B inputs)", __FILE__, __LINE__, err))) goto out;
+        if ((rc = module_b_device(be, id, &d, garment, N, E, err))) goto out;
+        /* pageable copies above are staged by the runtime; wait before the host buffers go */
+        if ((rc = cu_check(be, cudaStreamSynchronize(s), "cudaStreamSynchronize (module B)", __FILE__, __LINE__, err)))
+            goto out;
+    }
+    *out = &id->base;
+    id = NULL;
+out:
+    if (rc && be->stream) cudaStreamSynchronize(be->stream);
+    if (id) cudaFree(id->dev);
+    free(id);
+    cudaFree(scratch);
+    free(hf);
+    free(hi);
+    free(type);
+    return rc;
+}
+
+static void cuda_identity_free(drape_backend *b, drape_identity *x)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    cuda_identity *id = (cuda_identity *)x;
+    cudaStreamSynchronize(be->stream); /* a batch in flight may still read it */
+    cudaFree(id->dev);
+    cudaGetLastError();
+    free(id);
+}
+
+/* ---- module A ---- */
+
+static int grow_batch(cuda_backend *be, int n, drape_error *err)
+{
+    if (n <= be->cap) return DRAPE_OK;
+    const drape_config *c = &be->base.model->cfg;
+    int cap = n > 2 * be->cap ? n : 2 * be->cap, B = c->bones, H = c->hidden;
+    size_t nv = (size_t)cap * be->Vmax * 3;
+    free_batch(be);
+    size_t sp = align_up((size_t)cap * 225 * 4), sf = align_up((size_t)cap * sizeof(cu_frame));
+    be->stage_bytes = sp + sf + align_up((size_t)cap * sizeof(cu_uv_slot));
+    void *stage_dev = NULL;
+    carve_item it[] = {
+        {&stage_dev, be->stage_bytes},          {&be->A, (size_t)cap * 3 * 288 * 4},   {&be->Hf, (size_t)cap * 48},
+        {&be->Hinv, (size_t)cap * 48},           {&be->X, (size_t)cap * 15 * B * 4},    {&be->h1, (size_t)cap * H * 4},
+        {&be->h2, (size_t)cap * H * 4},          {&be->net, (size_t)cap * 9 * B * 4},   {&be->phi, (size_t)cap * c->pose_dim * 4},
+        {&be->T_hat, (size_t)cap * B * 48},      {&be->q, (size_t)cap * B * 12},        {&be->M, (size_t)cap * B * 48},
+        {&be->p, nv * 4},                        {&be->out, nv * 4},
+    };
+    int rc = carve(be, &be->d_batch, it, (int)(sizeof it / sizeof *it), "a batch", err);
+    if (rc) return rc;
+    /* the staged block mirrors the start of the device block: one copy up */
+    be->d_poses = (float *)stage_dev;
+    be->d_frames = (cu_frame *)((unsigned char *)stage_dev + sp);
+    be->d_slots = (cu_uv_slot *)((unsigned char *)stage_dev + sp + sf);
+    be->h_key = (int *)malloc((size_t)cap * sizeof(int));
+    if (!be->h_key) {
+        free_batch(be);
+        return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory for a batch of %d", cap);
+    }
+    cudaError_t e1 = cudaMallocHost((void **)&be->h_stage, be->stage_bytes), e2 = cudaSuccess;
+    if (e1 == cudaSuccess) e2 = cudaMallocHost((void **)&be->h_out, nv * 4);
+    if (e1 != cudaSuccess || e2 != cudaSuccess) {
+        free_batch(be);
+        CU(e1 != cudaSuccess ? e1 : e2);
+    }
+    be->cap = cap;
+    return DRAPE_OK;
+}
+
+static int grow_uv(cuda_backend *be, int slots, drape_error *err)
+{
+    if (slots <= be->uv_cap) return DRAPE_OK;
+    const drape_model *m = be->base.model;
+    size_t col = 0, y = 0;
+    for (int l = 0; l < m->cfg.n_conv; l++) {
+        size_t a = be->rows_max[l] * 9 * m->conv[l].in, b = be->rows_max[l] * m->conv[l].out;
+        col = a > col ? a : col;
+        y = b > y ? b : y;
+    }
+    graphs_clear(be); /* they hold the old maps' addresses */
+    CU(cudaStreamSynchronize(be->stream));
+    cudaFree(be->d_uv);
+    be->d_uv = NULL;
+    be->uv_cap = 0;
+    size_t maps = (size_t)slots * be->map_stride * 4;
+    carve_item it[] = {{&be->map_in, maps}, {&be->map_a, maps}, {&be->map_b, maps},
+                       {&be->col, (size_t)slots * col * 4}, {&be->y, (size_t)slots * y * 4}};
+    int rc = carve(be, &be->d_uv, it, 5, "the UV maps", err);
+    if (rc) return rc;
+    /* the input map's border is never written: zero it once */
+    CU(cudaMemsetAsync(be->map_in, 0, maps, be->stream));
+    be->uv_cap = slots;
+    return DRAPE_OK;
+}
+
+/* Steps 7–9 for the slots [s0, s0+ns) (their maps fit the scratch): p += δ.
+ * hf, hs: the staged frames and slots. */
+static int uv_chunk(cuda_backend *be, const cu_frame *hf, const cu_uv_slot *hs, int s0, int ns, int Vmax,
+                    drape_error *err)
+{
+    const drape_model *m = be->base.model;
+    const drape_config *c = &m->cfg;
+    cudaStream_t s = be->stream;
+    const cu_uv_slot *slots = be->d_slots + s0, *last = &hs[s0 + ns - 1];
+    const cu_garment *lg = &be->h_garments[hf[last->frame].garment];
+    int Hu = c->uv_h, Wu = c->uv_w, L = c->n_conv, max_pos = 0;
+    for (int i = 0; i < c->n_garments; i++)
+        if (be->h_garments[i].n_pos[0] > max_pos) max_pos = be->h_garments[i].n_pos[0];
+    cu_uv_input(be->map_in, be->p, be->phi, slots, ns, be->d_frames, be->d_garments, max_pos, be->map_stride,
+                c->feat_dim, c->pose_dim, s);
+    LAUNCHED();
+    const float *in = be->map_in;
+    float *outs[2] = {be->map_a, be->map_b};
+    int Ci = be->C0;
+    for (int l = 0; l < L; l++) {
+        const drape_conv *cv = &m->conv[l];
+        int mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1;
+        int rows = last->row_off[l] + lg->n_pos[l + 1]; /* GEMM rows of the chunk */
+        float *o = outs[l & 1];
+        cu_im2col(be->col, in, slots, ns, be->d_frames, be->d_garments, l, (int)be->rows_max[l], be->map_stride, Wu + 2,
+                  Ci, s);
+        LAUNCHED();
+        int rc = gemm(be, be->y, be->col, be->d_taps[l], rows, 9 * Ci, cv->out, 0, err);
+        if (rc) return rc;
+        cu_zero_border(o, ns, be->map_stride, Hu, Wu, cv->out, s);
+        cu_conv_epilogue(o, be->y, in, dev_f(be, cv->b), slots, ns, be->d_frames, be->d_garments, l, (int)be->rows_max[l],
+                         be->map_stride, Ci, cv->out, mode, s);
+        LAUNCHED();
+        in = o;
+        Ci = cv->out;
+    }
+    cu_uv_sample_add(be->p, in, slots, ns, be->d_frames, be->d_garments, Vmax, be->map_stride, Hu, Wu, s);
+    LAUNCHED();
+    return DRAPE_OK;
+}
+
+/* The launch sequence of one batch, from the staged inputs up to the
+ * outputs in pinned memory: n frames, ns of them through the UV stage. */
+static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax, int off,
+                         drape_error *err)
+{
+    const drape_model *m = be->base.model;
+    const drape_config *c = &m->cfg;
+    int B = c->bones, H = c->hidden, rc;
+    cudaStream_t s = be->stream;
+    CU(cudaMemcpyAsync(be->d_poses, be->h_stage, be->stage_bytes, cudaMemcpyHostToDevice, s));
+
+    /* steps 1–2, then Bone-Net over the batch (FiLM + ReLU fused) */
+    cu_fk(be->A, be->Hf, be->Hinv, be->d_poses, be->d_frames, be->d_parents, n, s);
+    cu_bone_input(be->X, be->T_hat, be->q, be->A, be->Hinv, be->d_frames, be->d_garments, dev_f(be, m->in_mean),
+                  dev_f(be, m->in_std), n, B, s);
+    LAUNCHED();
+    const float *in = be->X;
+    float *hs2[2] = {be->h1, be->h2};
+    for (int l = 0; l < 3; l++) {
+        if ((rc = linear(be, hs2[l & 1], in, &m->bonenet[l], n, err))) return rc;
+        cu_film_relu(hs2[l & 1], dev_f(be, m->bonenet[l].b), be->d_frames, l, n, H, s);
+        LAUNCHED();
+        in = hs2[l & 1];
+    }
+    if ((rc = linear_act(be, be->net, in, &m->bonenet[3], n, 0, err))) return rc;
+    if ((rc = linear_act(be, be->phi, in, &m->pose_embed, n, 0, err))) return rc;
+    /* steps 3–6 */
+    cu_bone_correct(be->M, be->T_hat, be->q, be->net, be->d_frames, n, B, s);
+    cu_skin(be->p, be->M, be->d_frames, be->d_garments, n, Vmax, B, c->skin_k, s);
+    LAUNCHED();
+    /* steps 7–9 per chunk of frames */
+    for (int s0 = 0; s0 < ns; s0 += be->chunk)
+        if ((rc = uv_chunk(be, hf, hs, s0, ns - s0 < be->chunk ? ns - s0 : be->chunk, Vmax, err))) return rc;
+    /* step 10 and the copy back */
+    cu_world(be->out, be->p, be->Hf, be->d_frames, n, Vmax, s);
+    LAUNCHED();
+    CU(cudaMemcpyAsync(be->h_out, be->out, (size_t)off * 12, cudaMemcpyDeviceToHost, s));
+    return DRAPE_OK;
+}
+
+/* Replays the graph of this batch shape, or captures one (then replays it);
+ * falls back to plain launches for good if capture is refused. */
+static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax, int off,
+                        drape_error *err)
+{
+    if (!be->use_graphs) return enqueue_batch(be, n, ns, hf, hs, Vmax, off, err);
+    cudaStream_t s = be->stream;
+    graph_entry *slot = &be->graphs[0];
+    for (int i = 0; i < GRAPH_CACHE; i++) {
+        graph_entry *g = &be->graphs[i];
+        if (g->exec && g->n == n && !memcmp(g->key, be->h_key, (size_t)n * sizeof(int))) {
+            g->used = ++be->tick;
+            CU(cudaGraphLaunch(g->exec, s));
+            return DRAPE_OK;
+        }
+        if (!g->exec || (slot->exec && g->used < slot->used)) slot = g;
+    }
+    int *key = (int *)malloc((size_t)n * sizeof(int));
+    if (!key) return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory");
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    drape_error cap = {0, ""};
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    be->capturing = 1;
+    int rc = enqueue_batch(be, n, ns, hf, hs, Vmax, off, &cap);
+    be->capturing = 0;
+    cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    if (!rc && ce == cudaSuccess) ce = cudaGraphInstantiate(&exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (rc || ce != cudaSuccess) {
+        cudaGetLastError();
+        free(key);
+        be->use_graphs = 0;
+        LOG_WARN("cuda backend: graph capture failed (%s), launching without graphs from now on",
+                 rc ? cap.msg : cudaGetErrorString(ce));
+        return enqueue_batch(be, n, ns, hf, hs, Vmax, off, err);
+    }
+    if (slot->exec) cudaGraphExecDestroy(slot->exec);
+    free(slot->key);
+    memcpy(key, be->h_key, (size_t)n * sizeof(int));
+    *slot = graph_entry{exec, n, key, ++be->tick};
+    CU(cudaGraphLaunch(exec, s));
+    return DRAPE_OK;
+}
+
+static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    if (!be->healthy) return refuse_unhealthy(err);
+    if (n > 65535) return drape_fail(err, DRAPE_EINVAL, "cuda backend: at most 65535 frames per batch (got %d)", n);
+    const drape_model *m = b->model;
+    const drape_config *c = &m->cfg;
+    int rc = grow_batch(be, n, err);
+    if (rc) return rc;
+
+    /* stage: poses, frame descriptors, UV slots (row offsets restart per chunk) */
+    float *hp = (float *)be->h_stage;
+    cu_frame *hf = (cu_frame *)(be->h_stage + align_up((size_t)be->cap * 225 * 4));
+    cu_uv_slot *hs = (cu_uv_slot *)((unsigned char *)hf + align_up((size_t)be->cap * sizeof(cu_frame)));
+    int off = 0, ns = 0, Vmax = 1;
+    for (int f = 0; f < n; f++) {
+        const cuda_identity *id = (const cuda_identity *)frames[f].id;
+        int gi = id->base.garment, V = m->garments[gi].V;
+        for (int k = 0; k < 3; k++) {
+            memcpy(hp + 225 * f + 75 * k, frames[f].pose[k], 72 * sizeof(float));
+            memcpy(hp + 225 * f + 75 * k + 72, frames[f].trans[k], 3 * sizeof(float));
+        }
+        hf[f] = cu_frame{id->film, id->skin_w, id->g, id->c, id->J, id->F_cov, gi, frames[f].lbs_only != 0, V, off};
+        off += V;
+        Vmax = V > Vmax ? V : Vmax;
+        if (!frames[f].lbs_only) hs[ns++].frame = f;
+    }
+    for (int s0 = 0; s0 < ns; s0 += be->chunk)
+        for (int l = 0; l < c->n_conv; l++)
+            for (int i = s0, r = 0; i < ns && i < s0 + be->chunk; i++) {
+                hs[i].row_off[l] = r;
+                r += be->h_garments[hf[hs[i].frame].garment].n_pos[l + 1];
+            }
+    if (ns && (rc = grow_uv(be, ns < be->chunk ? ns : be->chunk, err))) return rc;
+    for (int f = 0; f < n; f++) be->h_key[f] = 2 * hf[f].garment + hf[f].lbs;
+    if ((rc = launch_batch(be, n, ns, hf, hs, Vmax, off, err))) return rc;
+    CU(cudaStreamSynchronize(be->stream));
+    for (int f = 0; f < n; f++) memcpy(frames[f].out, be->h_out + 3 * (size_t)hf[f].out_off, (size_t)hf[f].V * 12);
+    return DRAPE_OK;
+}
+
+/* Module B's cached outputs of an identity, copied to the host (tests). */
+extern "C" int drape_cuda_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g,
+                                        float *c, float *J, float *F_cov, drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    const cuda_identity *id = (const cuda_identity *)x;
+    const drape_model *m = b->model;
+    const drape_garment *gm = &m->garments[id->base.garment];
+    const drape_config *cf = &m->cfg;
+    float *dst[6] = {film, skin_w, g, c, J, F_cov};
+    const float *src[6] = {id->film, id->skin_w, id->g, id->c, id->J, id->F_cov};
+    size_t n[6] = {(size_t)6 * cf->hidden, (size_t)gm->V * cf->skin_k, 3 * (size_t)gm->V, 3 * (size_t)cf->bones, 72,
+                   (size_t)gm->n_cov * cf->feat_dim};
+    for (int i = 0; i < 6; i++)
+        if (dst[i]) CU(cudaMemcpy(dst[i], src[i], n[i] * sizeof(float), cudaMemcpyDeviceToHost));
+    return DRAPE_OK;
+}
+
+extern "C" const drape_backend_ops drape_backend_cuda = {
+    "cuda", cuda_create, cuda_destroy, cuda_identity_create, cuda_identity_free, cuda_run, cuda_healthy,
+};

@@ -1,0 +1,489 @@
+/* Per-thread bodies of the CUDA kernels (modules A and B), one function per
+ * element a thread computes, written once for both compilers: the .cu
+ * kernels call them on the device, and tests/test_cuda.c (plain C11) loops
+ * over them on the CPU against the CPU backend's ops, so index and boundary
+ * mistakes are caught on machines without a GPU. Pointers into per-frame or
+ * per-garment tables are passed in; nothing here allocates or knows about
+ * streams. Float sums keep the CPU backend's order where it is a plain loop,
+ * so on the host a body matches its CPU op to the last bit (up to FMA
+ * contraction, which nvcc applies on the device). */
+#ifndef DRAPE_CUDA_BODIES_H
+#define DRAPE_CUDA_BODIES_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../../runtime/model.h"
+
+#ifdef __CUDACC__
+#define DRAPE_HD __host__ __device__
+#else
+#define DRAPE_HD
+#endif
+
+#define HD_JOINTS 24
+
+/* ---- rigid transforms: 3×4 row-major [R | t] ---- */
+
+/* R [9] = rodrigues(aa), float64 inside (conventions.md) */
+static inline DRAPE_HD void hd_rodrigues(float R[9], const float *aa)
+{
+    double x = aa[0], y = aa[1], z = aa[2];
+    double a = sqrt(x * x + y * y + z * z);
+    double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
+    double s = 1.0, c1 = 0.0;
+    if (a >= 1e-12) {
+        for (int i = 0; i < 9; i++) K[i] /= a;
+        s = sin(a);
+        c1 = 1.0 - cos(a);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double k2 = 0;
+            for (int l = 0; l < 3; l++) k2 += K[3 * i + l] * K[3 * l + j];
+            R[3 * i + j] = (float)((i == j) + s * K[3 * i + j] + c1 * k2);
+        }
+}
+
+/* out = a ∘ b; out may not alias a or b */
+static inline DRAPE_HD void hd_compose(float *out, const float *a, const float *b)
+{
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++) {
+            float acc = j == 3 ? a[4 * i + 3] : 0.0f;
+            for (int l = 0; l < 3; l++) acc += a[4 * i + l] * b[4 * l + j];
+            out[4 * i + j] = acc;
+        }
+}
+
+/* y = a x; y may not alias x */
+static inline DRAPE_HD void hd_apply(float *y, const float *a, const float *x)
+{
+    for (int i = 0; i < 3; i++) y[i] = a[4 * i] * x[0] + a[4 * i + 1] * x[1] + a[4 * i + 2] * x[2] + a[4 * i + 3];
+}
+
+/* out = a⁻¹ for a rigid a */
+static inline DRAPE_HD void hd_inverse_rigid(float *out, const float *a)
+{
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) out[4 * i + j] = a[4 * j + i];
+        out[4 * i + 3] = -(a[i] * a[3] + a[4 + i] * a[7] + a[8 + i] * a[11]);
+    }
+}
+
+/* One thread per (frame, history step): A [24,12] skinning transforms of one
+ * pose [72] + trans [3] for shaped joints J [24,3] (DESIGN 2.1). G [24,12]
+ * is scratch (registers/local memory on the device). */
+static inline DRAPE_HD void hd_fk(float *A, float *G, const float *pose, const float *trans, const float *J,
+                                  const int32_t *parents)
+{
+    for (int k = 0; k < HD_JOINTS; k++) {
+        float R[9], local[12];
+        hd_rodrigues(R, pose + 3 * k);
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) local[4 * i + j] = R[3 * i + j];
+            local[4 * i + 3] = k == 0 ? J[i] + trans[i] : J[3 * k + i] - J[3 * parents[k] + i];
+        }
+        if (k == 0)
+            for (int i = 0; i < 12; i++) G[i] = local[i];
+        else
+            hd_compose(G + 12 * k, G + 12 * parents[k], local);
+    }
+    for (int k = 0; k < HD_JOINTS; k++) {
+        const float *g = G + 12 * k;
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) A[12 * k + 4 * i + j] = g[4 * i + j];
+            A[12 * k + 4 * i + 3] = g[4 * i + 3] - (g[4 * i] * J[3 * k] + g[4 * i + 1] * J[3 * k + 1] + g[4 * i + 2] * J[3 * k + 2]);
+        }
+    }
+}
+
+/* H [12] heading frame [R_y(ψ) | J_0 + trans] of the current pose */
+static inline DRAPE_HD void hd_heading(float *H, const float *pose, const float *trans, const float *J0)
+{
+    float R[9];
+    hd_rodrigues(R, pose);
+    double fx = R[2], fz = R[8], psi;
+    if (sqrt(fx * fx + fz * fz) < 1e-6) psi = atan2(-(double)R[6], (double)R[0]);
+    else psi = atan2(fx, fz);
+    float s = (float)sin(psi), c = (float)cos(psi);
+    float h[12] = {c, 0, s, J0[0] + trans[0], 0, 1, 0, J0[1] + trans[1], -s, 0, c, J0[2] + trans[2]};
+    for (int i = 0; i < 12; i++) H[i] = h[i];
+}
+
+/* One thread per (frame, bone b) — DESIGN 2.4 steps 1–2. A [3][24,12] the
+ * frame's skinning transforms (t−2, t−1, t), Hinv [12] its inverse heading,
+ * c_b [3] the retargeted bone, w_b [24] its joint weights. Writes bone b's
+ * entries of the normalized Bone-Net input X [15B], T̂_b [12] and q_b [3]. */
+static inline DRAPE_HD void hd_bone_input(float *X, float *T_hat_b, float *q_b, const float *A, const float *Hinv,
+                                          const float *c_b, const float *w_b, const float *mean, const float *std,
+                                          int b, int B)
+{
+    float q[3][3];
+    for (int F = 0; F < 3; F++) {
+        float T[12] = {0}, p[3];
+        for (int k = 0; k < HD_JOINTS; k++)
+            if (w_b[k] != 0)
+                for (int i = 0; i < 12; i++) T[i] += w_b[k] * A[F * HD_JOINTS * 12 + 12 * k + i];
+        hd_apply(p, T, c_b);
+        hd_apply(q[F], Hinv, p);
+        if (F == 2) hd_compose(T_hat_b, Hinv, T);
+    }
+    for (int d = 0; d < 3; d++) {
+        float v[5] = {q[0][d], q[1][d], q[2][d], q[1][d] - q[0][d], q[2][d] - q[1][d]};
+        for (int blk = 0; blk < 5; blk++) {
+            int i = 3 * B * blk + 3 * b + d;
+            X[i] = (v[blk] - mean[i]) / std[i];
+        }
+        q_b[d] = q[2][d];
+    }
+}
+
+/* ---- dense epilogues (after a cuBLAS GEMM with β = 0) ---- */
+
+/* FiLM + ReLU of one element: h is the GEMM output, bias the layer's */
+static inline DRAPE_HD float hd_film_relu(float h, float bias, float dgamma, float beta)
+{
+    float v = (1.0f + dgamma) * (h + bias) + beta;
+    return v > 0 ? v : 0;
+}
+
+static inline DRAPE_HD float hd_bias_act(float y, float bias, int relu)
+{
+    float v = y + bias;
+    return relu && v < 0 ? 0 : v;
+}
+
+/* One thread per row: y [d] += bias, then dst [d] (+)= LayerNorm(y)·w + b
+ * (biased variance, eps 1e-5). accumulate: dst += (residual), else dst =
+ * (dst may be y). */
+static inline DRAPE_HD void hd_bias_layernorm_row(float *dst, float *y, const float *bias, const float *w,
+                                                  const float *b, int d, int accumulate)
+{
+    float mean = 0, var = 0;
+    for (int i = 0; i < d; i++) mean += (y[i] += bias[i]);
+    mean /= d;
+    for (int i = 0; i < d; i++) var += (y[i] - mean) * (y[i] - mean);
+    var /= d;
+    float inv = 1.0f / sqrtf(var + 1e-5f);
+    for (int i = 0; i < d; i++) {
+        float v = (y[i] - mean) * inv * w[i] + b[i];
+        dst[i] = accumulate ? dst[i] + v : v;
+    }
+}
+
+/* ---- bones and skinning ---- */
+
+/* R [9] of a 6D vector with identity offset (DESIGN 2.4 step 4) */
+static inline DRAPE_HD void hd_rot6d(float *R, const float *r)
+{
+    float a1[3] = {r[0] + 1.0f, r[1], r[2]}, a2[3] = {r[3], r[4] + 1.0f, r[5]};
+    float n1 = sqrtf(a1[0] * a1[0] + a1[1] * a1[1] + a1[2] * a1[2]);
+    float e1[3] = {a1[0] / n1, a1[1] / n1, a1[2] / n1};
+    float d = e1[0] * a2[0] + e1[1] * a2[1] + e1[2] * a2[2];
+    float u[3] = {a2[0] - d * e1[0], a2[1] - d * e1[1], a2[2] - d * e1[2]};
+    float n2 = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    float e2[3] = {u[0] / n2, u[1] / n2, u[2] / n2};
+    float e3[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+    for (int i = 0; i < 3; i++) {
+        R[3 * i] = e1[i];
+        R[3 * i + 1] = e2[i];
+        R[3 * i + 2] = e3[i];
+    }
+}
+
+/* One thread per (frame, bone): M_b [12] = x ↦ ΔR (T̂ x − q) + q + τ from the
+ * bone's Bone-Net output net_b [9] (NULL: plain skinning, M = T̂). */
+static inline DRAPE_HD void hd_bone_correct(float *M_b, const float *T, const float *q, const float *net_b)
+{
+    if (!net_b) {
+        for (int i = 0; i < 12; i++) M_b[i] = T[i];
+        return;
+    }
+    float dR[9];
+    hd_rot6d(dR, net_b);
+    const float *tau = net_b + 6;
+    float tq[3] = {T[3] - q[0], T[7] - q[1], T[11] - q[2]};
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++)
+            M_b[4 * i + j] = dR[3 * i] * T[j] + dR[3 * i + 1] * T[4 + j] + dR[3 * i + 2] * T[8 + j];
+        M_b[4 * i + 3] = dR[3 * i] * tq[0] + dR[3 * i + 1] * tq[1] + dR[3 * i + 2] * tq[2] + q[i] + tau[i];
+    }
+}
+
+/* One thread per (frame, vertex): out [3] = Σ_j w_j M[idx_j] x over the k
+ * support bones; idx, w the vertex's rows [k]. */
+static inline DRAPE_HD void hd_skin_vertex(float *out, const float *x, const float *M, const int32_t *idx,
+                                           const float *w, int k)
+{
+    float acc[3] = {0, 0, 0};
+    for (int j = 0; j < k; j++) {
+        const float *T = M + 12 * idx[j];
+        for (int i = 0; i < 3; i++)
+            acc[i] += w[j] * (T[4 * i] * x[0] + T[4 * i + 1] * x[1] + T[4 * i + 2] * x[2] + T[4 * i + 3]);
+    }
+    for (int i = 0; i < 3; i++) out[i] = acc[i];
+}
+
+/* One thread per vertex: row [k] = softmax(log(w0 + 1e-8) + dw[idx]) */
+static inline DRAPE_HD void hd_skin_weights_vertex(float *row, const float *w0, const float *dw, const int32_t *idx,
+                                                   int k)
+{
+    float mx = -INFINITY, s = 0;
+    for (int j = 0; j < k; j++) {
+        row[j] = logf(w0[j] + 1e-8f) + dw[idx[j]];
+        if (row[j] > mx) mx = row[j];
+    }
+    for (int j = 0; j < k; j++) s += (row[j] = expf(row[j] - mx));
+    for (int j = 0; j < k; j++) row[j] /= s;
+}
+
+/* ---- the UV stage ---- */
+
+/* value [3] at texel t = Σ λ p over its face's corners */
+static inline DRAPE_HD void hd_texel_point(float *out, const int32_t *faces, const int32_t *texel_face,
+                                           const float *texel_bary, const float *p, int t)
+{
+    const int32_t *f = faces + 3 * texel_face[t];
+    const float *l = texel_bary + 3 * t;
+    for (int d = 0; d < 3; d++) out[d] = l[0] * p[3 * f[0] + d] + l[1] * p[3 * f[1] + d] + l[2] * p[3 * f[2] + d];
+}
+
+/* One thread per (frame, texel of the input runs): x [C = 3 + d_f + d_φ + 1]
+ * of the conv input map; cov = the texel's index among the covered texels
+ * or −1 (empty: zeros). */
+static inline DRAPE_HD void hd_uv_input_texel(float *x, int cov, const int32_t *faces, const int32_t *texel_face,
+                                              const float *texel_bary, const int32_t *cov_texel, const float *p,
+                                              const float *F_cov, const float *phi, int d_f, int d_phi)
+{
+    int C = 3 + d_f + d_phi + 1;
+    if (cov < 0) {
+        for (int i = 0; i < C; i++) x[i] = 0;
+        return;
+    }
+    hd_texel_point(x, faces, texel_face, texel_bary, p, cov_texel[cov]);
+    for (int i = 0; i < d_f; i++) x[3 + i] = F_cov[(size_t)cov * d_f + i];
+    for (int i = 0; i < d_phi; i++) x[3 + d_f + i] = phi[i];
+    x[C - 1] = 1.0f;
+}
+
+/* im2col element e ∈ [0, 9·Ci) of the texel at flat padded position p:
+ * tap t = e / Ci (row-major 3×3), channel e % Ci; the layout matches the
+ * packed weights taps [9][Ci][Co] of cpu_conv_pack. pw = Wu + 2. */
+static inline DRAPE_HD float hd_im2col_at(const float *in, int64_t p, int pw, int Ci, int e)
+{
+    int t = e / Ci, ci = e - t * Ci;
+    return in[(p + (int64_t)(t / 3 - 1) * pw + (t % 3 - 1)) * Ci + ci];
+}
+
+/* conv epilogue of one output: mode 0 plain, 1 ReLU, 2 residual ReLU
+ * (resid = the layer's input at the same texel and channel) */
+static inline DRAPE_HD float hd_conv_out(float acc, float bias, float resid, int mode)
+{
+    float y = acc + bias;
+    if (mode && y < 0) y = 0;
+    return mode == 2 ? y + resid : y;
+}
+
+/* Flat padded position of border texel i ∈ [0, 2(Wu+2) + 2Hu): the top row,
+ * the bottom row, then the left and right ends of each inner row. A layer's
+ * border is laid afresh because a scratch map may have held one of another
+ * width (channel count), whose values would then sit on this map's border. */
+static inline DRAPE_HD int64_t hd_border_pos(int64_t i, int Hu, int Wu)
+{
+    int pw = Wu + 2;
+    if (i < pw) return i;
+    if (i < 2 * pw) return (int64_t)(Hu + 1) * pw + (i - pw);
+    i -= 2 * pw;
+    return (int64_t)(i / 2 + 1) * pw + (i % 2 ? pw - 1 : 0);
+}
+
+/* Bilinear taps (conventions.md): texel indices i*Wu+j and weights */
+static inline DRAPE_HD void hd_uv_taps(int32_t *idx, float *w, float u, float v, int Hu, int Wu)
+{
+    float x = u * (float)Wu - 0.5f, y = v * (float)Hu - 0.5f;
+    x = x < 0 ? 0 : x > Wu - 1 ? (float)(Wu - 1) : x;
+    y = y < 0 ? 0 : y > Hu - 1 ? (float)(Hu - 1) : y;
+    int x0 = (int)floorf(x), y0 = (int)floorf(y);
+    int x1 = x0 + 1 < Wu ? x0 + 1 : Wu - 1, y1 = y0 + 1 < Hu ? y0 + 1 : Hu - 1;
+    float fx = x - (float)x0, fy = y - (float)y0;
+    idx[0] = y0 * Wu + x0; w[0] = (1 - fy) * (1 - fx);
+    idx[1] = y0 * Wu + x1; w[1] = (1 - fy) * fx;
+    idx[2] = y1 * Wu + x0; w[2] = fy * (1 - fx);
+    idx[3] = y1 * Wu + x1; w[3] = fy * fx;
+}
+
+/* One thread per (frame, vertex v): delta [3] = mean over v's UV copies of
+ * the bilinear sample of map (padded layout, 3 channels). */
+static inline DRAPE_HD void hd_uv_sample_vertex(float *delta, const int32_t *copy_start, const int32_t *copy_uv,
+                                                const float *uv, const float *map, int v, int Hu, int Wu)
+{
+    float acc[3] = {0, 0, 0};
+    int pw = Wu + 2, n = copy_start[v + 1] - copy_start[v];
+    for (int c = copy_start[v]; c < copy_start[v + 1]; c++) {
+        const float *q = uv + 2 * copy_uv[c];
+        int32_t idx[4];
+        float w[4];
+        hd_uv_taps(idx, w, q[0], q[1], Hu, Wu);
+        for (int t = 0; t < 4; t++) {
+            const float *m = map + ((size_t)(idx[t] / Wu + 1) * pw + (idx[t] % Wu + 1)) * 3;
+            for (int d = 0; d < 3; d++) acc[d] += w[t] * m[d];
+        }
+    }
+    for (int d = 0; d < 3; d++) delta[d] = n ? acc[d] / (float)n : 0.0f;
+}
+
+/* ---- module B ---- */
+
+/* One thread per point: out [3] = x + shapedirs[nn]·β (DESIGN 2.3 step 1) */
+static inline DRAPE_HD void hd_retarget_point(float *out, const float *x, int nn, const float *shapedirs,
+                                              const float *betas, int S)
+{
+    for (int d = 0; d < 3; d++) {
+        const float *sd = shapedirs + ((size_t)nn * 3 + d) * S;
+        float acc = x[d];
+        for (int s = 0; s < S; s++) acc += sd[s] * betas[s];
+        out[d] = acc;
+    }
+}
+
+/* One thread per garment vertex: ids [knn] of the nearest body vertices vs
+ * [Nb,3] to x [3], ascending squared distance, ties to the lower index;
+ * best [knn] scratch. */
+static inline DRAPE_HD void hd_knn_vertex(int32_t *ids, float *best, const float *x, const float *vs, int Nb, int knn)
+{
+    int have = 0;
+    for (int i = 0; i < Nb; i++) {
+        float dx = vs[3 * i] - x[0], dy = vs[3 * i + 1] - x[1], dz = vs[3 * i + 2] - x[2];
+        float d = dx * dx + dy * dy + dz * dz;
+        if (have == knn && d >= best[knn - 1]) continue;
+        int pos = have < knn ? have++ : knn - 1;
+        while (pos > 0 && best[pos - 1] > d) {
+            best[pos] = best[pos - 1];
+            ids[pos] = ids[pos - 1];
+            pos--;
+        }
+        best[pos] = d;
+        ids[pos] = i;
+    }
+}
+
+/* One thread per edge: o [7] = [x_s − x_r, |x_s − x_r|, one-hot type] */
+static inline DRAPE_HD void hd_edge_feature(float *o, const float *xs, const float *xr, int type)
+{
+    for (int d = 0; d < 3; d++) o[d] = xs[d] - xr[d];
+    o[3] = sqrtf(o[0] * o[0] + o[1] * o[1] + o[2] * o[2]);
+    for (int t = 0; t < 3; t++) o[4 + t] = type == t;
+}
+
+/* Element (i, k) of the edge MLP input [E, 3d] = [e | h_snd | h_rcv] */
+static inline DRAPE_HD float hd_edge_concat_at(const float *e, const float *h, const int32_t *snd, const int32_t *rcv,
+                                               int i, int k, int d)
+{
+    int part = k / d, c = k - part * d;
+    if (part == 0) return e[(size_t)i * d + c];
+    return h[(size_t)(part == 1 ? snd[i] : rcv[i]) * d + c];
+}
+
+/* Channel k of node n's incoming message sum: edges into n listed in CSR
+ * (start [N+1], ids ascending edge index, so the sum runs in edge order as
+ * the CPU scatter-add does — deterministic, no atomics). */
+static inline DRAPE_HD float hd_segment_sum(const float *e, const int32_t *start, const int32_t *ids, int n, int k,
+                                            int d)
+{
+    float acc = 0;
+    for (int j = start[n]; j < start[n + 1]; j++) acc += e[(size_t)ids[j] * d + k];
+    return acc;
+}
+
+/* Channel k of F_UV at covered texel c: Σ λ f over its face's corners */
+static inline DRAPE_HD float hd_fcov_at(const float *f, const int32_t *faces, const int32_t *texel_face,
+                                        const float *texel_bary, const int32_t *cov_texel, int c, int k, int df)
+{
+    int t = cov_texel[c];
+    const int32_t *fc = faces + 3 * texel_face[t];
+    const float *l = texel_bary + 3 * t;
+    return l[0] * f[(size_t)fc[0] * df + k] + l[1] * f[(size_t)fc[1] * df + k] + l[2] * f[(size_t)fc[2] * df + k];
+}
+
+/* ---- host-side tables, built once per garment when the backend loads ---- */
+
+/* pos [count]: the flat padded positions of a map's runs, in order; returns
+ * the count (the runs' active texels) */
+static inline int hd_expand_runs(int32_t *pos, const drape_span *spans, int n_spans)
+{
+    int n = 0;
+    for (int s = 0; s < n_spans; s++)
+        for (int q = spans[s].begin; q < spans[s].end; q++) pos[n++] = q;
+    return n;
+}
+
+/* in_cov [n]: for each input-map position pos0 [n] (ascending), its index
+ * among the covered texels cov_texel [n_cov] (ascending i·Wu + j), or −1.
+ * Both ascend in (i, j), so one merge walk. */
+static inline void hd_input_cov(int32_t *in_cov, const int32_t *pos0, int n, const int32_t *cov_texel, int n_cov,
+                                int Wu)
+{
+    int pw = Wu + 2;
+    for (int i = 0, c = 0; i < n; i++) {
+        while (c < n_cov && (cov_texel[c] / Wu + 1) * pw + cov_texel[c] % Wu + 1 < pos0[i]) c++;
+        in_cov[i] = c < n_cov && (cov_texel[c] / Wu + 1) * pw + cov_texel[c] % Wu + 1 == pos0[i] ? c : -1;
+    }
+}
+
+/* Module B's graph (DESIGN 2.3), built on the host: node features x [N,8],
+ * edges in the CPU's order (garment, body, garment–body; both directions),
+ * edge features ef [E,7], and the CSR of edges by receiver. snd has room for
+ * E + N entries (the CSR fill cursors); type [E], nn [knn], best [knn]
+ * scratch; gv [V,3] the retargeted garment, vs/nrm [Nb,3] the shaped body
+ * and its normals. */
+typedef struct {
+    int N, E;
+    float *x, *ef;
+    int32_t *snd, *rcv, *start, *ids;
+} hd_graph;
+
+static inline void hd_add_edge(hd_graph *gr, unsigned char *type, int a, int b, int t)
+{
+    gr->snd[gr->E] = a; gr->rcv[gr->E] = b; type[gr->E++] = (unsigned char)t;
+    gr->snd[gr->E] = b; gr->rcv[gr->E] = a; type[gr->E++] = (unsigned char)t;
+}
+
+static inline void hd_build_graph(hd_graph *gr, unsigned char *type, int32_t *nn, float *best, const drape_model *m,
+                        const drape_garment *g, const float *gv, const float *vs, const float *nrm, int knn)
+{
+    int V = g->V, Nb = m->Nb;
+    for (int i = 0; i < gr->N; i++) {
+        float *r = gr->x + 8 * (size_t)i;
+        const float *src = i < V ? gv + 3 * i : vs + 3 * (i - V);
+        for (int d = 0; d < 3; d++) {
+            r[d] = src[d];
+            r[3 + d] = i < V ? 0 : nrm[3 * (i - V) + d];
+        }
+        r[6] = i >= V;
+        r[7] = i < V;
+    }
+    gr->E = 0;
+    for (int i = 0; i < g->n_edges; i++) hd_add_edge(gr, type, g->edges[2 * i], g->edges[2 * i + 1], 0);
+    for (int i = 0; i < m->n_body_edges; i++) hd_add_edge(gr, type, V + m->body_edges[2 * i], V + m->body_edges[2 * i + 1], 1);
+    for (int v = 0; v < V; v++) {
+        hd_knn_vertex(nn, best, gv + 3 * v, vs, Nb, knn);
+        for (int j = 0; j < knn; j++) hd_add_edge(gr, type, v, V + nn[j], 2);
+    }
+    for (int i = 0; i < gr->E; i++) {
+        int s = gr->snd[i], r = gr->rcv[i];
+        hd_edge_feature(gr->ef + 7 * (size_t)i, s < V ? gv + 3 * s : vs + 3 * (s - V), r < V ? gv + 3 * r : vs + 3 * (r - V),
+                        type[i]);
+    }
+    /* CSR by receiver, stable: a node's edges stay in edge order */
+    memset(gr->start, 0, (size_t)(gr->N + 1) * sizeof *gr->start);
+    for (int i = 0; i < gr->E; i++) gr->start[gr->rcv[i] + 1]++;
+    for (int i = 0; i < gr->N; i++) gr->start[i + 1] += gr->start[i];
+    int32_t *fill = gr->snd + gr->E; /* [N] cursor scratch after snd (allocated with room) */
+    memcpy(fill, gr->start, (size_t)gr->N * sizeof *fill);
+    for (int i = 0; i < gr->E; i++) gr->ids[fill[gr->rcv[i]]++] = i;
+}
+
+#endif

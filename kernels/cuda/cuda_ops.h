@@ -1,0 +1,110 @@
+/* The CUDA kernels of modules A and B: device-side tables and one flat
+ * launcher per op (outputs first, shapes in the comment above). Every kernel
+ * is a grid-stride loop over the elements of its op whose body is in
+ * bodies.h. Launchers only enqueue on the stream; the backend checks
+ * cudaPeekAtLastError after each stage. CUDA C++ only (backend_cuda.cu,
+ * ops_a.cu, ops_b.cu). */
+#ifndef DRAPE_CUDA_OPS_H
+#define DRAPE_CUDA_OPS_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "../../runtime/model.h"
+
+/* A garment's tables in device memory (views into the backend's constant
+ * allocation). pos[l]: the flat padded positions ((i+1)(Wu+2) + j+1) of the
+ * texels of map l (0 the conv input, l+1 the output of conv layer l),
+ * expanded from the model's runs; in_cov [n_pos[0]]: each input texel's index
+ * among the covered texels or −1. */
+typedef struct {
+    const int32_t *skin_idx, *faces, *texel_face, *cov_texel, *copy_start, *copy_uv, *in_cov;
+    const float *skin_w0, *bone_joint_w, *uv, *texel_bary;
+    const int32_t *pos[DRAPE_MAX_CONV + 1];
+    int V, n_cov, n_pos[DRAPE_MAX_CONV + 1];
+} cu_garment;
+
+/* One frame of a batch: its identity's device arrays and where its vertices
+ * go in the batch's [ΣV,3] arrays. */
+typedef struct {
+    const float *film, *skin_w, *g, *c, *J, *F_cov;
+    int garment, lbs, V, out_off;
+} cu_frame;
+
+/* A frame of the UV stage in a chunk (slot = its maps in the chunk's
+ * scratch): row_off[l] is its first row in conv layer l's im2col/GEMM. */
+typedef struct {
+    int frame;
+    int row_off[DRAPE_MAX_CONV];
+} cu_uv_slot;
+
+/* Kernel launch shape: THREADS per block, x-blocks for `count` elements per
+ * y-row (the frame or slot), capped because the kernels grid-stride. */
+#define THREADS 256
+
+static inline unsigned blocks_for(int64_t count)
+{
+    int64_t b = (count + THREADS - 1) / THREADS;
+    return (unsigned)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+#define FOR_EACH(i, count) \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (count); i += (int64_t)gridDim.x * blockDim.x)
+
+/* ---- module A (ops_a.cu) ---- */
+
+/* A [n,3,24,12], Hf [n,12], Hinv [n,12]; poses [n,3,75] (pose 72 | trans 3) */
+void cu_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame *fr, const int32_t *parents, int n,
+           cudaStream_t s);
+/* X [n,15B], T_hat [n,B,12], q [n,B,3] from A, Hinv; gs [n_garments] */
+void cu_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
+                   const cu_garment *gs, const float *mean, const float *std, int n, int B, cudaStream_t s);
+/* y [n,d] ← y + b (ReLU if relu) */
+void cu_bias_act(float *y, const float *b, int n, int d, int relu, cudaStream_t s);
+/* h [n,H] ← ReLU((1 + Δγ_l) ⊙ (h + b) + β_l), FiLM of each row's identity */
+void cu_film_relu(float *h, const float *b, const cu_frame *fr, int layer, int n, int H, cudaStream_t s);
+/* M [n,B,12] from T_hat, q and net [n,9B] (lbs frames: M = T̂) */
+void cu_bone_correct(float *M, const float *T_hat, const float *q, const float *net, const cu_frame *fr, int n, int B,
+                     cudaStream_t s);
+/* p [ΣV,3] = skinning of each frame's retargeted garment by M */
+void cu_skin(float *p, const float *M, const cu_frame *fr, const cu_garment *gs, int n, int Vmax, int B, int k,
+             cudaStream_t s);
+/* maps [ns, map_stride]: conv input maps of the slots (padded, C0 channels)
+ * on their input texels; phi [n,d_φ] */
+void cu_uv_input(float *maps, const float *p, const float *phi, const cu_uv_slot *slots, int ns, const cu_frame *fr,
+                 const cu_garment *gs, int max_pos, int64_t map_stride, int d_f, int d_phi, cudaStream_t s);
+/* col [rows, 9·Ci] im2col of conv layer l's output texels over the slots */
+void cu_im2col(float *col, const float *maps, const cu_uv_slot *slots, int ns, const cu_frame *fr, const cu_garment *gs,
+               int l, int max_rows, int64_t map_stride, int pw, int Ci, cudaStream_t s);
+/* maps [ns, map_stride]: zero border of a Co-channel map per slot */
+void cu_zero_border(float *maps, int ns, int64_t map_stride, int Hu, int Wu, int Co, cudaStream_t s);
+/* out maps [ns, map_stride] (Co channels) ← epilogue(y [rows, Co]) */
+void cu_conv_epilogue(float *out, const float *y, const float *in, const float *bias, const cu_uv_slot *slots, int ns,
+                      const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int64_t map_stride, int Ci, int Co,
+                      int mode, cudaStream_t s);
+/* p [ΣV,3] += bilinear samples of each slot's output map (3 channels) */
+void cu_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, int ns, const cu_frame *fr,
+                      const cu_garment *gs, int Vmax, int64_t map_stride, int Hu, int Wu, cudaStream_t s);
+/* out [ΣV,3] = Hf p */
+void cu_world(float *out, const float *p, const float *Hf, const cu_frame *fr, int n, int Vmax, cudaStream_t s);
+
+/* ---- module B (ops_b.cu) ---- */
+
+/* cat [E,3d] = [e | h_snd | h_rcv] */
+void cu_edge_concat(float *cat, const float *e, const float *h, const int32_t *snd, const int32_t *rcv, int E, int d,
+                    cudaStream_t s);
+/* cat [N,2d] = [h | Σ of e over the edges into each node (CSR start/ids)] */
+void cu_node_concat(float *cat, const float *h, const float *e, const int32_t *start, const int32_t *ids, int N, int d,
+                    cudaStream_t s);
+/* y [n,d] += bias; dst [n,d] (+)= LayerNorm(y) */
+void cu_bias_layernorm(float *dst, float *y, const float *bias, const float *w, const float *b, int n, int d,
+                       int accumulate, cudaStream_t s);
+/* mean [d] = mean over rows of h [V,d] (float64 accumulation) */
+void cu_mean_rows(float *mean, const float *h, int V, int d, cudaStream_t s);
+/* w [V,k] = softmax(log(w0 + 1e-8) + dw[v, idx]); dw [V,B] */
+void cu_skin_weights(float *w, const float *w0, const float *dw, const int32_t *idx, int V, int k, int B,
+                     cudaStream_t s);
+/* F [n_cov,df] = F_UV on the covered texels from f [V,df] */
+void cu_fcov(float *F, const float *f, const cu_garment *g, int n_cov, int df, cudaStream_t s);
+
+#endif

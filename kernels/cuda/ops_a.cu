@@ -1,0 +1,215 @@
+/* Module A's kernels (DESIGN 2.4). The dense layers are cuBLAS GEMMs in
+ * backend_cuda.cu; these are the per-element stages around them. Frames of
+ * a batch may belong to different garments (different V and texel runs):
+ * per-frame kernels take the frame as blockIdx.y and grid-stride over the
+ * frame's elements, exiting past its own count. */
+#include "bodies.h"
+#include "cuda_ops.h"
+
+/* A [n,3,24,12], Hf [n,12], Hinv [n,12]: one thread per (frame, step) */
+__global__ void k_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame *fr, const int32_t *parents,
+                     int n)
+{
+    FOR_EACH(i, (int64_t)n * 3) {
+        int f = (int)(i / 3), F = (int)(i % 3);
+        const float *ps = poses + (size_t)f * 225 + 75 * F, *J = fr[f].J;
+        float G[HD_JOINTS * 12];
+        hd_fk(A + (size_t)i * HD_JOINTS * 12, G, ps, ps + 72, J, parents);
+        if (F == 2) {
+            hd_heading(Hf + 12 * f, ps, ps + 72, J);
+            hd_inverse_rigid(Hinv + 12 * f, Hf + 12 * f);
+        }
+    }
+}
+
+void cu_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame *fr, const int32_t *parents, int n,
+           cudaStream_t s)
+{
+    /* few threads with a large local array each: small blocks */
+    k_fk<<<(3 * n + 63) / 64, 64, 0, s>>>(A, Hf, Hinv, poses, fr, parents, n);
+}
+
+/* X [n,15B], T_hat [n,B,12], q [n,B,3]: one thread per (frame, bone) */
+__global__ void k_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
+                             const cu_garment *gs, const float *mean, const float *std, int n, int B)
+{
+    FOR_EACH(i, (int64_t)n * B) {
+        int f = (int)(i / B), b = (int)(i % B);
+        const cu_frame *x = &fr[f];
+        hd_bone_input(X + (size_t)f * 15 * B, T_hat + 12 * i, q + 3 * i, A + (size_t)f * 3 * HD_JOINTS * 12,
+                      Hinv + 12 * f, x->c + 3 * b, gs[x->garment].bone_joint_w + (size_t)b * HD_JOINTS, mean, std, b, B);
+    }
+}
+
+void cu_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
+                   const cu_garment *gs, const float *mean, const float *std, int n, int B, cudaStream_t s)
+{
+    k_bone_input<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(X, T_hat, q, A, Hinv, fr, gs, mean, std, n, B);
+}
+
+__global__ void k_bias_act(float *y, const float *b, int n, int d, int relu)
+{
+    FOR_EACH(i, (int64_t)n * d) y[i] = hd_bias_act(y[i], b[i % d], relu);
+}
+
+void cu_bias_act(float *y, const float *b, int n, int d, int relu, cudaStream_t s)
+{
+    k_bias_act<<<blocks_for((int64_t)n * d), THREADS, 0, s>>>(y, b, n, d, relu);
+}
+
+/* FiLM vectors of an identity: [Δγ1 β1 Δγ2 β2 Δγ3 β3], each [H] */
+__global__ void k_film_relu(float *h, const float *b, const cu_frame *fr, int layer, int n, int H)
+{
+    FOR_EACH(i, (int64_t)n * H) {
+        int f = (int)(i / H), c = (int)(i % H);
+        const float *film = fr[f].film;
+        h[i] = hd_film_relu(h[i], b[c], film[(size_t)2 * layer * H + c], film[(size_t)(2 * layer + 1) * H + c]);
+    }
+}
+
+void cu_film_relu(float *h, const float *b, const cu_frame *fr, int layer, int n, int H, cudaStream_t s)
+{
+    k_film_relu<<<blocks_for((int64_t)n * H), THREADS, 0, s>>>(h, b, fr, layer, n, H);
+}
+
+__global__ void k_bone_correct(float *M, const float *T_hat, const float *q, const float *net, const cu_frame *fr,
+                               int n, int B)
+{
+    FOR_EACH(i, (int64_t)n * B) {
+        int f = (int)(i / B);
+        hd_bone_correct(M + 12 * i, T_hat + 12 * i, q + 3 * i, fr[f].lbs ? NULL : net + 9 * i);
+    }
+}
+
+void cu_bone_correct(float *M, const float *T_hat, const float *q, const float *net, const cu_frame *fr, int n, int B,
+                     cudaStream_t s)
+{
+    k_bone_correct<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(M, T_hat, q, net, fr, n, B);
+}
+
+__global__ void k_skin(float *p, const float *M, const cu_frame *fr, const cu_garment *gs, int B, int k)
+{
+    const cu_frame *x = &fr[blockIdx.y];
+    const cu_garment *g = &gs[x->garment];
+    const float *w = x->lbs ? g->skin_w0 : x->skin_w;
+    FOR_EACH(v, x->V) {
+        hd_skin_vertex(p + 3 * ((size_t)x->out_off + v), x->g + 3 * v, M + (size_t)blockIdx.y * B * 12,
+                       g->skin_idx + v * k, w + v * k, k);
+    }
+}
+
+void cu_skin(float *p, const float *M, const cu_frame *fr, const cu_garment *gs, int n, int Vmax, int B, int k,
+             cudaStream_t s)
+{
+    k_skin<<<dim3(blocks_for(Vmax), n), THREADS, 0, s>>>(p, M, fr, gs, B, k);
+}
+
+__global__ void k_uv_input(float *maps, const float *p, const float *phi, const cu_uv_slot *slots, const cu_frame *fr,
+                           const cu_garment *gs, int64_t map_stride, int d_f, int d_phi)
+{
+    const cu_uv_slot *sl = &slots[blockIdx.y];
+    const cu_frame *x = &fr[sl->frame];
+    const cu_garment *g = &gs[x->garment];
+    int C = 3 + d_f + d_phi + 1;
+    float *map = maps + (size_t)blockIdx.y * map_stride;
+    FOR_EACH(i, g->n_pos[0]) {
+        hd_uv_input_texel(map + (size_t)g->pos[0][i] * C, g->in_cov[i], g->faces, g->texel_face, g->texel_bary,
+                          g->cov_texel, p + 3 * (size_t)x->out_off, x->F_cov, phi + (size_t)sl->frame * d_phi, d_f,
+                          d_phi);
+    }
+}
+
+void cu_uv_input(float *maps, const float *p, const float *phi, const cu_uv_slot *slots, int ns, const cu_frame *fr,
+                 const cu_garment *gs, int max_pos, int64_t map_stride, int d_f, int d_phi, cudaStream_t s)
+{
+    k_uv_input<<<dim3(blocks_for(max_pos), ns), THREADS, 0, s>>>(maps, p, phi, slots, fr, gs, map_stride, d_f, d_phi);
+}
+
+__global__ void k_im2col(float *col, const float *maps, const cu_uv_slot *slots, const cu_frame *fr,
+                         const cu_garment *gs, int l, int64_t map_stride, int pw, int Ci)
+{
+    const cu_uv_slot *sl = &slots[blockIdx.y];
+    const cu_garment *g = &gs[fr[sl->frame].garment];
+    const int32_t *pos = g->pos[l + 1];
+    const float *in = maps + (size_t)blockIdx.y * map_stride;
+    int K = 9 * Ci;
+    float *c = col + (size_t)sl->row_off[l] * K;
+    FOR_EACH(i, (int64_t)g->n_pos[l + 1] * K) c[i] = hd_im2col_at(in, pos[i / K], pw, Ci, (int)(i % K));
+}
+
+void cu_im2col(float *col, const float *maps, const cu_uv_slot *slots, int ns, const cu_frame *fr, const cu_garment *gs,
+               int l, int max_rows, int64_t map_stride, int pw, int Ci, cudaStream_t s)
+{
+    k_im2col<<<dim3(blocks_for((int64_t)max_rows * 9 * Ci), ns), THREADS, 0, s>>>(col, maps, slots, fr, gs, l,
+                                                                                  map_stride, pw, Ci);
+}
+
+__global__ void k_zero_border(float *maps, int64_t map_stride, int Hu, int Wu, int Co)
+{
+    float *map = maps + (size_t)blockIdx.y * map_stride;
+    FOR_EACH(i, (2 * (int64_t)(Wu + 2) + 2 * Hu) * Co) map[hd_border_pos(i / Co, Hu, Wu) * Co + i % Co] = 0;
+}
+
+void cu_zero_border(float *maps, int ns, int64_t map_stride, int Hu, int Wu, int Co, cudaStream_t s)
+{
+    k_zero_border<<<dim3(blocks_for((2 * (int64_t)(Wu + 2) + 2 * Hu) * Co), ns), THREADS, 0, s>>>(maps, map_stride, Hu,
+                                                                                                 Wu, Co);
+}
+
+__global__ void k_conv_epilogue(float *out, const float *y, const float *in, const float *bias,
+                                const cu_uv_slot *slots, const cu_frame *fr, const cu_garment *gs, int l,
+                                int64_t map_stride, int Ci, int Co, int mode)
+{
+    const cu_uv_slot *sl = &slots[blockIdx.y];
+    const cu_garment *g = &gs[fr[sl->frame].garment];
+    const int32_t *pos = g->pos[l + 1];
+    float *o = out + (size_t)blockIdx.y * map_stride;
+    const float *x = in + (size_t)blockIdx.y * map_stride, *yr = y + (size_t)sl->row_off[l] * Co;
+    FOR_EACH(i, (int64_t)g->n_pos[l + 1] * Co) {
+        int64_t p = pos[i / Co];
+        int c = (int)(i % Co);
+        o[p * Co + c] = hd_conv_out(yr[i], bias[c], mode == 2 ? x[p * Ci + c] : 0.0f, mode);
+    }
+}
+
+void cu_conv_epilogue(float *out, const float *y, const float *in, const float *bias, const cu_uv_slot *slots, int ns,
+                      const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int64_t map_stride, int Ci, int Co,
+                      int mode, cudaStream_t s)
+{
+    k_conv_epilogue<<<dim3(blocks_for((int64_t)max_rows * Co), ns), THREADS, 0, s>>>(out, y, in, bias, slots, fr, gs, l,
+                                                                                    map_stride, Ci, Co, mode);
+}
+
+__global__ void k_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, const cu_frame *fr,
+                                const cu_garment *gs, int64_t map_stride, int Hu, int Wu)
+{
+    const cu_uv_slot *sl = &slots[blockIdx.y];
+    const cu_frame *x = &fr[sl->frame];
+    const cu_garment *g = &gs[x->garment];
+    const float *map = maps + (size_t)blockIdx.y * map_stride;
+    FOR_EACH(v, x->V) {
+        float d[3], *q = p + 3 * ((size_t)x->out_off + v);
+        hd_uv_sample_vertex(d, g->copy_start, g->copy_uv, g->uv, map, (int)v, Hu, Wu);
+        for (int c = 0; c < 3; c++) q[c] += d[c];
+    }
+}
+
+void cu_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, int ns, const cu_frame *fr,
+                      const cu_garment *gs, int Vmax, int64_t map_stride, int Hu, int Wu, cudaStream_t s)
+{
+    k_uv_sample_add<<<dim3(blocks_for(Vmax), ns), THREADS, 0, s>>>(p, maps, slots, fr, gs, map_stride, Hu, Wu);
+}
+
+__global__ void k_world(float *out, const float *p, const float *Hf, const cu_frame *fr)
+{
+    const cu_frame *x = &fr[blockIdx.y];
+    FOR_EACH(v, x->V) {
+        size_t r = 3 * ((size_t)x->out_off + v);
+        hd_apply(out + r, Hf + 12 * blockIdx.y, p + r);
+    }
+}
+
+void cu_world(float *out, const float *p, const float *Hf, const cu_frame *fr, int n, int Vmax, cudaStream_t s)
+{
+    k_world<<<dim3(blocks_for(Vmax), n), THREADS, 0, s>>>(out, p, Hf, fr);
+}

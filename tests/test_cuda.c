@@ -1,0 +1,852 @@
+/* The CUDA backend.
+ *
+ * cuda_host tests: the kernels' per-thread bodies (kernels/cuda/bodies.h) run on
+ * the CPU, looped the way the kernels launch them, against the CPU backend's
+ * ops; these run everywhere and catch index and boundary mistakes without a
+ * GPU.
+ * cuda tests: the backend on a device against the CPU backend, module B's cached
+ * outputs and module A's vertices, per precision; each skips (counted as
+ * skipped) when no device is present. A few (refusals) run everywhere. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/cpu/cpu_backend.h"
+#include "../kernels/cpu/ops.h"
+#include "../kernels/cuda/bodies.h"
+#include "../runtime/body.h"
+#include "../runtime/mesh.h"
+#include "../runtime/uvmap.h"
+#include "util.h"
+
+/* |got − want| ≤ abs + rel·|want| for every element */
+static void assert_close(const float *got, const float *want, int64_t n, double abs_tol, double rel_tol,
+                         const char *what)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)got[i] - want[i]);
+        cr_assert(d <= abs_tol + rel_tol * fabs(want[i]), "%s[%lld]: got %.8g want %.8g (|d| %.3g)", what,
+                  (long long)i, got[i], want[i], d);
+    }
+}
+
+static void fill(float *x, int64_t n, float scale, uint64_t seed)
+{
+    uint64_t s = seed;
+    for (int64_t i = 0; i < n; i++) x[i] = scale * tu_rand(&s);
+}
+
+/* ---------------- host: bodies vs CPU ops ---------------- */
+
+Test(cuda_host, fk_and_heading_match_body)
+{
+    drape_model *m = tu_load("small_random");
+    float betas[16] = {0.5f, -1, 2}, J[72], poses[4 * 75];
+    drape_body_shape(NULL, J, m, betas);
+    tu_random_poses(poses, 4, 0.5f, 0.3f, 3);
+    poses[75 * 3] = poses[75 * 3 + 1] = poses[75 * 3 + 2] = 0; /* the a < 1e-12 branch */
+    for (int t = 0; t < 4; t++) {
+        float A[288], A2[288], G[288], H[12], H2[12];
+        drape_fk(A, poses + 75 * t, poses + 75 * t + 72, J, m->parents);
+        hd_fk(A2, G, poses + 75 * t, poses + 75 * t + 72, J, m->parents);
+        assert_close(A2, A, 288, 0, 0, "A");
+        drape_heading(H, poses + 75 * t, poses + 75 * t + 72, J);
+        hd_heading(H2, poses + 75 * t, poses + 75 * t + 72, J);
+        assert_close(H2, H, 12, 0, 0, "H");
+    }
+    drape_model_free(m);
+}
+
+Test(cuda_host, bone_input_matches_transforms)
+{
+    drape_model *m = tu_load("small_random");
+    const drape_garment *g = &m->garments[0];
+    int B = m->cfg.bones;
+    float betas[16] = {0}, J[72], poses[3 * 75], A[3 * 288], Hf[12], Hinv[12];
+    drape_body_shape(NULL, J, m, betas);
+    tu_random_poses(poses, 3, 0.4f, 0.2f, 5);
+    for (int F = 0; F < 3; F++) drape_fk(A + 288 * F, poses + 75 * F, poses + 75 * F + 72, J, m->parents);
+    drape_heading(Hf, poses + 150, poses + 222, J);
+    drape_tf_inverse_rigid(Hinv, Hf);
+    float *X = calloc(15 * (size_t)B, sizeof(float)), *T_hat = malloc(sizeof(float) * 12 * B);
+    float *q = malloc(sizeof(float) * 3 * B);
+    for (int b = 0; b < B; b++)
+        hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, g->bones + 3 * b, g->bone_joint_w + 24 * b, m->in_mean,
+                      m->in_std, b, B);
+    /* independently: blend, move, express in the heading frame */
+    for (int b = 0; b < B; b++) {
+        float qs[3][3];
+        for (int F = 0; F < 3; F++) {
+            double T[12] = {0};
+            for (int k = 0; k < 24; k++)
+                for (int i = 0; i < 12; i++) T[i] += (double)g->bone_joint_w[24 * b + k] * A[288 * F + 12 * k + i];
+            float Tf[12], p[3];
+            for (int i = 0; i < 12; i++) Tf[i] = (float)T[i];
+            drape_tf_apply(p, Tf, g->bones + 3 * b);
+            drape_tf_apply(qs[F], Hinv, p);
+            if (F == 2) {
+                float Th[12];
+                drape_tf_compose(Th, Hinv, Tf);
+                assert_close(T_hat + 12 * b, Th, 12, 1e-5, 1e-5, "T_hat");
+            }
+        }
+        assert_close(q + 3 * b, qs[2], 3, 1e-5, 1e-5, "q");
+        for (int d = 0; d < 3; d++) {
+            float v[5] = {qs[0][d], qs[1][d], qs[2][d], qs[1][d] - qs[0][d], qs[2][d] - qs[1][d]};
+            for (int blk = 0; blk < 5; blk++) {
+                int i = 3 * B * blk + 3 * b + d;
+                float want = (v[blk] - m->in_mean[i]) / m->in_std[i];
+                assert_close(X + i, &want, 1, 1e-4, 1e-4, "X");
+            }
+        }
+    }
+    free(X);
+    free(T_hat);
+    free(q);
+    drape_model_free(m);
+}
+
+Test(cuda_host, film_bias_act_layernorm_match_dense)
+{
+    enum { N = 5, D = 37 };
+    float h[N * D], bias[D], dg[D], be[D], w[D], b[D], want[N * D], got[N * D], y[N * D], zero[D] = {0};
+    fill(h, N * D, 2, 1);
+    fill(bias, D, 1, 2);
+    fill(dg, D, 0.5f, 3);
+    fill(be, D, 0.5f, 4);
+    fill(w, D, 1, 5);
+    fill(b, D, 1, 6);
+    /* FiLM: the CPU's h already holds the bias (its GEMM adds it) */
+    for (int i = 0; i < N * D; i++) want[i] = h[i] + bias[i % D];
+    for (int r = 0; r < N; r++) cpu_film_relu(want + r * D, dg, be, D);
+    for (int i = 0; i < N * D; i++) got[i] = hd_film_relu(h[i], bias[i % D], dg[i % D], be[i % D]);
+    assert_close(got, want, N * D, 1e-6, 1e-6, "film");
+    /* bias + ReLU */
+    for (int i = 0; i < N * D; i++) want[i] = h[i] + bias[i % D];
+    cpu_relu(want, N * D);
+    for (int i = 0; i < N * D; i++) got[i] = hd_bias_act(h[i], bias[i % D], 1);
+    assert_close(got, want, N * D, 0, 0, "bias_relu");
+    /* LayerNorm, plain (in place) and accumulating */
+    memcpy(want, h, sizeof h);
+    cpu_layernorm(want, w, b, N, D);
+    memcpy(got, h, sizeof h);
+    for (int r = 0; r < N; r++) hd_bias_layernorm_row(got + r * D, got + r * D, zero, w, b, D, 0);
+    assert_close(got, want, N * D, 0, 0, "layernorm");
+    memcpy(y, h, sizeof h);
+    for (int i = 0; i < N * D; i++) got[i] = 1.0f;
+    for (int r = 0; r < N; r++) hd_bias_layernorm_row(got + r * D, y + r * D, zero, w, b, D, 1);
+    for (int i = 0; i < N * D; i++) want[i] += 1.0f;
+    assert_close(got, want, N * D, 1e-6, 0, "layernorm+residual");
+}
+
+Test(cuda_host, bone_correct_skin_and_weights_match_bones)
+{
+    drape_model *m = tu_load("small_random");
+    const drape_garment *g = &m->garments[0];
+    int B = m->cfg.bones, k = m->cfg.skin_k, V = g->V;
+    float *T = malloc(sizeof(float) * 12 * B), *q = malloc(sizeof(float) * 3 * B), *net = malloc(sizeof(float) * 9 * B);
+    float *M = malloc(sizeof(float) * 12 * B), *M2 = malloc(sizeof(float) * 12 * B);
+    float *p = malloc(sizeof(float) * 3 * V), *p2 = malloc(sizeof(float) * 3 * V);
+    float *dw = malloc(sizeof(float) * V * B), *w = malloc(sizeof(float) * V * k), *w2 = malloc(sizeof(float) * V * k);
+    fill(T, 12 * B, 1, 7);
+    fill(q, 3 * B, 1, 8);
+    fill(net, 9 * B, 0.3f, 9);
+    fill(dw, (int64_t)V * B, 2, 10);
+    for (int lbs = 0; lbs < 2; lbs++) {
+        cpu_bone_correct(M, T, q, lbs ? NULL : net, B);
+        for (int b = 0; b < B; b++) hd_bone_correct(M2 + 12 * b, T + 12 * b, q + 3 * b, lbs ? NULL : net + 9 * b);
+        assert_close(M2, M, 12 * B, 0, 0, "M");
+        cpu_skin(p, g->rest, M, g->skin_idx, g->skin_w0, V, k);
+        for (int v = 0; v < V; v++) hd_skin_vertex(p2 + 3 * v, g->rest + 3 * v, M, g->skin_idx + k * v, g->skin_w0 + k * v, k);
+        assert_close(p2, p, 3 * V, 0, 0, "skin");
+    }
+    cpu_skin_weights(w, g->skin_w0, dw, g->skin_idx, V, k, B);
+    for (int v = 0; v < V; v++) hd_skin_weights_vertex(w2 + k * v, g->skin_w0 + k * v, dw + (size_t)B * v, g->skin_idx + k * v, k);
+    assert_close(w2, w, (int64_t)V * k, 0, 0, "skin_w");
+    free(T); free(q); free(net); free(M); free(M2); free(p); free(p2); free(dw); free(w); free(w2);
+    drape_model_free(m);
+}
+
+/* flat padded positions of a map's runs, as the backend expands them */
+static int32_t *expand_runs(const drape_garment *g, int l, int *n)
+{
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)(g->active_texels[l] + 1));
+    *n = hd_expand_runs(pos, g->spans[l], g->n_spans[l]);
+    cr_assert_eq(*n, g->active_texels[l]);
+    for (int i = 1; i < *n; i++) cr_assert_gt(pos[i], pos[i - 1], "map %d: positions ascend", l);
+    return pos;
+}
+
+static void uv_input_case(const char *bundle)
+{
+    drape_model *m = tu_load(bundle);
+    const drape_config *c = &m->cfg;
+    const drape_garment *g = &m->garments[0];
+    int Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, df = c->feat_dim, dp = c->pose_dim, C = 3 + df + dp + 1;
+    size_t P = (size_t)(Hu + 2) * pw;
+    float *want = calloc(P * C, sizeof(float)), *got = calloc(P * C, sizeof(float));
+    float *p = malloc(sizeof(float) * 3 * g->V), *F = malloc(sizeof(float) * (g->n_cov * df + 1)), phi[64];
+    fill(p, 3 * g->V, 1, 11);
+    fill(F, (int64_t)g->n_cov * df, 1, 12);
+    fill(phi, dp, 1, 13);
+    for (size_t i = 0; i < P * C; i++) want[i] = got[i] = 7; /* stale values: both must overwrite them */
+    cpu_uv_input(want, g, p, F, phi, df, dp, Hu, Wu);
+    int32_t *cov_of = malloc(sizeof(int32_t) * Hu * Wu);
+    for (int t = 0; t < Hu * Wu; t++) cov_of[t] = -1;
+    for (int i = 0; i < g->n_cov; i++) cov_of[g->cov_texel[i]] = i;
+    int n;
+    int32_t *pos = expand_runs(g, 0, &n), *in_cov = malloc(sizeof(int32_t) * (size_t)(n + 1));
+    hd_input_cov(in_cov, pos, n, g->cov_texel, g->n_cov, Wu);
+    for (int i = 0; i < n; i++) {
+        int t = (pos[i] / pw - 1) * Wu + pos[i] % pw - 1;
+        cr_assert_eq(in_cov[i], cov_of[t], "input texel %d", i);
+        hd_uv_input_texel(got + (size_t)pos[i] * C, in_cov[i], g->faces, g->texel_face, g->texel_bary, g->cov_texel, p,
+                          F, phi, df, dp);
+    }
+    assert_close(got, want, (int64_t)(P * C), 0, 0, "input map");
+    free(want); free(got); free(p); free(F); free(cov_of); free(pos); free(in_cov);
+    drape_model_free(m);
+}
+
+Test(cuda_host, uv_input_matches_cpu_tiny) { uv_input_case("tiny_random"); }
+Test(cuda_host, uv_input_matches_cpu_small) { uv_input_case("small_random"); }
+
+Test(cuda_host, border_positions_cover_the_border_once)
+{
+    int sizes[3][2] = {{1, 1}, {4, 7}, {32, 32}};
+    for (int s = 0; s < 3; s++) {
+        int Hu = sizes[s][0], Wu = sizes[s][1], pw = Wu + 2;
+        int n = 2 * pw + 2 * Hu;
+        char *seen = calloc((size_t)(Hu + 2) * pw, 1);
+        for (int i = 0; i < n; i++) {
+            int64_t q = hd_border_pos(i, Hu, Wu);
+            int y = (int)(q / pw), x = (int)(q % pw);
+            cr_assert(q >= 0 && q < (int64_t)(Hu + 2) * pw);
+            cr_assert(y == 0 || y == Hu + 1 || x == 0 || x == pw - 1, "%dx%d: %lld is inside", Hu, Wu, (long long)q);
+            cr_assert_eq(seen[q]++, 0, "%dx%d: %lld twice", Hu, Wu, (long long)q);
+        }
+        free(seen);
+    }
+}
+
+/* conv layer l as the backend runs it: im2col over the layer's output texels,
+ * a GEMM with the packed taps, the epilogue, a fresh border */
+static void conv_case(const char *bundle)
+{
+    drape_model *m = tu_load(bundle);
+    const drape_config *c = &m->cfg;
+    const drape_garment *g = &m->garments[0];
+    int Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, L = c->n_conv;
+    size_t P = (size_t)(Hu + 2) * pw;
+    for (int l = 0; l < L; l++) {
+        const drape_conv *cv = &m->conv[l];
+        int Ci = cv->in, Co = cv->out, K = 9 * Ci, mode = l == L - 1 ? 0 : Ci == Co ? 2 : 1;
+        float *in = calloc(P * Ci, sizeof(float)), *want = malloc(P * Co * sizeof(float)), *got = malloc(P * Co * sizeof(float));
+        float *taps = malloc(sizeof(float) * K * Co), *wt = malloc(sizeof(float) * K * Co), *col = malloc(sizeof(float) * K);
+        int n;
+        int32_t *pin = expand_runs(g, l, &n), *pos = expand_runs(g, l + 1, &n);
+        uint64_t s = 20 + l;
+        for (int i = 0; i < (int)g->active_texels[l]; i++)
+            for (int ch = 0; ch < Ci; ch++) in[(size_t)pin[i] * Ci + ch] = tu_rand(&s);
+        for (size_t i = 0; i < P * Co; i++) want[i] = got[i] = 3; /* stale, border included */
+        cpu_conv_pack(taps, wt, cv->w, Ci, Co);
+        cpu_conv cc = {.b = cv->b, .taps = taps, .wt = wt, .in = Ci, .out = Co};
+        cpu_conv3x3(want, in, &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode);
+        for (int i = 0; i < 2 * pw + 2 * Hu; i++)
+            for (int ch = 0; ch < Co; ch++) got[hd_border_pos(i, Hu, Wu) * Co + ch] = 0;
+        for (int r = 0; r < n; r++) {
+            for (int e = 0; e < K; e++) col[e] = hd_im2col_at(in, pos[r], pw, Ci, e);
+            for (int o = 0; o < Co; o++) {
+                double acc = 0;
+                for (int e = 0; e < K; e++) acc += (double)col[e] * taps[(size_t)e * Co + o];
+                got[(size_t)pos[r] * Co + o] = hd_conv_out((float)acc, cv->b[o], mode == 2 ? in[(size_t)pos[r] * Ci + o] : 0.0f, mode);
+            }
+        }
+        /* the whole map: computed texels, untouched ones (stale in both), the border */
+        assert_close(got, want, (int64_t)(P * Co), 1e-4, 1e-4, "conv");
+        free(in); free(want); free(got); free(taps); free(wt); free(col); free(pin); free(pos);
+    }
+    drape_model_free(m);
+}
+
+Test(cuda_host, conv_im2col_matches_cpu_tiny) { conv_case("tiny_random"); }
+Test(cuda_host, conv_im2col_matches_cpu_small) { conv_case("small_random"); }
+
+Test(cuda_host, uv_sample_matches_cpu)
+{
+    drape_model *m = tu_load("small_random");
+    const drape_garment *g = &m->garments[0];
+    int Hu = m->cfg.uv_h, Wu = m->cfg.uv_w;
+    size_t P = (size_t)(Hu + 2) * (Wu + 2);
+    float *map = malloc(sizeof(float) * 3 * P), *want = malloc(sizeof(float) * 3 * g->V), *got = malloc(sizeof(float) * 3 * g->V);
+    fill(map, 3 * (int64_t)P, 1, 30);
+    cpu_uv_sample(want, g, map, Hu, Wu);
+    for (int v = 0; v < g->V; v++) hd_uv_sample_vertex(got + 3 * v, g->copy_start, g->copy_uv, g->uv, map, v, Hu, Wu);
+    assert_close(got, want, 3 * g->V, 0, 0, "delta");
+    /* the taps themselves, at the clamped edges too */
+    float uvs[5][2] = {{0, 0}, {1, 1}, {0.999f, 0.001f}, {0.5f, 0.25f}, {-0.1f, 1.2f}};
+    for (int i = 0; i < 5; i++) {
+        int32_t a[4], b[4];
+        float wa[4], wb[4];
+        drape_uv_taps(a, wa, uvs[i][0], uvs[i][1], Hu, Wu);
+        hd_uv_taps(b, wb, uvs[i][0], uvs[i][1], Hu, Wu);
+        cr_assert(!memcmp(a, b, sizeof a) && !memcmp(wa, wb, sizeof wa), "taps of (%g, %g)", uvs[i][0], uvs[i][1]);
+    }
+    free(map); free(want); free(got);
+    drape_model_free(m);
+}
+
+Test(cuda_host, graph_gather_and_segment_sum_match_cpu)
+{
+    enum { N = 40, E = 300, D = 9 };
+    int32_t snd[E], rcv[E], start[N + 1] = {0}, ids[E], cur[N];
+    float e[E * D], h[N * D], want[E * 3 * D], got[E * 3 * D], agg[N * D];
+    uint64_t s = 41;
+    for (int i = 0; i < E; i++) {
+        snd[i] = (int32_t)((tu_rand(&s) + 1) * 0.5f * N) % N;
+        rcv[i] = i % 7 == 0 ? 3 : (int32_t)((tu_rand(&s) + 1) * 0.5f * N) % N; /* one busy node */
+    }
+    rcv[0] = N - 1;
+    fill(e, E * D, 1, 42);
+    fill(h, N * D, 1, 43);
+    cpu_edge_concat(want, e, h, snd, rcv, E, D);
+    for (int i = 0; i < E; i++)
+        for (int k = 0; k < 3 * D; k++) got[i * 3 * D + k] = hd_edge_concat_at(e, h, snd, rcv, i, k, D);
+    assert_close(got, want, E * 3 * D, 0, 0, "edge concat");
+    /* CSR by receiver, stable, as the backend builds it */
+    for (int i = 0; i < E; i++) start[rcv[i] + 1]++;
+    for (int i = 0; i < N; i++) start[i + 1] += start[i];
+    memcpy(cur, start, sizeof cur);
+    for (int i = 0; i < E; i++) ids[cur[rcv[i]]++] = i;
+    cpu_scatter_add(agg, e, rcv, E, N, D);
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < D; k++) got[n * D + k] = hd_segment_sum(e, start, ids, n, k, D);
+    assert_close(got, agg, N * D, 0, 0, "segment sum (same order: bit-identical)");
+}
+
+Test(cuda_host, knn_retarget_features_and_fcov)
+{
+    drape_model *m = tu_load("tiny_random");
+    const drape_garment *g = &m->garments[0];
+    int Nb = m->Nb, S = m->cfg.betas, knn = m->cfg.knn, df = 5;
+    float betas[16] = {1, -2, 0.5f}, *vs = malloc(sizeof(float) * 3 * Nb), J[72];
+    drape_body_shape(vs, J, m, betas);
+    /* duplicate body vertex: ties go to the lower index */
+    memcpy(vs + 3 * (Nb - 1), vs + 3 * 4, 3 * sizeof(float));
+    for (int v = 0; v < g->V; v++) {
+        float x[3], best[64];
+        int32_t ids[64];
+        hd_retarget_point(x, g->rest + 3 * v, g->body_nn[v], m->shapedirs, betas, S);
+        for (int d = 0; d < 3; d++) {
+            double want = g->rest[3 * v + d];
+            for (int k = 0; k < S; k++) want += (double)m->shapedirs[((size_t)g->body_nn[v] * 3 + d) * S + k] * betas[k];
+            cr_assert(fabs(want - x[d]) < 1e-5);
+        }
+        hd_knn_vertex(ids, best, x, vs, Nb, knn);
+        /* brute force: rank of each chosen vertex = its position */
+        for (int j = 0; j < knn; j++) {
+            int better = 0;
+            for (int i = 0; i < Nb; i++) {
+                float dx = vs[3 * i] - x[0], dy = vs[3 * i + 1] - x[1], dz = vs[3 * i + 2] - x[2];
+                float d = dx * dx + dy * dy + dz * dz;
+                if (d < best[j] || (d == best[j] && i < ids[j])) better++;
+            }
+            cr_assert_eq(better, j, "vertex %d: neighbour %d (body %d) has %d better", v, j, ids[j], better);
+        }
+    }
+    float o[7], a[3] = {1, 2, 3}, b[3] = {1, 0, 3};
+    hd_edge_feature(o, a, b, 2);
+    float want[7] = {0, 2, 0, 2, 0, 0, 1};
+    assert_close(o, want, 7, 0, 0, "edge feature");
+    /* F_UV at the covered texels = barycentric mix of the face corners */
+    float *f = malloc(sizeof(float) * g->V * df);
+    fill(f, (int64_t)g->V * df, 1, 50);
+    for (int c = 0; c < g->n_cov; c += 7)
+        for (int k = 0; k < df; k++) {
+            int t = g->cov_texel[c];
+            const int32_t *fc = g->faces + 3 * g->texel_face[t];
+            const float *l = g->texel_bary + 3 * t;
+            float w = l[0] * f[fc[0] * df + k] + l[1] * f[fc[1] * df + k] + l[2] * f[fc[2] * df + k];
+            float x = hd_fcov_at(f, g->faces, g->texel_face, g->texel_bary, g->cov_texel, c, k, df);
+            assert_close(&x, &w, 1, 0, 0, "F_cov");
+        }
+    free(vs);
+    free(f);
+    drape_model_free(m);
+}
+
+/* ---------------- device: the backend vs the CPU backend ---------------- */
+
+#ifndef DRAPE_HAVE_CUDA
+/* built without nvcc: "cuda" backends are refused, so the device tests skip
+ * before they would read an identity */
+static int drape_cuda_identity_read(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g,
+                                    float *c, float *J, float *F_cov, drape_error *err)
+{
+    (void)be; (void)id; (void)film; (void)skin_w; (void)g; (void)c; (void)J; (void)F_cov;
+    return drape_fail(err, DRAPE_ENOTSUP, "built without CUDA");
+}
+#endif
+
+/* Both backends, or a skip when no device is present. */
+static drape_backend *cuda_or_skip(const drape_model *m, int precision)
+{
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    drape_backend_opts o = {.precision = precision};
+    int rc = drape_backend_create(&be, "cuda", m, &o, &e);
+    if (rc == DRAPE_ENOTSUP) cr_skip_test("no CUDA device: %s", e.msg);
+    cr_assert_eq(rc, 0, "%s", e.msg);
+    cr_assert_str_eq(drape_backend_name(be), "cuda");
+    return be;
+}
+
+Test(cuda, refusals_without_a_device_are_clean)
+{
+    drape_model *m = tu_load("tiny_random");
+    drape_backend *be = NULL, *cpu = tu_backend(m);
+    drape_error e = {0};
+    cr_assert(drape_backend_healthy(cpu));
+    drape_backend_opts bad = {.precision = 3};
+    cr_assert_eq(drape_backend_create(&be, "cpu", m, &bad, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "precision"), "%s", e.msg);
+    int rc = drape_backend_create(&be, "cuda", m, NULL, &e);
+    cr_assert(rc == DRAPE_OK || rc == DRAPE_ENOTSUP, "%d %s", rc, e.msg);
+    if (rc == DRAPE_ENOTSUP) {
+        cr_assert_null(be);
+        cr_assert(strstr(e.msg, "cuda"), "%s", e.msg);
+        cr_log_info("cuda refused: %s", e.msg);
+    }
+    drape_backend *au = NULL;
+    cr_assert_eq(drape_backend_create(&au, "auto", m, NULL, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(drape_backend_name(au), rc == DRAPE_OK ? "cuda" : "cpu");
+    drape_backend_free(au);
+    drape_backend_free(be);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+/* tolerances per precision: module B's cached arrays (abs, rel) and module
+ * A's vertices (metres). FP32 differs from the CPU only by summation order
+ * and FMA; TF32 / BF16 round GEMM inputs to 10 / 7 mantissa bits. */
+static const double TOL_B[3][2] = {{1e-4, 1e-4}, {3e-3, 3e-3}, {3e-2, 3e-2}};
+static const double TOL_A[3] = {1e-4, 2e-3, 2e-2};
+
+static void module_b_case(const char *bundle, int precision)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *gpu = cuda_or_skip(m, precision), *cpu = tu_backend(m);
+    float betas[4] = {0.8f, -1.5f, 0.6f, 2.2f};
+    const drape_config *c = &m->cfg;
+    for (int gi = 0; gi < c->n_garments; gi++) {
+        const drape_garment *g = &m->garments[gi];
+        drape_identity *a = tu_identity(cpu, gi, betas, 4), *b = tu_identity(gpu, gi, betas, 4);
+        const cpu_identity *ca = (const cpu_identity *)a;
+        size_t n[6] = {(size_t)6 * c->hidden, (size_t)g->V * c->skin_k, 3 * (size_t)g->V, 3 * (size_t)c->bones, 72,
+                       (size_t)g->n_cov * c->feat_dim};
+        const float *want[6] = {ca->film, ca->skin_w, ca->g, ca->c, ca->J, ca->F_cov};
+        const char *names[6] = {"film", "skin_w", "g", "c", "J", "F_cov"};
+        drape_error e = {0};
+        for (int i = 0; i < 6; i++) {
+            float *got = malloc(n[i] * sizeof(float) + 4);
+            float *dst[6] = {0};
+            dst[i] = got;
+            cr_assert_eq(drape_cuda_identity_read(gpu, b, dst[0], dst[1], dst[2], dst[3], dst[4], dst[5], &e), 0, "%s",
+                         e.msg);
+            /* g, c, J are computed on the host by both: exact up to float order */
+            double at = i >= 2 && i <= 4 ? 1e-5 : TOL_B[precision][0], rt = i >= 2 && i <= 4 ? 1e-5 : TOL_B[precision][1];
+            cr_log_info("%s garment %d precision %d: %s max |d| %.3g", bundle, gi, precision, names[i],
+                        tu_max_abs_diff(got, want[i], (int64_t)n[i]));
+            assert_close(got, want[i], (int64_t)n[i], at, rt, names[i]);
+            free(got);
+        }
+        cr_assert_gt(drape_identity_bytes(b), 0);
+        drape_identity_free(cpu, a);
+        drape_identity_free(gpu, b);
+    }
+    cr_assert(drape_backend_healthy(gpu));
+    drape_backend_free(gpu);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda, module_b_tiny_fp32) { module_b_case("tiny_random", 0); }
+Test(cuda, module_b_small_fp32) { module_b_case("small_random", 0); }
+Test(cuda, module_b_paper_fp32) { module_b_case("paper_random", 0); }
+Test(cuda, module_b_small_tf32) { module_b_case("small_random", 1); }
+Test(cuda, module_b_small_bf16) { module_b_case("small_random", 2); }
+
+/* A batch mixing garments, identities, plain-skinning frames and histories,
+ * through both backends (and, on the GPU, again one frame at a time). */
+static void module_a_case(const char *bundle, int precision, int n)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *gpu = cuda_or_skip(m, precision), *cpu = tu_backend(m);
+    float b0[2] = {0, 0}, b1[4] = {-2, 1, 0.5f, 3};
+    int G = m->cfg.n_garments;
+    drape_identity *ic[2] = {tu_identity(cpu, 0, b0, 2), tu_identity(cpu, G - 1, b1, 4)};
+    drape_identity *ig[2] = {tu_identity(gpu, 0, b0, 2), tu_identity(gpu, G - 1, b1, 4)};
+    float *poses = malloc(sizeof(float) * 75 * (n + 2));
+    tu_random_poses(poses, n + 2, 0.35f, 0.25f, 60 + n);
+    drape_frame *fc = calloc((size_t)n, sizeof *fc), *fg = calloc((size_t)n, sizeof *fg);
+    for (int f = 0; f < n; f++) {
+        int which = f % 2, V = m->garments[drape_identity_garment(ic[which])].V;
+        fc[f] = (drape_frame){.id = ic[which], .lbs_only = f % 5 == 3, .out = malloc(sizeof(float) * 3 * V)};
+        for (int k = 0; k < 3; k++) {
+            fc[f].pose[k] = poses + 75 * (f + k);
+            fc[f].trans[k] = poses + 75 * (f + k) + 72;
+        }
+        fg[f] = fc[f];
+        fg[f].id = ig[which];
+        fg[f].out = malloc(sizeof(float) * 3 * V);
+    }
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_run(cpu, fc, n, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_backend_run(gpu, fg, n, &e), 0, "%s", e.msg);
+    double worst = 0;
+    for (int f = 0; f < n; f++) {
+        int V = m->garments[drape_identity_garment(fc[f].id)].V;
+        double d = tu_max_abs_diff(fg[f].out, fc[f].out, 3 * V);
+        worst = fmax(worst, d);
+        cr_assert_leq(d, TOL_A[precision], "%s frame %d (lbs %d): |cuda − cpu| = %g m", bundle, f, fc[f].lbs_only, d);
+        drape_frame one = fg[f];
+        float *single = malloc(sizeof(float) * 3 * V);
+        one.out = single;
+        cr_assert_eq(drape_backend_run(gpu, &one, 1, &e), 0, "%s", e.msg);
+        cr_assert_leq(tu_max_abs_diff(single, fg[f].out, 3 * V), 1e-5, "frame %d alone vs in the batch", f);
+        free(single);
+    }
+    cr_log_info("%s precision %d batch %d: max |cuda − cpu| = %.3g m", bundle, precision, n, worst);
+    cr_assert(drape_backend_healthy(gpu));
+    for (int f = 0; f < n; f++) {
+        free(fc[f].out);
+        free(fg[f].out);
+    }
+    free(fc); free(fg); free(poses);
+    for (int i = 0; i < 2; i++) {
+        drape_identity_free(cpu, ic[i]);
+        drape_identity_free(gpu, ig[i]);
+    }
+    drape_backend_free(gpu);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda, module_a_tiny_fp32) { module_a_case("tiny_random", 0, 7); }
+Test(cuda, module_a_small_fp32) { module_a_case("small_random", 0, 9); }
+Test(cuda, module_a_paper_fp32) { module_a_case("paper_random", 0, 3); }
+Test(cuda, module_a_small_tf32) { module_a_case("small_random", 1, 6); }
+Test(cuda, module_a_small_bf16) { module_a_case("small_random", 2, 6); }
+Test(cuda, module_a_paper_tf32) { module_a_case("paper_random", 1, 2); }
+
+/* the zero network through the GPU is plain skinning, as on the CPU */
+Test(cuda, zero_network_is_plain_skinning)
+{
+    drape_model *m = tu_load("tiny_zero");
+    drape_backend *gpu = cuda_or_skip(m, 0);
+    drape_identity *id = tu_identity(gpu, 0, NULL, 0);
+    int V = m->garments[0].V;
+    float poses[6 * 75], *full = malloc(sizeof(float) * 4 * V * 3), *lbs = malloc(sizeof(float) * 4 * V * 3);
+    tu_random_poses(poses, 6, 0.4f, 0.3f, 70);
+    drape_frame fr[8];
+    for (int f = 0; f < 8; f++) {
+        fr[f] = (drape_frame){.id = id, .lbs_only = f >= 4, .out = (f >= 4 ? lbs : full) + (f % 4) * V * 3};
+        for (int k = 0; k < 3; k++) {
+            fr[f].pose[k] = poses + 75 * (f % 4 + k);
+            fr[f].trans[k] = poses + 75 * (f % 4 + k) + 72;
+        }
+    }
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_run(gpu, fr, 8, &e), 0, "%s", e.msg);
+    cr_assert_leq(tu_max_abs_diff(full, lbs, 4 * V * 3), 1e-6);
+    free(full);
+    free(lbs);
+    drape_identity_free(gpu, id);
+    drape_backend_free(gpu);
+    drape_model_free(m);
+}
+
+/* A batch shape's captured graph, replayed with new poses, gives what plain
+ * launches give (DRAPE_CUDA_GRAPHS=0), and a new shape captures anew. */
+Test(cuda, graph_replay_equals_plain_launches)
+{
+    drape_model *m = tu_load("small_random");
+    setenv("DRAPE_CUDA_GRAPHS", "0", 1);
+    drape_backend *plain = cuda_or_skip(m, 0);
+    unsetenv("DRAPE_CUDA_GRAPHS");
+    drape_backend *graphs = cuda_or_skip(m, 0);
+    float b1[3] = {1, -1, 0.5f};
+    int G = m->cfg.n_garments, Vmax = 0;
+    for (int i = 0; i < G; i++) Vmax = m->garments[i].V > Vmax ? m->garments[i].V : Vmax;
+    drape_identity *ip[2] = {tu_identity(plain, 0, NULL, 0), tu_identity(plain, G - 1, b1, 3)};
+    drape_identity *ig[2] = {tu_identity(graphs, 0, NULL, 0), tu_identity(graphs, G - 1, b1, 3)};
+    enum { N = 5 };
+    float poses[(N + 2) * 75], *a = malloc(sizeof(float) * N * Vmax * 3), *b = malloc(sizeof(float) * N * Vmax * 3);
+    drape_error e = {0};
+    for (int round = 0; round < 4; round++) { /* shapes: A, A (replay), B, A (replay) */
+        int n = round == 2 ? 3 : N;
+        tu_random_poses(poses, N + 2, 0.3f, 0.2f, 80 + round);
+        drape_frame fp[N], fg[N];
+        for (int f = 0; f < n; f++) {
+            fp[f] = (drape_frame){.id = ip[f % 2], .lbs_only = f == 1, .out = a + f * Vmax * 3};
+            for (int k = 0; k < 3; k++) {
+                fp[f].pose[k] = poses + 75 * (f + k);
+                fp[f].trans[k] = poses + 75 * (f + k) + 72;
+            }
+            fg[f] = fp[f];
+            fg[f].id = ig[f % 2];
+            fg[f].out = b + f * Vmax * 3;
+        }
+        cr_assert_eq(drape_backend_run(plain, fp, n, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_backend_run(graphs, fg, n, &e), 0, "%s", e.msg);
+        for (int f = 0; f < n; f++) {
+            int V = m->garments[drape_identity_garment(fp[f].id)].V;
+            cr_assert_leq(tu_max_abs_diff(fg[f].out, fp[f].out, 3 * V), 1e-6, "round %d frame %d", round, f);
+        }
+    }
+    free(a);
+    free(b);
+    for (int i = 0; i < 2; i++) {
+        drape_identity_free(plain, ip[i]);
+        drape_identity_free(graphs, ig[i]);
+    }
+    drape_backend_free(plain);
+    drape_backend_free(graphs);
+    drape_model_free(m);
+}
+
+/* ---------------- host: the whole of module A from the bodies ---------------- */
+
+/* y [n,out] = x [n,in] · wᵀ (no bias), or · w with w [in,out] (conv taps) —
+ * the GEMMs cuBLAS does on the device */
+static void gemm_ref(float *y, const float *x, const float *w, int n, int in, int out, int w_rows_out)
+{
+    for (int r = 0; r < n; r++)
+        for (int o = 0; o < out; o++) {
+            double acc = 0;
+            for (int i = 0; i < in; i++)
+                acc += (double)x[(size_t)r * in + i] * (w_rows_out ? w[(size_t)o * in + i] : w[(size_t)i * out + o]);
+            y[(size_t)r * out + o] = (float)acc;
+        }
+}
+
+/* One frame through the kernels' sequence (backend_cuda.cu's enqueue_batch),
+ * each stage a loop over its bodies, with the CPU backend's identity. */
+static void emulate_frame(float *out, const drape_model *m, const cpu_identity *id, const drape_frame *fr)
+{
+    const drape_config *c = &m->cfg;
+    const drape_garment *g = &m->garments[id->base.garment];
+    int B = c->bones, H = c->hidden, V = g->V, k = c->skin_k, Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, L = c->n_conv;
+    float A[3 * 288], G[288], Hf[12], Hinv[12];
+    for (int F = 0; F < 3; F++) hd_fk(A + 288 * F, G, fr->pose[F], fr->trans[F], id->J, m->parents);
+    hd_heading(Hf, fr->pose[2], fr->trans[2], id->J);
+    hd_inverse_rigid(Hinv, Hf);
+    float *X = malloc(sizeof(float) * 15 * B), *T_hat = malloc(sizeof(float) * 12 * B), *q = malloc(sizeof(float) * 3 * B);
+    for (int b = 0; b < B; b++)
+        hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->in_mean,
+                      m->in_std, b, B);
+    float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *net = malloc(sizeof(float) * 9 * B);
+    float *phi = malloc(sizeof(float) * c->pose_dim), *M = malloc(sizeof(float) * 12 * B);
+    const float *in = X;
+    for (int l = 0; l < 3; l++) {
+        gemm_ref(h[l & 1], in, m->bonenet[l].w, 1, m->bonenet[l].in, H, 1);
+        for (int i = 0; i < H; i++)
+            h[l & 1][i] = hd_film_relu(h[l & 1][i], m->bonenet[l].b[i], id->film[2 * l * H + i], id->film[(2 * l + 1) * H + i]);
+        in = h[l & 1];
+    }
+    gemm_ref(net, in, m->bonenet[3].w, 1, H, 9 * B, 1);
+    for (int i = 0; i < 9 * B; i++) net[i] = hd_bias_act(net[i], m->bonenet[3].b[i], 0);
+    gemm_ref(phi, in, m->pose_embed.w, 1, H, c->pose_dim, 1);
+    for (int i = 0; i < c->pose_dim; i++) phi[i] = hd_bias_act(phi[i], m->pose_embed.b[i], 0);
+    for (int b = 0; b < B; b++) hd_bone_correct(M + 12 * b, T_hat + 12 * b, q + 3 * b, fr->lbs_only ? NULL : net + 9 * b);
+    float *p = malloc(sizeof(float) * 3 * V);
+    const float *w = fr->lbs_only ? g->skin_w0 : id->skin_w;
+    for (int v = 0; v < V; v++) hd_skin_vertex(p + 3 * v, id->g + 3 * v, M, g->skin_idx + k * v, w + k * v, k);
+    if (!fr->lbs_only) {
+        int C0 = 3 + c->feat_dim + c->pose_dim + 1, Cmax = C0;
+        for (int l = 0; l < L; l++) Cmax = c->conv[l] > Cmax ? c->conv[l] : Cmax;
+        size_t P = (size_t)(Hu + 2) * pw;
+        float *maps[3] = {calloc(P * Cmax, sizeof(float)), malloc(P * Cmax * sizeof(float)), malloc(P * Cmax * sizeof(float))};
+        for (size_t i = 0; i < P * Cmax; i++) maps[1][i] = maps[2][i] = NAN; /* stale: must never be read */
+        int n;
+        int32_t *pos = expand_runs(g, 0, &n), *in_cov = malloc(sizeof(int32_t) * (n + 1));
+        hd_input_cov(in_cov, pos, n, g->cov_texel, g->n_cov, Wu);
+        for (int i = 0; i < n; i++)
+            hd_uv_input_texel(maps[0] + (size_t)pos[i] * C0, in_cov[i], g->faces, g->texel_face, g->texel_bary,
+                              g->cov_texel, p, id->F_cov, phi, c->feat_dim, c->pose_dim);
+        free(pos);
+        int Ci = C0, cur = 0;
+        for (int l = 0; l < L; l++) {
+            const drape_conv *cv = &m->conv[l];
+            int Co = cv->out, K = 9 * Ci, mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1, o = l % 2 ? 2 : 1;
+            float *taps = malloc(sizeof(float) * K * Co), *wt = malloc(sizeof(float) * K * Co);
+            cpu_conv_pack(taps, wt, cv->w, Ci, Co);
+            pos = expand_runs(g, l + 1, &n);
+            float *col = malloc(sizeof(float) * ((size_t)n * K + 1)), *y = malloc(sizeof(float) * ((size_t)n * Co + 1));
+            for (int64_t i = 0; i < (int64_t)n * K; i++) col[i] = hd_im2col_at(maps[cur], pos[i / K], pw, Ci, (int)(i % K));
+            gemm_ref(y, col, taps, n, K, Co, 0);
+            for (int i = 0; i < 2 * pw + 2 * Hu; i++)
+                for (int ch = 0; ch < Co; ch++) maps[o][hd_border_pos(i, Hu, Wu) * Co + ch] = 0;
+            for (int64_t i = 0; i < (int64_t)n * Co; i++) {
+                int64_t q0 = pos[i / Co];
+                int ch = (int)(i % Co);
+                maps[o][q0 * Co + ch] = hd_conv_out(y[i], cv->b[ch], mode == 2 ? maps[cur][q0 * Ci + ch] : 0.0f, mode);
+            }
+            free(taps); free(wt); free(col); free(y); free(pos);
+            cur = o;
+            Ci = Co;
+        }
+        for (int v = 0; v < V; v++) {
+            float d[3];
+            hd_uv_sample_vertex(d, g->copy_start, g->copy_uv, g->uv, maps[cur], v, Hu, Wu);
+            for (int j = 0; j < 3; j++) p[3 * v + j] += d[j];
+        }
+        for (int i = 0; i < 3; i++) free(maps[i]);
+        free(in_cov);
+    }
+    for (int v = 0; v < V; v++) hd_apply(out + 3 * v, Hf, p + 3 * v);
+    free(X); free(T_hat); free(q); free(h[0]); free(h[1]); free(net); free(phi); free(M); free(p);
+}
+
+static void pipeline_case(const char *bundle, int garment)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *cpu = tu_backend(m);
+    float betas[3] = {1.2f, -0.7f, 0.4f};
+    drape_identity *id = tu_identity(cpu, garment, betas, 3);
+    int V = m->garments[garment].V;
+    float poses[4 * 75], *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
+    tu_random_poses(poses, 4, 0.35f, 0.25f, 90);
+    for (int lbs = 0; lbs < 2; lbs++) {
+        drape_frame fr = {.id = id, .lbs_only = lbs, .out = want};
+        for (int k = 0; k < 3; k++) {
+            fr.pose[k] = poses + 75 * (k + 1);
+            fr.trans[k] = poses + 75 * (k + 1) + 72;
+        }
+        drape_error e = {0};
+        cr_assert_eq(drape_backend_run(cpu, &fr, 1, &e), 0, "%s", e.msg);
+        emulate_frame(got, m, (const cpu_identity *)id, &fr);
+        double d = tu_max_abs_diff(got, want, 3 * V);
+        cr_log_info("%s garment %d lbs %d: max |bodies − cpu| = %.3g m", bundle, garment, lbs, d);
+        cr_assert_leq(d, 1e-5, "%s lbs %d: the bodies' pipeline is %g m off the CPU backend", bundle, lbs, d);
+    }
+    free(want);
+    free(got);
+    drape_identity_free(cpu, id);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda_host, module_a_pipeline_matches_cpu_tiny) { pipeline_case("tiny_random", 0); }
+Test(cuda_host, module_a_pipeline_matches_cpu_small) { pipeline_case("small_random", 1); }
+
+/* ---------------- host: the whole of module B from the bodies ---------------- */
+
+/* dst (+)= LN(l1(ReLU(l0(x)))) as the device runs it: GEMMs, then the
+ * bias/ReLU and bias/LayerNorm epilogues */
+static void mlp_emulate(float *dst, float *y, const float *x, const drape_mlp_ln *mlp, int n, int acc)
+{
+    int hid = mlp->l0.out, d = mlp->l1.out;
+    float *tmp = malloc(sizeof(float) * ((size_t)n * hid + 1));
+    gemm_ref(tmp, x, mlp->l0.w, n, mlp->l0.in, hid, 1);
+    for (int64_t i = 0; i < (int64_t)n * hid; i++) tmp[i] = hd_bias_act(tmp[i], mlp->l0.b[i % hid], 1);
+    gemm_ref(y, tmp, mlp->l1.w, n, hid, d, 1);
+    for (int r = 0; r < n; r++) hd_bias_layernorm_row(dst + (size_t)r * d, y + (size_t)r * d, mlp->l1.b, mlp->ln_w, mlp->ln_b, d, acc);
+    free(tmp);
+}
+
+static void linear_emulate(float *y, const float *x, const drape_linear *l, int n, int relu)
+{
+    gemm_ref(y, x, l->w, n, l->in, l->out, 1);
+    for (int64_t i = 0; i < (int64_t)n * l->out; i++) y[i] = hd_bias_act(y[i], l->b[i % l->out], relu);
+}
+
+static void module_b_pipeline_case(const char *bundle, int garment)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *cpu = tu_backend(m);
+    const drape_config *cf = &m->cfg;
+    const drape_garment *g = &m->garments[garment];
+    float betas[16] = {0.9f, -1.4f, 0.3f, 2.0f};
+    const cpu_identity *ci = (const cpu_identity *)tu_identity(cpu, garment, betas, 4);
+    int V = g->V, Nb = m->Nb, N = V + Nb, B = cf->bones, H = cf->hidden, dh = cf->latent, k = cf->skin_k, df = cf->feat_dim;
+    int knn = cf->knn < Nb ? cf->knn : Nb, Emax = 2 * (g->n_edges + m->n_body_edges + V * knn);
+    float *vs = malloc(sizeof(float) * 3 * Nb), *nrm = malloc(sizeof(float) * 3 * Nb), J[72];
+    float *gv = malloc(sizeof(float) * 3 * V), *cb = malloc(sizeof(float) * 3 * B), best[64];
+    int32_t nn[64];
+    unsigned char *type = malloc((size_t)Emax);
+    hd_graph gr = {N, 0, malloc(sizeof(float) * 8 * N), malloc(sizeof(float) * 7 * (size_t)Emax),
+                   malloc(sizeof(int32_t) * ((size_t)Emax + N)), malloc(sizeof(int32_t) * Emax),
+                   malloc(sizeof(int32_t) * (N + 1)), malloc(sizeof(int32_t) * Emax)};
+    drape_body_shape(vs, J, m, betas);
+    for (int v = 0; v < V; v++) hd_retarget_point(gv + 3 * v, g->rest + 3 * v, g->body_nn[v], m->shapedirs, betas, cf->betas);
+    for (int i = 0; i < B; i++) hd_retarget_point(cb + 3 * i, g->bones + 3 * i, g->bone_body_nn[i], m->shapedirs, betas, cf->betas);
+    assert_close(gv, ci->g, 3 * V, 0, 0, "g");
+    assert_close(cb, ci->c, 3 * B, 0, 0, "c");
+    assert_close(J, ci->J, 72, 0, 0, "J");
+    drape_mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);
+    hd_build_graph(&gr, type, nn, best, m, g, gv, vs, nrm, knn);
+    cr_assert_eq(gr.E, Emax);
+    for (int i = 0; i < N; i++)
+        for (int j = gr.start[i]; j < gr.start[i + 1]; j++) {
+            cr_assert_eq(gr.rcv[gr.ids[j]], i, "CSR: edge %d listed under node %d", gr.ids[j], i);
+            if (j > gr.start[i]) cr_assert_gt(gr.ids[j], gr.ids[j - 1], "CSR: edges in order");
+        }
+    int E = gr.E;
+    float *h = malloc(sizeof(float) * N * dh), *hn = malloc(sizeof(float) * N * dh), *hcat = malloc(sizeof(float) * N * 2 * dh);
+    float *e = malloc(sizeof(float) * (size_t)E * dh), *en = malloc(sizeof(float) * (size_t)E * dh);
+    float *ecat = malloc(sizeof(float) * (size_t)E * 3 * dh);
+    mlp_emulate(h, h, gr.x, &m->node_embed, N, 0);
+    mlp_emulate(e, e, gr.ef, &m->edge_embed, E, 0);
+    for (int bl = 0; bl < cf->blocks; bl++) {
+        for (int64_t i = 0; i < (int64_t)E * 3 * dh; i++)
+            ecat[i] = hd_edge_concat_at(e, h, gr.snd, gr.rcv, (int)(i / (3 * dh)), (int)(i % (3 * dh)), dh);
+        mlp_emulate(e, en, ecat, &m->edge_mlp[bl], E, 1);
+        for (int n = 0; n < N; n++)
+            for (int c = 0; c < dh; c++) {
+                hcat[(size_t)n * 2 * dh + c] = h[(size_t)n * dh + c];
+                hcat[(size_t)n * 2 * dh + dh + c] = hd_segment_sum(e, gr.start, gr.ids, n, c, dh);
+            }
+        mlp_emulate(h, hn, hcat, &m->node_mlp[bl], N, 1);
+    }
+    int dwh = m->head_dw[0].out;
+    float mean[512], zh[512], z[512], m1[1024], m2[1024], film[6 * 1024];
+    for (int c = 0; c < dh; c++) {
+        double acc = 0;
+        for (int v = 0; v < V; v++) acc += h[(size_t)v * dh + c];
+        mean[c] = (float)(acc / V);
+    }
+    linear_emulate(zh, mean, &m->head_z[0], 1, 1);
+    linear_emulate(z, zh, &m->head_z[1], 1, 0);
+    linear_emulate(m1, z, &m->modulator[0], 1, 1);
+    linear_emulate(m2, m1, &m->modulator[1], 1, 1);
+    linear_emulate(film, m2, &m->modulator[2], 1, 0);
+    assert_close(film, ci->film, 6 * H, 1e-4, 1e-3, "film");
+    float *dwb = malloc(sizeof(float) * V * dwh), *dw = malloc(sizeof(float) * V * B), *f = malloc(sizeof(float) * V * df);
+    float *w = malloc(sizeof(float) * V * k);
+    linear_emulate(dwb, h, &m->head_dw[0], V, 1);
+    linear_emulate(dw, dwb, &m->head_dw[1], V, 0);
+    linear_emulate(f, h, &m->head_feat, V, 0);
+    for (int v = 0; v < V; v++) hd_skin_weights_vertex(w + k * v, g->skin_w0 + k * v, dw + (size_t)B * v, g->skin_idx + k * v, k);
+    assert_close(w, ci->skin_w, (int64_t)V * k, 1e-5, 1e-4, "skin_w");
+    double worst = 0;
+    for (int c = 0; c < g->n_cov; c++)
+        for (int j = 0; j < df; j++) {
+            float x = hd_fcov_at(f, g->faces, g->texel_face, g->texel_bary, g->cov_texel, c, j, df);
+            float want = ci->F_cov[(size_t)c * df + j];
+            worst = fmax(worst, fabs(x - want));
+            assert_close(&x, &want, 1, 1e-4, 1e-3, "F_cov");
+        }
+    cr_log_info("%s garment %d: film max |d| %.3g, F_cov max |d| %.3g", bundle, garment,
+                tu_max_abs_diff(film, ci->film, 6 * H), worst);
+    free(vs); free(nrm); free(gv); free(cb); free(type); free(gr.x); free(gr.ef); free(gr.snd); free(gr.rcv);
+    free(gr.start); free(gr.ids); free(h); free(hn); free(hcat); free(e); free(en); free(ecat); free(dwb); free(dw);
+    free(f); free(w);
+    drape_identity_free(cpu, (drape_identity *)ci);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda_host, module_b_pipeline_matches_cpu_tiny) { module_b_pipeline_case("tiny_random", 0); }
+Test(cuda_host, module_b_pipeline_matches_cpu_small, .timeout = 120) { module_b_pipeline_case("small_random", 1); }
