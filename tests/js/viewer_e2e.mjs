@@ -2,7 +2,10 @@
 // playwright-core): opens http://127.0.0.1:PORT/ served by a draped, waits
 // until window.drapeStats.frames passes 30, saves a screenshot, and checks
 // that the garment is drawn (pixels of its blue among the background), the
-// stats are filled, and nothing was logged as an error.
+// stats are filled, and nothing was logged as an error. Then the banners:
+// /v1/model failing at load ("unreachable"), frames held back by a proxy on
+// the WebSocket ("frame late"), and the socket closed under the page
+// ("connection closed ... reconnecting"), after which frames flow again.
 //   node tests/js/viewer_e2e.mjs http://127.0.0.1:PORT SCREENSHOT.png [QUERY]
 // Prints one JSON line; exit 1 with a message on failure.
 import { readFileSync } from 'node:fs';
@@ -82,12 +85,39 @@ let result;
 try {
   const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
   const problems = [];
+  let expectFailures = true; // while /v1/model is made to fail on purpose
   page.on('console', (m) => {
-    if (m.type() === 'error') problems.push(`console error: ${m.text()}`);
+    if (m.type() === 'error' && !expectFailures) problems.push(`console error: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+  page.on('requestfailed', (r) => {
+    if (!expectFailures) problems.push(`request failed: ${r.url()}`);
+  });
+  const banner = (text, ms = 15000) =>
+    page.waitForFunction((t) => {
+      const el = document.getElementById('message');
+      return !el.hidden && el.textContent.includes(t);
+    }, text, { timeout: ms, polling: 50 }).catch(async () => {
+      die(`no '${text}' banner; it says '${await page.evaluate(() => document.getElementById('message').textContent)}'`);
+    });
+  // the stream goes through a proxy the test controls: hold frames back, or close the socket
+  let hold = false;
+  let pageSide = null;
+  await page.routeWebSocket('**/v1/stream', (ws) => {
+    pageSide = ws;
+    const server = ws.connectToServer();
+    ws.onMessage((m) => server.send(m));
+    server.onMessage((m) => {
+      if (!hold) ws.send(m);
+    });
+  });
+  // the server "unreachable" while the page loads
+  await page.route('**/v1/model', (r) => r.abort());
   await page.goto(`${base}/${query}`, { waitUntil: 'load' });
+  await banner('unreachable');
+  await page.unroute('**/v1/model');
+  await page.waitForFunction(() => window.drapeStats && window.drapeStats.state === 'open', null, { timeout: 30000 });
+  expectFailures = false;
   try {
     await page.waitForFunction(() => window.drapeStats && window.drapeStats.frames > 30, null, { timeout: 30000, polling: 100 });
   } catch {
@@ -122,6 +152,26 @@ try {
     if (!(stats[k] > 0)) die(`drapeStats.${k} = ${stats[k]}`);
   }
   if (!(stats.rtt_p99 >= stats.rtt_p50) || !(stats.rtt_p50 >= stats.server_p50 * 0.5)) die(`odd latencies: ${JSON.stringify(stats)}`);
+  // (a late frame may be real on a loaded machine; any other banner is not)
+  if (message && !message.startsWith('frame late')) die(`a banner while all is well: '${message}'`);
+
+  const framesNow = () => page.evaluate(() => window.drapeStats.frames);
+  const moreFrames = async (n) => {
+    const want = (await framesNow()) + n;
+    await page.waitForFunction((w) => window.drapeStats.frames >= w, want, { timeout: 20000, polling: 100 })
+      .catch(() => die(`frames stopped after a banner: ${JSON.stringify(result)}`));
+  };
+  // frames held back: "frame late", gone when they flow again
+  hold = true;
+  await banner('frame late');
+  hold = false;
+  await moreFrames(5);
+  // the socket closes under the page: a banner, a reconnect, the avatar re-opened, frames again
+  await pageSide.close({ code: 1001, reason: 'test' });
+  await banner('connection closed');
+  await moreFrames(10);
+  result.banners = ['unreachable', 'frame late', 'connection closed'];
+  if (problems.length) die(`${problems.join('; ')}`);
 } finally {
   await browser.close();
 }
