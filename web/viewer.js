@@ -327,6 +327,14 @@ async function main() {
   setClip($('clip').value);
   client = connect(wsUrl, {
     onFrame,
+    // after a reconnect the client re-opens the avatar by itself
+    onOpened: (m) => {
+      if (current && m.avatar === current.avatar && current.geometry && m.vertices === current.geometry.attributes.position.count) {
+        current.ready = true;
+        lastFrameAt = performance.now();
+        setMessage('app', null);
+      }
+    },
     onError: (e) => {
       stats.errors++;
       stats.last_error = `${e.code}: ${e.message}`;
