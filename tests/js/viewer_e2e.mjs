@@ -2,10 +2,12 @@
 // playwright-core): opens http://127.0.0.1:PORT/ served by a draped, waits
 // until window.drapeStats.frames passes 30, saves a screenshot, and checks
 // that the garment is drawn (pixels of its blue among the background), the
-// stats are filled, and nothing was logged as an error. Then the banners:
-// /v1/model failing at load ("unreachable"), frames held back by a proxy on
-// the WebSocket ("frame late"), and the socket closed under the page
-// ("connection closed ... reconnecting"), after which frames flow again.
+// stats are filled, and nothing was logged as an error. Then the controls
+// (each vertex format decoded in the page, a beta slider, the other
+// garment), and the banners: /v1/model failing at load ("unreachable",
+// first of all), frames held back by a proxy on the WebSocket ("frame
+// late"), and the socket closed under the page ("connection closed ...
+// reconnecting"), after which frames flow again.
 //   node tests/js/viewer_e2e.mjs http://127.0.0.1:PORT SCREENSHOT.png [QUERY]
 // Prints one JSON line; exit 1 with a message on failure.
 import { readFileSync } from 'node:fs';
@@ -161,6 +163,25 @@ try {
     await page.waitForFunction((w) => window.drapeStats.frames >= w, want, { timeout: 20000, polling: 100 })
       .catch(() => die(`frames stopped after a banner: ${JSON.stringify(result)}`));
   };
+  // the controls: every vertex format decoded in the page, a beta, the other garment
+  for (const fmt of ['f32', 'f16', 'q16', 'meshopt']) {
+    await page.selectOption('#format', fmt);
+    await moreFrames(5);
+    const st = await page.evaluate(() => window.drapeStats);
+    if (st.format !== fmt || st.errors) die(`format ${fmt}: ${JSON.stringify(st)}`);
+  }
+  await page.$eval('#betas input', (el) => {
+    el.value = '1.5';
+    el.dispatchEvent(new Event('input'));
+  });
+  await moreFrames(5);
+  const garments = await page.$$eval('#garment option', (os) => os.map((o) => o.value));
+  await page.selectOption('#garment', garments[garments.length - 1]);
+  await moreFrames(5);
+  const after = await page.evaluate(() => window.drapeStats);
+  if (after.garment !== garments[garments.length - 1] || after.errors) die(`after the controls: ${JSON.stringify(after)}`);
+  result.controls = { formats: 4, garments, vertices: after.vertices };
+
   // frames held back: "frame late", gone when they flow again
   hold = true;
   await banner('frame late');
