@@ -413,15 +413,15 @@ static void wave_pose(float pose[72], uint64_t seq)
     for (int i = 0; i < 72; i++) pose[i] = 0.2f * sinf(0.5f * (float)i + 0.8f * (float)seq);
 }
 
-/* Two connections (msgpack and JSON), 8 avatars each, two per format (number
+/* Two connections (msgpack and JSON), 16 avatars each, four per format (number
  * and string keys). Every round sends one pose per avatar and collects the
- * 16 frames; each format's decoded vertices agree with the f32 avatar of its
- * connection within the documented bound (plus 1e-5 for batch-order float
+ * 16 frames; each format's decoded vertices agree with the f32 avatar of its group
+ * of four (same connection) within the documented bound (plus 1e-5 for batch-order float
  * differences: the avatars may share a batch differently). */
 Test(client_draped, every_format_many_avatars, .timeout = 60)
 {
     tu_server s = tu_draped_start("tiny_random", "");
-    enum { NC = 2, NA = 8, ROUNDS = 3 };
+    enum { NC = 2, NA = 16, ROUNDS = 3 };
     drape_client *c[NC];
     drape_error e = {0};
     int V = 0;
