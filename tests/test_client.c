@@ -415,9 +415,10 @@ static void wave_pose(float pose[72], uint64_t seq)
 
 /* Two connections (msgpack and JSON), 16 avatars each, four per format (number
  * and string keys). Every round sends one pose per avatar and collects the
- * 16 frames; each format's decoded vertices agree with the f32 avatar of its group
- * of four (same connection) within the documented bound (plus 1e-5 for batch-order float
- * differences: the avatars may share a batch differently). */
+ * 16 frames; each format's decoded vertices agree with the f32 avatar of its
+ * group of four within the documented bound, plus the spread measured among
+ * the round's f32 avatars (frames of one round may land in different
+ * batches). */
 Test(client_draped, every_format_many_avatars, .timeout = 60)
 {
     tu_server s = tu_draped_start("tiny_random", "");
@@ -462,14 +463,20 @@ Test(client_draped, every_format_many_avatars, .timeout = 60)
                 cr_assert_eq(m.format, a % DRAPE_FMT_COUNT);
                 cr_assert_eq(drape_client_decode(&m, xyz + (size_t)a * 3 * V), 0);
                 fmt_of[a] = m.format;
-                bounds[a] = drape_pack_error_bound(m.format, m.bbox) + 1e-5f;
+                bounds[a] = drape_pack_error_bound(m.format, m.bbox);
                 drape_server_msg_clear(&m);
             }
+            /* the f32 avatars of this round among themselves: how much the
+             * batches they happened to share changed the float results */
+            double spread = 0;
+            for (int a = DRAPE_FMT_COUNT; a < NA; a += DRAPE_FMT_COUNT)
+                spread = fmax(spread, tu_max_abs_diff(xyz + (size_t)a * 3 * V, xyz, 3 * V));
+            cr_assert_leq(spread, 1e-4, "the same pose and identity gave f32 results %g apart", spread);
             for (int a = 0; a < NA; a++) {
-                int ref = fmt_of[a] == DRAPE_FMT_F32 ? a : a - fmt_of[a]; /* the f32 avatar of its group */
+                int ref = a - fmt_of[a]; /* the f32 avatar of its group of four */
                 double d = tu_max_abs_diff(xyz + (size_t)a * 3 * V, xyz + (size_t)ref * 3 * V, 3 * V);
-                cr_assert_leq(d, bounds[a], "conn %d avatar %d (%s) round %d: %g from f32, bound %g", k, a,
-                              drape_format_name(fmt_of[a]), r, d, bounds[a]);
+                cr_assert_leq(d, bounds[a] + spread, "conn %d avatar %d (%s) round %d: %g from f32, bound %g + %g", k,
+                              a, drape_format_name(fmt_of[a]), r, d, bounds[a], spread);
             }
         }
     }
