@@ -1,8 +1,9 @@
 /* The viewer and the client libraries against a real draped serving web/
  * (--web-root web): the viewer in headless Chromium (tests/js/viewer_e2e.mjs,
  * screenshot kept in build/artifacts/viewer.png), the JavaScript client's
- * decoders against the C packers (tests/js/client_formats.mjs), its
- * reconnection (tests/js/client_reconnect.mjs), and the README's
+ * decoders against the C packers (tests/js/client_formats.mjs) and on
+ * hand-made edge cases (tests/js/decoders_unit.mjs), its reconnection
+ * (tests/js/client_reconnect.mjs), and the README's
  * libdrape-client example compiled and run. Skipped, saying why, only when
  * web/node_modules (scripts/npm.sh) or Debian's chromium is missing. */
 #include <criterion/criterion.h>
@@ -93,6 +94,14 @@ Test(web, js_client_reconnects_with_backoff, .timeout = 60)
     int rc = tu_run(out, sizeof out, "node tests/js/client_reconnect.mjs");
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "\"delays\":[40,40,80,160,200]"), "%s", out);
+}
+
+Test(web, js_decoders_edge_cases, .timeout = 60)
+{
+    NEED_NODE_MODULES();
+    int rc = tu_run(out, sizeof out, "node tests/js/decoders_unit.mjs");
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(!strncmp(out, "ok ", 3), "%s", out);
 }
 
 /* The libdrape-client example in README.md (the ```c block after the
