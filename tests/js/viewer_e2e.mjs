@@ -7,7 +7,9 @@
 // garment), and the banners: /v1/model failing at load ("unreachable",
 // first of all), frames held back by a proxy on the WebSocket ("frame
 // late"), and the socket closed under the page ("connection closed ...
-// reconnecting"), after which frames flow again.
+// reconnecting"), after which frames flow again; the physics switch shown
+// only when /v1/model offers physics (the page reloaded with a modified
+// /v1/model).
 //   node tests/js/viewer_e2e.mjs http://127.0.0.1:PORT SCREENSHOT.png [QUERY]
 // Prints one JSON line; exit 1 with a message on failure.
 import { readFileSync } from 'node:fs';
@@ -192,6 +194,21 @@ try {
   await banner('connection closed');
   await moreFrames(10);
   result.banners = ['unreachable', 'frame late', 'connection closed'];
+
+  // the physics switch: hidden while /v1/model does not offer it, shown once it does
+  const physicsHidden = () => page.evaluate(() => document.getElementById('physics-row').hidden);
+  const offered = (await (await page.request.get(`${base}/v1/model`)).json()).modes.includes('physics');
+  if ((await physicsHidden()) === offered) die(`physics switch hidden=${!offered} expected (modes offer physics: ${offered})`);
+  await page.route('**/v1/model', async (r) => {
+    const res = await r.fetch();
+    const m = await res.json();
+    if (!m.modes.includes('physics')) m.modes.push('physics');
+    await r.fulfill({ response: res, json: m });
+  });
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForFunction(() => document.querySelectorAll('#betas input').length > 0, null, { timeout: 20000 });
+  if (await physicsHidden()) die('the physics switch stays hidden when /v1/model offers physics');
+  result.physics_switch = 'shown only when offered';
   if (problems.length) die(`${problems.join('; ')}`);
 } finally {
   await browser.close();
