@@ -47,7 +47,7 @@ static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
     drape_model *m;
     drape_backend *be;
     if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
-    drape_backend_opts o = {threads};
+    drape_backend_opts o = {.threads = threads};
     if (drape_backend_create(&be, "cpu", m, &o, &e)) die("backend", e.msg);
     drape_identity *id;
     if (drape_identity_create(be, &id, 0, NULL, 0, &e)) die("identity", e.msg);

@@ -93,7 +93,7 @@ int main(int argc, char **argv)
         goto fail;
     }
     d.digest = file_digest(d.cfg.model);
-    drape_backend_opts bo = {(int)d.cfg.threads};
+    drape_backend_opts bo = {.threads = (int)d.cfg.threads};
     if (drape_backend_create(&d.be, d.cfg.backend, d.model, &bo, &err)) {
         LOG_ERROR("backend: %s", err.msg);
         goto fail;

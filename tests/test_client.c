@@ -405,3 +405,151 @@ Test(load, unreachable_server_is_a_clear_failure, .timeout = 30)
     cr_assert_eq(rc, 1, "%s", out);
     cr_assert(strstr(out, "connection 0: connect 127.0.0.1:9"), "%s", out);
 }
+
+/* ---- libdrape-client against a real draped ---- */
+
+static void wave_pose(float pose[72], uint64_t seq)
+{
+    for (int i = 0; i < 72; i++) pose[i] = 0.2f * sinf(0.5f * (float)i + 0.8f * (float)seq);
+}
+
+/* Two connections (msgpack and JSON), 16 avatars each, four per format (number
+ * and string keys). Every round sends one pose per avatar and collects the
+ * 16 frames; each format's decoded vertices agree with the f32 avatar of its
+ * group of four within the documented bound, plus the spread measured among
+ * the round's f32 avatars (frames of one round may land in different
+ * batches). */
+Test(client_draped, every_format_many_avatars, .timeout = 60)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    enum { NC = 2, NA = 16, ROUNDS = 3 };
+    drape_client *c[NC];
+    drape_error e = {0};
+    int V = 0;
+    for (int k = 0; k < NC; k++) {
+        drape_client_opts o = {k, 5000, 0, NULL};
+        cr_assert_eq(drape_client_connect(&c[k], s.ws, &o, &e), 0, "%s", e.msg);
+        for (int a = 0; a < NA; a++) {
+            drape_avatar_key key = {a % 2, (uint64_t)a, ""};
+            snprintf(key.str, sizeof key.str, "av%d", a);
+            cr_assert_eq(drape_client_open(c[k], &key, NULL, "skirt", (float[]){0.3f}, 1, a % DRAPE_FMT_COUNT,
+                                           DRAPE_MODE_NEURAL, &e), 0, "%s", e.msg);
+        }
+        for (int a = 0; a < NA; a++) {
+            drape_server_msg m = expect_msg(c[k], "opened");
+            cr_assert_gt(m.vertices, 0);
+            V = m.vertices;
+            drape_server_msg_clear(&m);
+        }
+    }
+    float *xyz = malloc(sizeof(float) * 3 * (size_t)V * NA);
+    int *fmt_of = calloc(NA, sizeof *fmt_of);
+    float bounds[NA];
+    for (int r = 1; r <= ROUNDS; r++) {
+        float pose[72];
+        wave_pose(pose, (uint64_t)r);
+        for (int k = 0; k < NC; k++) {
+            for (int a = 0; a < NA; a++) {
+                drape_avatar_key key = {a % 2, (uint64_t)a, ""};
+                snprintf(key.str, sizeof key.str, "av%d", a);
+                cr_assert_eq(drape_client_pose(c[k], &key, (uint64_t)r, pose, NULL, &e), 0, "%s", e.msg);
+            }
+            for (int n = 0; n < NA; n++) {
+                drape_server_msg m = expect_msg(c[k], "frame");
+                int a = m.avatar.is_str ? atoi(m.avatar.str + 2) : (int)m.avatar.num;
+                cr_assert(a >= 0 && a < NA && m.seq == (uint64_t)r && m.count == V && m.dropped == 0,
+                          "avatar %d seq %llu count %d dropped %llu", a, (unsigned long long)m.seq, m.count,
+                          (unsigned long long)m.dropped);
+                cr_assert_eq(m.format, a % DRAPE_FMT_COUNT);
+                cr_assert_eq(drape_client_decode(&m, xyz + (size_t)a * 3 * V), 0);
+                fmt_of[a] = m.format;
+                bounds[a] = drape_pack_error_bound(m.format, m.bbox);
+                drape_server_msg_clear(&m);
+            }
+            /* the f32 avatars of this round among themselves: how much the
+             * batches they happened to share changed the float results */
+            double spread = 0;
+            for (int a = DRAPE_FMT_COUNT; a < NA; a += DRAPE_FMT_COUNT)
+                spread = fmax(spread, tu_max_abs_diff(xyz + (size_t)a * 3 * V, xyz, 3 * V));
+            cr_assert_leq(spread, 1e-4, "the same pose and identity gave f32 results %g apart", spread);
+            for (int a = 0; a < NA; a++) {
+                int ref = a - fmt_of[a]; /* the f32 avatar of its group of four */
+                double d = tu_max_abs_diff(xyz + (size_t)a * 3 * V, xyz + (size_t)ref * 3 * V, 3 * V);
+                cr_assert_leq(d, bounds[a] + spread, "conn %d avatar %d (%s) round %d: %g from f32, bound %g + %g", k,
+                              a, drape_format_name(fmt_of[a]), r, d, bounds[a], spread);
+            }
+        }
+    }
+    free(xyz);
+    free(fmt_of);
+    for (int k = 0; k < NC; k++) cr_assert_eq(drape_client_close(c[k], 2000), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+static void expect_error(drape_client *c, const char *code)
+{
+    drape_server_msg m = expect_msg(c, "error");
+    cr_assert_str_eq(m.code, code, "%s: %s", m.code, m.message);
+    cr_assert(m.message[0], "an error names what is wrong");
+    drape_server_msg_clear(&m);
+}
+
+/* unknown garment, out-of-range betas, pose before open, a second open:
+ * each gets its error code, and the stream keeps serving */
+Test(client_draped, error_codes, .timeout = 60)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    drape_client *c;
+    drape_error e = {0};
+    cr_assert_eq(drape_client_connect(&c, s.ws, NULL, &e), 0, "%s", e.msg);
+    drape_avatar_key a = {0, 1, ""}, b = {0, 2, ""};
+    float pose[72] = {0};
+    cr_assert_eq(drape_client_open(c, &a, NULL, "ballgown", NULL, -1, DRAPE_FMT_F32, DRAPE_MODE_NEURAL, &e), 0);
+    expect_error(c, DRAPE_ERR_UNKNOWN_GARMENT);
+    cr_assert_eq(drape_client_open(c, &a, NULL, "skirt", (float[]){99}, 1, DRAPE_FMT_F32, DRAPE_MODE_NEURAL, &e), 0);
+    expect_error(c, DRAPE_ERR_BAD_BETAS);
+    cr_assert_eq(drape_client_pose(c, &b, 1, pose, NULL, &e), 0);
+    expect_error(c, DRAPE_ERR_NOT_OPEN);
+    cr_assert_eq(drape_client_open(c, &a, NULL, "miniskirt", NULL, -1, DRAPE_FMT_Q16, DRAPE_MODE_LBS, &e), 0);
+    drape_server_msg m = expect_msg(c, "opened");
+    cr_assert_eq(m.mode, DRAPE_MODE_LBS);
+    drape_server_msg_clear(&m);
+    cr_assert_eq(drape_client_open(c, &a, NULL, "miniskirt", NULL, -1, DRAPE_FMT_Q16, DRAPE_MODE_NEURAL, &e), 0);
+    expect_error(c, DRAPE_ERR_ALREADY_OPEN);
+    cr_assert_eq(drape_client_pose(c, &a, 7, pose, NULL, &e), 0);
+    m = expect_msg(c, "frame");
+    cr_assert_eq(m.seq, 7);
+    drape_server_msg_clear(&m);
+    cr_assert_eq(drape_client_close(c, 2000), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* the server goes away under an open stream: recv reports DRAPE_EIO with
+ * the close code (1001, shutting down), sending fails cleanly (no SIGPIPE),
+ * and a new connection is a clear connect error */
+Test(client_draped, server_gone, .timeout = 60)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    char url[80];
+    snprintf(url, sizeof url, "%s", s.ws);
+    drape_client *c;
+    drape_error e = {0};
+    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), 0, "%s", e.msg);
+    drape_avatar_key a = {1, 0, "solo"};
+    cr_assert_eq(drape_client_open(c, &a, NULL, "skirt", NULL, -1, DRAPE_FMT_MESHOPT, DRAPE_MODE_NEURAL, &e), 0);
+    drape_server_msg m = expect_msg(c, "opened");
+    drape_server_msg_clear(&m);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+    int r;
+    while ((r = drape_client_recv(c, &m, 5000, &e)) == 1) drape_server_msg_clear(&m);
+    cr_assert_eq(r, DRAPE_EIO, "recv after shutdown: %d %s", r, e.msg);
+    cr_assert_eq(drape_client_close_code(c), 1001);
+    float pose[72] = {0};
+    int failed = 0; /* the first send may still land in the kernel's buffer */
+    for (int i = 0; i < 3 && !failed; i++) failed = drape_client_pose(c, &a, (uint64_t)i + 1, pose, NULL, &e) < 0;
+    cr_assert(failed, "sending on a closed stream fails");
+    drape_client_free(c);
+    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), DRAPE_EIO);
+    cr_assert(strstr(e.msg, "connect"), "%s", e.msg);
+    cr_assert_null(c);
+}

@@ -74,7 +74,7 @@ int drape_cmd_eval(int argc, char **argv)
     xm = malloc(n * sizeof(float));
     xl = malloc(n * sizeof(float));
     if (!rest || !body || !xm || !xl) { fprintf(stderr, "drape eval: out of memory\n"); goto done; }
-    drape_backend_opts bo = {threads};
+    drape_backend_opts bo = {.threads = threads};
     if (drape_backend_create(&be, kind, m, &bo, &e) || drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e) ||
         drape_sequence_run(be, id, j.poses.data, T, 0, xm, 16, &e) ||
         drape_sequence_run(be, id, j.poses.data, T, 1, xl, 16, &e) ||

@@ -1,0 +1,217 @@
+// The viewer end to end in headless Chromium (Debian's, driven by
+// playwright-core): opens http://127.0.0.1:PORT/ served by a draped, waits
+// until window.drapeStats.frames passes 30, saves a screenshot, and checks
+// that the garment is drawn (pixels of its blue among the background), the
+// stats are filled, and nothing was logged as an error. Then the controls
+// (each vertex format decoded in the page, a beta slider, the other
+// garment), and the banners: /v1/model failing at load ("unreachable",
+// first of all), frames held back by a proxy on the WebSocket ("frame
+// late"), and the socket closed under the page ("connection closed ...
+// reconnecting"), after which frames flow again; the physics switch shown
+// only when /v1/model offers physics (the page reloaded with a modified
+// /v1/model).
+//   node tests/js/viewer_e2e.mjs http://127.0.0.1:PORT SCREENSHOT.png [QUERY]
+// Prints one JSON line; exit 1 with a message on failure.
+import { readFileSync } from 'node:fs';
+import { inflateSync } from 'node:zlib';
+
+const [base, shot, query = ''] = process.argv.slice(2);
+if (!base || !shot) {
+  console.error('usage: node tests/js/viewer_e2e.mjs BASE_URL SCREENSHOT.png [QUERY]');
+  process.exit(2);
+}
+const { chromium } = await import(new URL('../../web/node_modules/playwright-core/index.mjs', import.meta.url).href);
+
+// A minimal PNG reader: 8-bit RGB or RGBA, not interlaced (what Chromium writes).
+function readPng(buf) {
+  if (buf.readUInt32BE(0) !== 0x89504e47) throw new Error('not a PNG');
+  let pos = 8;
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat = [];
+  while (pos < buf.length) {
+    const len = buf.readUInt32BE(pos);
+    const type = buf.toString('latin1', pos + 4, pos + 8);
+    const data = buf.subarray(pos + 8, pos + 8 + len);
+    if (type === 'IHDR') {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      const depth = data[8];
+      const color = data[9];
+      if (depth !== 8 || (color !== 2 && color !== 6) || data[12] !== 0) {
+        throw new Error(`unsupported PNG: depth ${depth}, color type ${color}, interlace ${data[12]}`);
+      }
+      channels = color === 6 ? 4 : 3;
+    } else if (type === 'IDAT') idat.push(data);
+    else if (type === 'IEND') break;
+    pos += 12 + len;
+  }
+  const raw = inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const px = new Uint8Array(height * stride);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)];
+    const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    const out = px.subarray(y * stride, (y + 1) * stride);
+    const prev = y ? px.subarray((y - 1) * stride, y * stride) : new Uint8Array(stride);
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? out[i - channels] : 0;
+      const b = prev[i];
+      const c = i >= channels ? prev[i - channels] : 0;
+      let pred = 0;
+      if (filter === 1) pred = a;
+      else if (filter === 2) pred = b;
+      else if (filter === 3) pred = (a + b) >> 1;
+      else if (filter === 4) {
+        const p = a + b - c;
+        const pa = Math.abs(p - a);
+        const pb = Math.abs(p - b);
+        const pc = Math.abs(p - c);
+        pred = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      } else if (filter !== 0) throw new Error(`bad PNG filter ${filter}`);
+      out[i] = (line[i] + pred) & 0xff;
+    }
+  }
+  return { width, height, channels, px };
+}
+
+const die = (msg) => {
+  console.error(`viewer_e2e: ${msg}`);
+  process.exit(1);
+};
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--disable-dev-shm-usage'],
+});
+let result;
+try {
+  const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
+  const problems = [];
+  let expectFailures = true; // while /v1/model is made to fail on purpose
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !expectFailures) problems.push(`console error: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => {
+    if (!expectFailures) problems.push(`request failed: ${r.url()}`);
+  });
+  const banner = (text, ms = 15000) =>
+    page.waitForFunction((t) => {
+      const el = document.getElementById('message');
+      return !el.hidden && el.textContent.includes(t);
+    }, text, { timeout: ms, polling: 50 }).catch(async () => {
+      die(`no '${text}' banner; it says '${await page.evaluate(() => document.getElementById('message').textContent)}'`);
+    });
+  // the stream goes through a proxy the test controls: hold frames back, or close the socket
+  let hold = false;
+  let pageSide = null;
+  await page.routeWebSocket('**/v1/stream', (ws) => {
+    pageSide = ws;
+    const server = ws.connectToServer();
+    ws.onMessage((m) => server.send(m));
+    server.onMessage((m) => {
+      if (!hold) ws.send(m);
+    });
+  });
+  // the server "unreachable" while the page loads
+  await page.route('**/v1/model', (r) => r.abort());
+  await page.goto(`${base}/${query}`, { waitUntil: 'load' });
+  await banner('unreachable');
+  await page.unroute('**/v1/model');
+  await page.waitForFunction(() => window.drapeStats && window.drapeStats.state === 'open', null, { timeout: 30000 });
+  expectFailures = false;
+  try {
+    await page.waitForFunction(() => window.drapeStats && window.drapeStats.frames > 30, null, { timeout: 30000, polling: 100 });
+  } catch {
+    const s = await page.evaluate(() => JSON.stringify(window.drapeStats || null));
+    const msg = await page.evaluate(() => document.getElementById('message')?.textContent);
+    die(`fewer than 30 frames in 30 s: stats ${s}, message '${msg}', ${problems.join('; ')}`);
+  }
+  await page.waitForTimeout(300); // let the stats overlay and a render catch up
+  await page.screenshot({ path: shot });
+  const stats = await page.evaluate(() => ({ ...window.drapeStats }));
+  const message = await page.evaluate(() => {
+    const el = document.getElementById('message');
+    return el.hidden ? '' : el.textContent;
+  });
+  const png = readPng(readFileSync(shot));
+  // the background is #1d2027; the garment is blue (0x2f6fe0, lit): clearly more blue than red
+  let garment = 0;
+  let notBackground = 0;
+  for (let i = 0; i < png.px.length; i += png.channels) {
+    const r = png.px[i];
+    const g = png.px[i + 1];
+    const b = png.px[i + 2];
+    if (Math.abs(r - 0x1d) + Math.abs(g - 0x20) + Math.abs(b - 0x27) > 24) notBackground++;
+    if (b > 90 && b > r + 50 && b > g + 20) garment++;
+  }
+  const total = png.width * png.height;
+  result = { stats, garment_pixels: garment, non_background_pixels: notBackground, pixels: total, message };
+  if (problems.length) die(`${problems.join('; ')}`);
+  if (garment < total * 0.003) die(`the garment is not drawn: ${garment} blue pixels of ${total}: ${JSON.stringify(result)}`);
+  if (stats.errors) die(`drapeStats.errors = ${stats.errors}: ${stats.last_error}`);
+  for (const k of ['fps', 'rtt_p50', 'rtt_p99', 'server_p50', 'server_p99', 'bytes']) {
+    if (!(stats[k] > 0)) die(`drapeStats.${k} = ${stats[k]}`);
+  }
+  if (!(stats.rtt_p99 >= stats.rtt_p50) || !(stats.rtt_p50 >= stats.server_p50 * 0.5)) die(`odd latencies: ${JSON.stringify(stats)}`);
+  // (a late frame may be real on a loaded machine; any other banner is not)
+  if (message && !message.startsWith('frame late')) die(`a banner while all is well: '${message}'`);
+
+  const framesNow = () => page.evaluate(() => window.drapeStats.frames);
+  const moreFrames = async (n) => {
+    const want = (await framesNow()) + n;
+    await page.waitForFunction((w) => window.drapeStats.frames >= w, want, { timeout: 20000, polling: 100 })
+      .catch(() => die(`frames stopped after a banner: ${JSON.stringify(result)}`));
+  };
+  // the controls: every vertex format decoded in the page, a beta, the other garment
+  for (const fmt of ['f32', 'f16', 'q16', 'meshopt']) {
+    await page.selectOption('#format', fmt);
+    await moreFrames(5);
+    const st = await page.evaluate(() => window.drapeStats);
+    if (st.format !== fmt || st.errors) die(`format ${fmt}: ${JSON.stringify(st)}`);
+  }
+  await page.$eval('#betas input', (el) => {
+    el.value = '1.5';
+    el.dispatchEvent(new Event('input'));
+  });
+  await moreFrames(5);
+  const garments = await page.$$eval('#garment option', (os) => os.map((o) => o.value));
+  await page.selectOption('#garment', garments[garments.length - 1]);
+  await moreFrames(5);
+  const after = await page.evaluate(() => window.drapeStats);
+  if (after.garment !== garments[garments.length - 1] || after.errors) die(`after the controls: ${JSON.stringify(after)}`);
+  result.controls = { formats: 4, garments, vertices: after.vertices };
+
+  // frames held back: "frame late", gone when they flow again
+  hold = true;
+  await banner('frame late');
+  hold = false;
+  await moreFrames(5);
+  // the socket closes under the page: a banner, a reconnect, the avatar re-opened, frames again
+  await pageSide.close({ code: 1001, reason: 'test' });
+  await banner('connection closed');
+  await moreFrames(10);
+  result.banners = ['unreachable', 'frame late', 'connection closed'];
+
+  // the physics switch: hidden while /v1/model does not offer it, shown once it does
+  const physicsHidden = () => page.evaluate(() => document.getElementById('physics-row').hidden);
+  const offered = (await (await page.request.get(`${base}/v1/model`)).json()).modes.includes('physics');
+  if ((await physicsHidden()) === offered) die(`physics switch hidden=${!offered} expected (modes offer physics: ${offered})`);
+  await page.route('**/v1/model', async (r) => {
+    const res = await r.fetch();
+    const m = await res.json();
+    if (!m.modes.includes('physics')) m.modes.push('physics');
+    await r.fulfill({ response: res, json: m });
+  });
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForFunction(() => document.querySelectorAll('#betas input').length > 0, null, { timeout: 20000 });
+  if (await physicsHidden()) die('the physics switch stays hidden when /v1/model offers physics');
+  result.physics_switch = 'shown only when offered';
+  if (problems.length) die(`${problems.join('; ')}`);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(result));
+process.exit(0);
