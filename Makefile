@@ -53,10 +53,14 @@ CU_SRC    := $(wildcard kernels/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.o)
 NVCCFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
              -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -MMD -MP -DDRAPE_HAVE_CUDA
-LIB_OBJ   += $(CU_OBJ)
 CFLAGS    += -DDRAPE_HAVE_CUDA
-LDLIBS    += -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcublas -lcudart -lstdc++
+CUDA_PLUGIN := $(BUILD)/libdrape_cuda.so
 endif
+# Programs export their symbols (-rdynamic) and carry the whole library, so
+# the CUDA plugin (dlopen'ed on demand) finds the runtime it uses.
+LDFLAGS += -rdynamic
+LDLIBS  += -ldl
+WHOLE    = -Wl,--whole-archive $(BUILD)/libdrape.a -Wl,--no-whole-archive
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
 
@@ -95,28 +99,34 @@ $(BUILD)/%.o: %.c
 $(BUILD)/kernels/cpu/conv.o: CFLAGS += -O3 -ffp-contract=fast
 
 $(BUILD)/libdrape.a: $(LIB_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/drape: $(TOOL_OBJ) $(BUILD)/libdrape.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+ifneq ($(NVCC),)
+$(CUDA_PLUGIN): $(CU_OBJ)
+	$(NVCC) -shared -o $@ $^ -L$(CUDA_LIB) -Xlinker -rpath,$(CUDA_LIB) -lcublas -lcudart
+endif
 
-$(BUILD)/draped: $(SERVER_OBJ) $(BUILD)/libdrape.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/drape: $(TOOL_OBJ) $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/libdrape.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
+$(BUILD)/draped: $(SERVER_OBJ) $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/libdrape.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS) -lcriterion
 
-$(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(BUILD)/libdrape.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(BUILD)/libdrape.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_bench_gpu: $(BUILD)/bench/bench_gpu.o $(BUILD)/libdrape.a
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
+
+$(BUILD)/drape_bench_gpu: $(BUILD)/bench/bench_gpu.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
 # Test and benchmark bundles, made by the project's own generator.
 $(DATA)/%.safetensors: $(PY_ASSETS)
@@ -181,6 +191,6 @@ gpu-check: all $(BUNDLES)
 	@set -o pipefail; $(TEST_ENV) $(BUILD)/drape_tests --filter 'cuda*/*' --verbose=1 --jobs 1 2>&1 | grep -v 'is disabled'
 	$(BUILD)/drape_bench_gpu $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d
+-include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d
 
 endif

@@ -27,15 +27,25 @@ struct drape_identity {
 };
 
 extern const drape_backend_ops drape_backend_cpu;
-#ifdef DRAPE_HAVE_CUDA
-extern const drape_backend_ops drape_backend_cuda;
-int drape_cuda_device_count(void);
-/* device count (0 on any error); why [n] says what the runtime reported */
-int drape_cuda_probe(char *why, size_t n);
+/* The CUDA backend is a plugin, libdrape_cuda.so (beside the program, or
+ * $DRAPE_CUDA_LIB), opened only when a "cuda" or "auto" backend is asked
+ * for: cuBLAS and the CUDA runtime are over half a gigabyte, and loading
+ * them cost every run of every tool seconds. The plugin exports
+ * drape_backend_cuda, drape_cuda_probe and drape_cuda_identity_read, and
+ * uses the runtime's functions from the program (linked -rdynamic). */
+typedef struct {
+    const drape_backend_ops *ops;
+    int (*probe)(char *why, size_t n); /* device count (0 on any error); why says what the runtime reported */
+    int (*identity_read)(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g, float *c,
+                         float *J, float *F_cov, drape_error *err);
+} drape_cuda_plugin;
+
+/* The plugin, or NULL with the reason in why. */
+const drape_cuda_plugin *drape_cuda_plugin_load(char *why, size_t n);
+
 /* Module B's cached outputs of a CUDA identity copied to host arrays (any
  * may be NULL), in the CPU identity's layouts; for the tests. */
-int drape_cuda_identity_read(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g,
-                             float *c, float *J, float *F_cov, drape_error *err);
-#endif
+int drape_backend_cuda_identity_read(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g,
+                                     float *c, float *J, float *F_cov, drape_error *err);
 
 #endif

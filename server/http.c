@@ -25,6 +25,7 @@
 
 #include "../proto/gltf.h"
 #include "../proto/msg.h"
+#include "../runtime/body.h"
 #include "../runtime/mesh.h"
 #include "../proto/pack.h"
 #include "../proto/ws.h"
@@ -179,6 +180,59 @@ static enum MHD_Result route_garment(draped *d, struct MHD_Connection *c, const 
                           ints(g->faces, (size_t)g->F * 3), "uv", floats(g->uv, (size_t)g->Nuv * 2), "uv_indices",
                           ints(g->uv_faces, (size_t)g->F * 3));
     return send_json(d, c, R_GARMENT, 200, j);
+}
+
+/* GET /v1/body?betas=b0,b1,...: the body model for a shape, for viewers
+ * that pose it themselves (linear blend skinning with the 24 joints):
+ * shaped rest vertices, faces, joints J(β), parents, and the 4 largest
+ * skinning weights per vertex (renormalized). */
+static enum MHD_Result route_body(draped *d, struct MHD_Connection *c)
+{
+    const drape_model *m = d->model;
+    float betas[DRAPE_MAX_BETAS] = {0};
+    int nb = 0;
+    const char *bs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "betas");
+    for (const char *p = bs; p && *p && nb <= DRAPE_MAX_BETAS;) {
+        char *end;
+        float v = strtof(p, &end);
+        if (end == p || (*end && *end != ',') || nb == DRAPE_MAX_BETAS)
+            return send_error(d, c, R_OTHER, 400, DRAPE_ERR_BAD_BETAS, "betas must be up to %d comma-separated numbers",
+                              m->cfg.betas);
+        betas[nb++] = v;
+        p = *end ? end + 1 : end;
+    }
+    drape_error e = {0};
+    if (drape_model_check_betas(m, betas, nb, &e)) return send_error(d, c, R_OTHER, 400, DRAPE_ERR_BAD_BETAS, "%s", e.msg);
+    float *v = malloc(sizeof(float) * 3 * (size_t)m->Nb), J[DRAPE_JOINTS * 3];
+    if (!v) return send_error(d, c, R_OTHER, 503, DRAPE_ERR_INTERNAL, "out of memory");
+    drape_body_shape(v, J, m, betas);
+    json_t *idx = json_array(), *w = json_array();
+    for (int i = 0; i < m->Nb; i++) {
+        const float *wi = m->weights + (size_t)i * DRAPE_JOINTS;
+        int top[4] = {0, 0, 0, 0};
+        float tw[4] = {-1, -1, -1, -1}, sum = 0;
+        for (int j = 0; j < DRAPE_JOINTS; j++)
+            for (int k = 0; k < 4; k++)
+                if (wi[j] > tw[k]) {
+                    for (int q = 3; q > k; q--) {
+                        tw[q] = tw[q - 1];
+                        top[q] = top[q - 1];
+                    }
+                    tw[k] = wi[j];
+                    top[k] = j;
+                    break;
+                }
+        for (int k = 0; k < 4; k++) sum += tw[k] > 0 ? tw[k] : 0;
+        for (int k = 0; k < 4; k++) {
+            json_array_append_new(idx, json_integer(top[k]));
+            json_array_append_new(w, json_real(sum > 0 && tw[k] > 0 ? tw[k] / sum : 0));
+        }
+    }
+    json_t *j = json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o}", "vertices", m->Nb, "positions", floats(v, (size_t)m->Nb * 3),
+                          "indices", ints(m->body_faces, (size_t)m->Fb * 3), "joints", floats(J, DRAPE_JOINTS * 3),
+                          "parents", ints(m->parents, DRAPE_JOINTS), "skin_idx", idx, "skin_w", w);
+    free(v);
+    return send_json(d, c, R_OTHER, 200, j);
 }
 
 /* garment + betas from a JSON object (POST /v1/identities, /v1/frames). */
@@ -629,6 +683,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
     if (!strcmp(url, "/healthz")) return send_json(d, c, R_HEALTHZ, 200, json_pack("{s:s}", "status", "ok"));
     if (!strcmp(url, "/readyz")) {
+        if (!drape_backend_healthy(d->be)) atomic_store(&d->healthy, 0);
         int ok = d->model && d->be && atomic_load(&d->healthy) && !atomic_load(&d->stopping);
         return send_json(d, c, R_READYZ, ok ? 200 : 503,
                          json_pack("{s:s,s:s}", "status", ok ? "ready" : "unavailable", "backend",
@@ -649,6 +704,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         }
         if (!strcmp(url, "/v1/stream")) return route_stream(d, c, method);
         if (!strcmp(url, "/v1/model") && get) return route_model(d, c);
+        if (!strcmp(url, "/v1/body") && get) return route_body(d, c);
         if (!strncmp(url, "/v1/garments/", 13) && get) return route_garment(d, c, url + 13);
         if (!strcmp(url, "/v1/identities") && post) return route_identities(d, c, rq);
         if (!strcmp(url, "/v1/frames") && post) return route_frames(d, c, rq);

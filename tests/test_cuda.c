@@ -378,16 +378,6 @@ Test(cuda_host, knn_retarget_features_and_fcov)
 
 /* ---------------- device: the backend vs the CPU backend ---------------- */
 
-#ifndef DRAPE_HAVE_CUDA
-/* built without nvcc: "cuda" backends are refused, so the device tests skip
- * before they would read an identity */
-static int drape_cuda_identity_read(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g,
-                                    float *c, float *J, float *F_cov, drape_error *err)
-{
-    (void)be; (void)id; (void)film; (void)skin_w; (void)g; (void)c; (void)J; (void)F_cov;
-    return drape_fail(err, DRAPE_ENOTSUP, "built without CUDA");
-}
-#endif
 
 /* Both backends, or a skip when no device is present. */
 static drape_backend *cuda_or_skip(const drape_model *m, int precision)
@@ -452,7 +442,7 @@ static void module_b_case(const char *bundle, int precision)
             float *got = malloc(n[i] * sizeof(float) + 4);
             float *dst[6] = {0};
             dst[i] = got;
-            cr_assert_eq(drape_cuda_identity_read(gpu, b, dst[0], dst[1], dst[2], dst[3], dst[4], dst[5], &e), 0, "%s",
+            cr_assert_eq(drape_backend_cuda_identity_read(gpu, b, dst[0], dst[1], dst[2], dst[3], dst[4], dst[5], &e), 0, "%s",
                          e.msg);
             /* g, c, J are computed on the host by both: exact up to float order */
             double at = i >= 2 && i <= 4 ? 1e-5 : TOL_B[precision][0], rt = i >= 2 && i <= 4 ? 1e-5 : TOL_B[precision][1];

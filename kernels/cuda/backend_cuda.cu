@@ -29,6 +29,12 @@ extern "C" {
 #include "../../runtime/mesh.h"
 #include "../cpu/ops.h"
 }
+
+/* the plugin's exports (runtime/backend_impl.h, drape_cuda_plugin) */
+extern "C" const drape_backend_ops drape_backend_cuda;
+extern "C" int drape_cuda_probe(char *why, size_t n);
+extern "C" int drape_cuda_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g,
+                                        float *c, float *J, float *F_cov, drape_error *err);
 #include "bodies.h"
 #include "cuda_ops.h"
 
