@@ -175,7 +175,10 @@ Test(routing, same_identity_same_replica_even_spread_and_failover, .fini = teard
 
     /* every key twice (interleaved): each answer names the same replica */
     char args[600];
-    const char *map1 = tu_tmp("map1.json"), *map2 = tu_tmp("map2.json");
+    char map1[512], map2[512], res[512]; /* tu_tmp returns one static buffer */
+    snprintf(map1, sizeof map1, "%s", tu_tmp("map1.json"));
+    snprintf(map2, sizeof map2, "%s", tu_tmp("map2.json"));
+    snprintf(res, sizeof res, "%s", tu_tmp("stream.out"));
     snprintf(args, sizeof args, "map %d %s 2", NKEYS, map1);
     client(base, args);
     static int before[NKEYS], after[NKEYS];
@@ -192,8 +195,7 @@ Test(routing, same_identity_same_replica_even_spread_and_failover, .fini = teard
 
     /* a streaming client, then its replica is stopped under it (SIGTERM:
      * drain, close 1001); it reconnects with the same key and resumes */
-    const char *res = tu_tmp("stream.out");
-    char cmd[1024];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s tests/clients/routing_client.py %s stream user-0007 40 > %s 2>&1; echo rc=$? >> %s",
              py(), base, res, res);
     pid_t cpid = fork();
