@@ -75,32 +75,85 @@ Test(deploy, k8s_manifests_match_the_schemas, .timeout = 120)
     cr_assert(strstr(out, "schema: ok"), "%s", out);
 }
 
-Test(deploy, k8s_overlays_render_and_fit_draped, .timeout = 120)
+/* renders an overlay with kubectl's kustomize into path */
+static void render(const char *overlay, const char *path)
 {
-    need_node_packages();
     if (tu_run(NULL, 0, "kubectl kustomize --help >/dev/null 2>&1") != 0)
         cr_skip_test("no kubectl with kustomize: the overlays cannot be rendered here (the base and patches are "
                      "still checked by k8s_manifests_match_the_schemas)");
-    /* what the overlays are checked against: draped's variables and a real
-     * /metrics scrape (the histogram the autoscaler's query reads) */
-    char help[512], metrics[512]; /* tu_tmp returns one static buffer */
-    snprintf(help, sizeof help, "%s", tu_tmp("help.txt"));
-    snprintf(metrics, sizeof metrics, "%s", tu_tmp("metrics.txt"));
+    int rc = tu_run(out, OUT, "kubectl kustomize deploy/k8s/overlays/%s > %s", overlay, path);
+    cr_assert_eq(rc, 0, "kustomize %s:\n%s", overlay, out);
+}
+
+/* what the overlays are checked against: draped's variables and a real
+ * /metrics scrape (the histogram the autoscaler's query reads) */
+static void draped_facts(char *help, char *metrics)
+{
+    snprintf(help, 512, "%s", tu_tmp("help.txt"));
+    snprintf(metrics, 512, "%s", tu_tmp("metrics.txt"));
     tu_run(NULL, 0, "%s --help > %s 2>&1", draped(), help);
     tu_server s = tu_draped_start("tiny_random", "");
     cr_assert_eq(tu_run(out, OUT, "curl -fsS %s/metrics > %s", s.url, metrics), 0, "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
-    const char *names[] = {"cpu", "gpu"};
-    for (int i = 0; i < 2; i++) {
-        char rendered[600];
-        snprintf(rendered, sizeof rendered, "%s", tu_tmp(names[i]));
-        int rc = tu_run(out, OUT, "kubectl kustomize deploy/k8s/overlays/%s > %s", names[i], rendered);
-        cr_assert_eq(rc, 0, "kustomize %s:\n%s", names[i], out);
-        rc = tu_run(out, OUT, "node deploy/test/check_k8s.mjs overlay %s %s %s deploy/k8s/prometheus-adapter/drape-rules.yaml %s",
-                    names[i], rendered, help, metrics);
-        cr_assert_eq(rc, 0, "%s overlay:\n%s", names[i], out);
-        cr_assert(strstr(out, "overlay: ok"), "%s", out);
+}
+
+static int overlay_check(const char *name, const char *rendered, const char *help, const char *metrics)
+{
+    return tu_run(out, OUT,
+                  "node deploy/test/check_k8s.mjs overlay %s %s %s deploy/k8s/prometheus-adapter/drape-rules.yaml %s",
+                  name, rendered, help, metrics);
+}
+
+Test(deploy, k8s_overlays_render_and_fit_draped, .timeout = 180)
+{
+    need_node_packages();
+    char help[512], metrics[512], cpu[512], gpu[512]; /* tu_tmp returns one static buffer */
+    snprintf(cpu, sizeof cpu, "%s", tu_tmp("cpu.yaml"));
+    snprintf(gpu, sizeof gpu, "%s", tu_tmp("gpu.yaml"));
+    render("cpu", cpu);
+    render("gpu", gpu);
+    draped_facts(help, metrics);
+    cr_assert_eq(overlay_check("cpu", cpu, help, metrics), 0, "cpu overlay:\n%s", out);
+    cr_assert(strstr(out, "overlay: ok"), "%s", out);
+    cr_assert_eq(overlay_check("gpu", gpu, help, metrics), 0, "gpu overlay:\n%s", out);
+    cr_assert(strstr(out, "overlay: ok"), "%s", out);
+    /* no unknown (misspelt) fields anywhere, rendered or not */
+    int rc = tu_run(out, OUT, "node deploy/test/check_k8s.mjs strict %s %s deploy/k8s/base/*.yaml "
+                              "deploy/k8s/overlays/*/config.yaml deploy/k8s/prometheus-adapter/*.yaml", cpu, gpu);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "strict: ok"), "%s", out);
+}
+
+/* the checks catch what they are there for */
+Test(deploy, k8s_checks_refuse_broken_manifests, .timeout = 180)
+{
+    need_node_packages();
+    char help[512], metrics[512], gpu[512], bad[512];
+    snprintf(gpu, sizeof gpu, "%s", tu_tmp("gpu.yaml"));
+    snprintf(bad, sizeof bad, "%s", tu_tmp("bad.yaml"));
+    render("gpu", gpu);
+    draped_facts(help, metrics);
+    static const struct {
+        const char *sed, *why;
+    } cases[] = {
+        {"s/containerPort: 8080/containerPort: \"8080\"/", "containerPort must be integer"},
+        {"s#path: /readyz#path: /healthz#", "readiness is not on /readyz"},
+        {"s#nvidia.com/gpu: 1#nvidia.com/gpu: 2#", "nvidia.com/gpu should be 1"},
+        {"s/upstream-hash-by: .*/upstream-hash-by: $remote_addr/", "does not hash on $arg_identity"},
+        {"s/DRAPE_MAX_BATCH:/DRAPE_MAXBATCH:/", "DRAPE_MAXBATCH is not a draped variable"},
+        {"s/name: drape_frame_queue_p99_seconds/name: drape_queue/", "no prometheus-adapter rule makes drape_queue"},
+        {"s/terminationGracePeriodSeconds: 30/terminationGracePeriodSeconds: 6/", "terminationGracePeriodSeconds 6"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(tu_run(out, OUT, "sed '%s' %s > %s && ! cmp -s %s %s", cases[i].sed, gpu, bad, gpu, bad), 0,
+                     "the edit '%s' changed nothing", cases[i].sed);
+        cr_expect_neq(overlay_check("gpu", bad, help, metrics), 0, "'%s' passed", cases[i].sed);
+        cr_expect(strstr(out, cases[i].why), "'%s': expected \"%s\", got:\n%s", cases[i].sed, cases[i].why, out);
     }
+    /* a misspelt field passes the schemas; the strict check names it */
+    cr_assert_eq(tu_run(out, OUT, "sed 's/readinessProbe:/readinesProbe:/' %s > %s", gpu, bad), 0);
+    cr_expect_neq(tu_run(out, OUT, "node deploy/test/check_k8s.mjs strict %s", bad), 0, "a misspelt field passed");
+    cr_expect(strstr(out, "readinesProbe") && strstr(out, "does not exist in type 'IContainer'"), "%s", out);
 }
 
 Test(deploy, compose_trial_and_nginx_config)

@@ -4,6 +4,10 @@
 //       every document against the Kubernetes API schemas (kubernetes-models,
 //       and prometheus-operator's models for the ServiceMonitor);
 //       Kustomization files are skipped (kustomize itself reads them)
+//   node deploy/test/check_k8s.mjs strict FILE...
+//       unknown fields (a misspelt readinessProbe passes the schemas, which
+//       allow extra properties): every document is type-checked as an object
+//       literal of the model's TypeScript interface (tsc's excess-property check)
 //   node deploy/test/check_k8s.mjs overlay NAME RENDERED.yaml HELP.txt ADAPTER.yaml METRICS.txt
 //       a rendered overlay (cpu or gpu): schemas, then how the objects fit
 //       together and with draped (its --help and a real /metrics scrape)
@@ -11,7 +15,11 @@
 //       the compose trial: three replicas, nginx in front with drape.conf
 //
 // Prints every problem and exits 1, or one "ok" line.
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseAllDocuments, parse } from "yaml";
 
 const problems = [];
@@ -55,6 +63,45 @@ async function validate(doc, where) {
     check(true, "");
   } catch (e) {
     check(false, `${what}: ${e.message}`);
+  }
+}
+
+function strict(files) {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const lines = [];
+  const where = []; // line number -> document
+  let n = 0;
+  for (const f of files)
+    for (const d of docs(f)) {
+      if (!d.apiVersion || d.apiVersion.startsWith("kustomize.config.k8s.io/")) continue;
+      const label = `${f}: ${d.kind}/${d.metadata?.name}`;
+      lines.push(`import type { I${d.kind} as T${n} } from "${modelPath(d.apiVersion, d.kind)}";`);
+      const body = `export const d${n}: T${n} = ${JSON.stringify(d, null, 1)};`.split("\n");
+      body.forEach(() => where.push(label));
+      lines.push(...body.map((l) => l));
+      n++;
+    }
+  const imports = lines.filter((l) => l.startsWith("import "));
+  const rest = lines.filter((l) => !l.startsWith("import "));
+  const dir = mkdtempSync(join(tmpdir(), "drape-k8s-"));
+  try {
+    symlinkSync(join(here, "..", "node_modules"), join(dir, "node_modules"));
+    writeFileSync(join(dir, "m.ts"), [...imports, ...rest].join("\n") + "\n");
+    const tsc = join(here, "..", "node_modules", "typescript", "bin", "tsc");
+    try {
+      execFileSync(process.execPath, [tsc, "--noEmit", "--strict", "--skipLibCheck", "--target", "es2022", "--module",
+        "esnext", "--moduleResolution", "bundler", "--pretty", "false", join(dir, "m.ts")], { encoding: "utf8" });
+      check(true, "");
+    } catch (e) {
+      for (const l of String(e.stdout).split("\n").filter(Boolean)) {
+        const m = l.match(/m\.ts\((\d+),\d+\): (.*)/);
+        const line = m ? Number(m[1]) - imports.length - 1 : -1;
+        check(false, m ? `${where[line] ?? "?"}: ${m[2]}` : l);
+      }
+    }
+    checks += n;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -198,6 +245,7 @@ function compose(path, helpPath, nginxDir) {
 
 const [mode, ...args] = process.argv.slice(2);
 if (mode === "schema") await schema(args);
+else if (mode === "strict") strict(args);
 else if (mode === "overlay") await overlay(...args);
 else if (mode === "compose") compose(...args);
 else problems.push(`unknown mode ${mode}`);
