@@ -61,9 +61,12 @@ COPY deploy/docker/runtime-packages.sh deploy/docker/
 # Makefile skips scripts/deps.sh (which installs the test tooling as well).
 # With nvcc on the PATH (the CUDA devel base) the Makefile builds the CUDA
 # backend too; `make cuda-note` says which.
+# The CUDA backend is a plugin (build/libdrape_cuda.so) that the programs
+# dlopen from their own folder; /out/plugins holds it (or nothing, on CPU).
 RUN make DRAPE_DEPS_OK=1 cuda-note \
  && make DRAPE_DEPS_OK=1 -j"$(nproc)" build/draped build/drape \
- && deploy/docker/runtime-packages.sh build/draped build/drape > /src/build/runtime-packages.txt
+ && mkdir -p /out/plugins && if [ -f build/libdrape_cuda.so ]; then cp build/libdrape_cuda.so /out/plugins/; fi \
+ && deploy/docker/runtime-packages.sh build/draped build/drape /out/plugins/* > /src/build/runtime-packages.txt
 
 # ---- run ----
 FROM run-${FLAVOR} AS run
@@ -75,6 +78,7 @@ RUN apt-get update \
  && groupadd --system --gid 10001 drape \
  && useradd --system --uid 10001 --gid drape --home-dir /opt/drape --no-create-home --shell /usr/sbin/nologin drape
 COPY --from=build /src/build/draped /src/build/drape /usr/local/bin/
+COPY --from=build /out/plugins/ /usr/local/bin/
 COPY --from=model /out/default.safetensors /opt/drape/models/default.safetensors
 # fail the image build, not the first start, if a library is missing
 RUN ! ldd /usr/local/bin/draped | grep "not found" \
