@@ -652,6 +652,13 @@ def garment_rig(rest, faces, body, bones, k, sigma=0.05):
     }
 
 
+def attach_vertices(rest, band=0.01):
+    """The vertices the simulator should attach: those within `band` of the
+    highest rest vertex (sim/garment.c's rule, but on the rest shape, so the
+    set does not change with β). Sorted indices [A]."""
+    return np.flatnonzero(rest[:, 1] >= rest[:, 1].max() - band)
+
+
 def make_garment(name, body, resolution, bones, k):
     rest, faces, uv, uv_faces = GARMENTS[name](body, resolution)
     g = {"rest": rest, "faces": faces.astype(np.int32), "uv": uv,
