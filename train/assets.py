@@ -451,7 +451,7 @@ def make_dress(body, resolution, y_top=1.32, y_hem=0.35, clearance=0.02, y_flare
 
 
 def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_sleeve=(0.085, 0.07),
-                neck=(0.10, 0.125, 0.08)):
+                neck=(0.10, 0.125, 0.08), lift=0.02):
     """A T-shirt with short sleeves, sewn from a front and a back panel.
 
     Each panel is a T on one (row i, column j) grid: rows 0..n_up are the
@@ -519,23 +519,26 @@ def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_slee
         bot = X[n_up, tor]  # [2S+1, 3], the chest row
         u = (Jc[0, tor] + S) / (2 * S)
         x_top = -xh[-1] + (xh[1] + xh[-1]) * u
+        # Sloped shoulders: the top seam is `lift` higher at the neck opening
+        # than at the armholes (where the sleeve tops continue it).
+        y_seam = y_top + lift * (1 - _smoothstep(neck[0], np.minimum(xh[1], xh[-1]), np.abs(x_top)))
         tau = np.linspace(0, 1, 257)
         beta = np.pi * np.minimum(tau, 0.5)
-        prof_y = np.where(tau < 0.5, y_arm + R0 * np.cos(beta), y_arm - R0 * (2 * tau - 1))
         v = np.arange(n_up + 1) / n_up
         E = np.zeros((n_up + 1, 2 * S + 1, 3))
         for c in range(2 * S + 1):
             pz = bot[c, 2] * np.sin(beta)
+            prof_y = np.where(tau < 0.5, y_arm + (y_seam[c] - y_arm) * np.cos(beta), y_arm - R0 * (2 * tau - 1))
             arc = np.concatenate([[0], np.cumsum(np.hypot(np.diff(prof_y), np.diff(pz)))])
             E[:, c, 1] = np.interp(v * arc[-1], arc, prof_y)
             E[:, c, 2] = np.interp(v * arc[-1], arc, pz)
-            E[:, c, 0] = bot[c, 0] + (x_top[c] - bot[c, 0]) * (E[:, c, 1] - y_pit) / (y_top - y_pit)
+            E[:, c, 0] = bot[c, 0] + (x_top[c] - bot[c, 0]) * (E[:, c, 1] - y_pit) / (y_seam[c] - y_pit)
         u_side = 0.3
         w_left, w_right = 1 - _smoothstep(0, u_side, u), 1 - _smoothstep(0, u_side, 1 - u)
         left, right = X[:n_up + 1, L], X[:n_up + 1, L + 2 * S]
         X[:n_up + 1, tor] = (E + w_left[None, :, None] * (left - E[:, 0])[:, None]
                              + w_right[None, :, None] * (right - E[:, -1])[:, None])
-        X[:n_up + 1, tor, 1] = np.minimum(X[:n_up + 1, tor, 1], y_top)  # the top seam stays highest
+        X[:n_up + 1, tor, 1] = np.minimum(X[:n_up + 1, tor, 1], y_seam)  # the top seam stays highest
         return X
 
     P = [panel(1), panel(-1)]
