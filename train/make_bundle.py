@@ -1,6 +1,6 @@
 """Make a complete model bundle: procedural body and garments plus network weights.
 
-    /usr/bin/python3 train/make_bundle.py --preset tiny|small|paper --seed 0 \
+    /usr/bin/python3 train/make_bundle.py --preset tiny|small|paper|default --seed 0 \
         --weights random|zero --out PATH.safetensors
 
 `--weights zero` gives the plain-skinning model (every weight and bias zero,
