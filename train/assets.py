@@ -451,7 +451,7 @@ def make_dress(body, resolution, y_top=1.32, y_hem=0.35, clearance=0.02, y_flare
 
 
 def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_sleeve=(0.085, 0.07),
-                neck=(0.10, 0.14, 0.09)):
+                neck=(0.10, 0.125, 0.08), lift=0.02):
     """A T-shirt with short sleeves, sewn from a front and a back panel.
 
     Each panel is a T on one (row i, column j) grid: rows 0..n_up are the
@@ -465,8 +465,9 @@ def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_slee
     3D, in the T-pose: the torso below the armpits is a tube hanging from the
     chest (the skirt's radius rule, trunk only); a sleeve is a tapered tube
     around the arm axis (radius r_sleeve[0] at the armhole, [1] at the cuff);
-    the shoulder region is the Coons patch between the flat top seam, the two
-    armhole half-circles and the torso's top row. The neck opening removes
+    the shoulder region runs from the flat top seam over the shoulders to the
+    torso's top row (a quarter ellipse, then straight down), bent onto the
+    armhole half-circles near the sides. The neck opening removes
     the shoulder-region vertices inside the ellipse (x/a)² + (z/b)² < 1,
     neck = (a, b front, b back). UVs are the flat panels: per row the arc
     length from the centre line, per column the length down from the top.
@@ -508,16 +509,36 @@ def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_slee
             X[:n_up + 1, cols] = np.stack(np.broadcast_arrays(
                 side * (xh[side] + sleeve * t)[None, :], y_arm + np.cos(psi)[:, None] * r[None, :],
                 sgn * np.sin(psi)[:, None] * r[None, :]), -1)
-        # Shoulder region: Coons patch of its four boundary curves.
-        u = ((Jc[0, tor] + S) / (2 * S))[None, :, None]
-        v = (np.arange(n_up + 1) / n_up)[:, None, None]
-        top = np.stack([-xh[-1] + (xh[1] + xh[-1]) * u[0, :, 0], np.full(2 * S + 1, y_top),
-                        np.zeros(2 * S + 1)], -1)[None]
-        bot = X[n_up, tor][None]
-        left, right = X[:n_up + 1, L][:, None], X[:n_up + 1, L + 2 * S][:, None]
-        X[:n_up + 1, tor] = ((1 - v) * top + v * bot + (1 - u) * left + u * right
-                             - ((1 - u) * (1 - v) * top[:, :1] + u * (1 - v) * top[:, -1:]
-                                + (1 - u) * v * bot[:, :1] + u * v * bot[:, -1:]))
+        # Shoulder region. Each column runs from the top seam over the
+        # shoulder to the chest row along a stadium profile: a quarter ellipse
+        # (R0 high, centred on the arm axis) down to y_arm, then straight down
+        # to the armpit row, so it meets the tube below without a crease.
+        # Rows are spaced by arc length. Near the sides a correction,
+        # fading out over u_side of the width, bends the columns onto the
+        # armhole half-circles (the sleeves' first column).
+        bot = X[n_up, tor]  # [2S+1, 3], the chest row
+        u = (Jc[0, tor] + S) / (2 * S)
+        x_top = -xh[-1] + (xh[1] + xh[-1]) * u
+        # Sloped shoulders: the top seam is `lift` higher at the neck opening
+        # than at the armholes (where the sleeve tops continue it).
+        y_seam = y_top + lift * (1 - _smoothstep(neck[0], np.minimum(xh[1], xh[-1]), np.abs(x_top)))
+        tau = np.linspace(0, 1, 257)
+        beta = np.pi * np.minimum(tau, 0.5)
+        v = np.arange(n_up + 1) / n_up
+        E = np.zeros((n_up + 1, 2 * S + 1, 3))
+        for c in range(2 * S + 1):
+            pz = bot[c, 2] * np.sin(beta)
+            prof_y = np.where(tau < 0.5, y_arm + (y_seam[c] - y_arm) * np.cos(beta), y_arm - R0 * (2 * tau - 1))
+            arc = np.concatenate([[0], np.cumsum(np.hypot(np.diff(prof_y), np.diff(pz)))])
+            E[:, c, 1] = np.interp(v * arc[-1], arc, prof_y)
+            E[:, c, 2] = np.interp(v * arc[-1], arc, pz)
+            E[:, c, 0] = bot[c, 0] + (x_top[c] - bot[c, 0]) * (E[:, c, 1] - y_pit) / (y_seam[c] - y_pit)
+        u_side = 0.3
+        w_left, w_right = 1 - _smoothstep(0, u_side, u), 1 - _smoothstep(0, u_side, 1 - u)
+        left, right = X[:n_up + 1, L], X[:n_up + 1, L + 2 * S]
+        X[:n_up + 1, tor] = (E + w_left[None, :, None] * (left - E[:, 0])[:, None]
+                             + w_right[None, :, None] * (right - E[:, -1])[:, None])
+        X[:n_up + 1, tor, 1] = np.minimum(X[:n_up + 1, tor, 1], y_seam)  # the top seam stays highest
         return X
 
     P = [panel(1), panel(-1)]
@@ -632,6 +653,13 @@ def garment_rig(rest, faces, body, bones, k, sigma=0.05):
         "body_nn": nearest(rest, body["v_template"]).astype(np.int32),
         "bone_body_nn": bone_body_nn.astype(np.int32),
     }
+
+
+def attach_vertices(rest, band=0.01):
+    """The vertices the simulator should attach: those within `band` of the
+    highest rest vertex (sim/garment.c's rule, but on the rest shape, so the
+    set does not change with β). Sorted indices [A]."""
+    return np.flatnonzero(rest[:, 1] >= rest[:, 1].max() - band)
 
 
 def make_garment(name, body, resolution, bones, k):

@@ -1,6 +1,6 @@
 """Make a complete model bundle: procedural body and garments plus network weights.
 
-    /usr/bin/python3 train/make_bundle.py --preset tiny|small|paper --seed 0 \
+    /usr/bin/python3 train/make_bundle.py --preset tiny|small|paper|default --seed 0 \
         --weights random|zero --out PATH.safetensors
 
 `--weights zero` gives the plain-skinning model (every weight and bias zero,
@@ -61,9 +61,11 @@ def asset_tensors(cfg, preset, rng):
         t["body." + k] = body[k]
     for name in cfg["garments"]:
         g = assets.make_garment(name, body, preset, cfg["bones"], cfg["skin_k"])
+        if preset in PRESET_GARMENTS:  # not in the test presets: their bytes stay
+            g["attach"] = assets.attach_vertices(g["rest"])
         for k, v in g.items():
             t[f"garment.{name}.{k}"] = v
-    ints = ("parents", "faces", "uv_faces", "skin_idx", "body_nn", "bone_body_nn")
+    ints = ("parents", "faces", "uv_faces", "skin_idx", "body_nn", "bone_body_nn", "attach")
     return {k: np.asarray(v, np.int32 if k.split(".")[-1] in ints else np.float32)
             for k, v in t.items()}
 

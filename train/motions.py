@@ -410,6 +410,13 @@ def load(path, src_fps=None, dst_fps=FPS):
     return seq.astype(np.float32)
 
 
+def _fmt(v):
+    """A parameter for the log line: numbers (or lists of them) to 3 decimals."""
+    if isinstance(v, str):
+        return v
+    return str(np.round(np.asarray(v, float), 3).tolist())
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--list", action="store_true", help="list the motion kinds")
@@ -433,7 +440,7 @@ def main(argv=None):
             info = f"imported {a.src}"
         else:
             seq, params = generate(a.kind, a.seconds, a.seed, a.fps)
-            info = f"{a.kind} seed {a.seed} " + " ".join(f"{k}={np.round(v, 3).tolist()}" for k, v in params.items())
+            info = f"{a.kind} seed {a.seed} " + " ".join(f"{k}={_fmt(v)}" for k, v in params.items())
     except ValueError as e:
         print(f"motions: {e}", file=sys.stderr)
         return 1
