@@ -87,3 +87,88 @@ export class StandInBody {
     this.head.position.add(this.tmp);
   }
 }
+
+// The server's body model (GET /v1/body?betas=...): the shaped rest mesh,
+// its joints and the 4 largest skinning weights per vertex, posed here by
+// forward kinematics and linear blend skinning on the CPU, every frame, in
+// place (a couple of thousand vertices: well under a millisecond). This is
+// the body the garment was computed against, so it follows the betas too.
+export class ServerBody {
+  constructor(data, material) {
+    this.n = data.vertices;
+    this.rest = Float32Array.from(data.positions);
+    this.J = Float32Array.from(data.joints);
+    this.parents = data.parents;
+    this.idx = Int32Array.from(data.skin_idx);
+    this.w = Float32Array.from(data.skin_w);
+    const g = new THREE.BufferGeometry();
+    g.setAttribute('position', new THREE.BufferAttribute(Float32Array.from(this.rest), 3));
+    g.setIndex(data.indices);
+    g.computeVertexNormals();
+    this.geometry = g;
+    this.group = new THREE.Group();
+    this.group.add(new THREE.Mesh(g, material));
+    this.rot = Array.from({ length: 24 }, () => new THREE.Quaternion());
+    this.pos = Array.from({ length: 24 }, () => new THREE.Vector3());
+    this.A = new Float32Array(24 * 12); // per joint: R (row-major 3x3), then t
+    this.m = new THREE.Matrix4();
+    this.local = new THREE.Quaternion();
+    this.axis = new THREE.Vector3();
+    this.tmp = new THREE.Vector3();
+  }
+
+  static async load(baseUrl, betas, material) {
+    const r = await fetch(`${baseUrl}/v1/body?betas=${betas.map((b) => b.toFixed(3)).join(',')}`);
+    if (!r.ok) throw new Error(`GET /v1/body: HTTP ${r.status}`);
+    return new ServerBody(await r.json(), material);
+  }
+
+  setPose(pose, trans) {
+    const J = this.J;
+    for (let j = 0; j < 24; j++) {
+      const x = pose[3 * j];
+      const y = pose[3 * j + 1];
+      const z = pose[3 * j + 2];
+      const angle = Math.hypot(x, y, z);
+      if (angle > 1e-12) this.local.setFromAxisAngle(this.axis.set(x / angle, y / angle, z / angle), angle);
+      else this.local.identity();
+      const p = this.parents[j];
+      if (p < 0) {
+        this.rot[j].copy(this.local);
+        this.pos[j].set(J[0] + trans[0], J[1] + trans[1], J[2] + trans[2]);
+      } else {
+        this.tmp.set(J[3 * j] - J[3 * p], J[3 * j + 1] - J[3 * p + 1], J[3 * j + 2] - J[3 * p + 2]);
+        this.tmp.applyQuaternion(this.rot[p]);
+        this.pos[j].copy(this.pos[p]).add(this.tmp);
+        this.rot[j].copy(this.rot[p]).multiply(this.local);
+      }
+      // A_j = [R_j | pos_j − R_j J_j]
+      const e = this.m.makeRotationFromQuaternion(this.rot[j]).elements; // column-major
+      const a = this.A.subarray(12 * j, 12 * j + 12);
+      a[0] = e[0]; a[1] = e[4]; a[2] = e[8];
+      a[3] = e[1]; a[4] = e[5]; a[5] = e[9];
+      a[6] = e[2]; a[7] = e[6]; a[8] = e[10];
+      const jx = J[3 * j], jy = J[3 * j + 1], jz = J[3 * j + 2];
+      a[9] = this.pos[j].x - (a[0] * jx + a[1] * jy + a[2] * jz);
+      a[10] = this.pos[j].y - (a[3] * jx + a[4] * jy + a[5] * jz);
+      a[11] = this.pos[j].z - (a[6] * jx + a[7] * jy + a[8] * jz);
+    }
+    const out = this.geometry.attributes.position.array;
+    const { rest, idx, w, A } = this;
+    for (let v = 0; v < this.n; v++) {
+      const x = rest[3 * v], y = rest[3 * v + 1], z = rest[3 * v + 2];
+      let ox = 0, oy = 0, oz = 0;
+      for (let k = 0; k < 4; k++) {
+        const wk = w[4 * v + k];
+        if (wk === 0) continue;
+        const a = 12 * idx[4 * v + k];
+        ox += wk * (A[a] * x + A[a + 1] * y + A[a + 2] * z + A[a + 9]);
+        oy += wk * (A[a + 3] * x + A[a + 4] * y + A[a + 5] * z + A[a + 10]);
+        oz += wk * (A[a + 6] * x + A[a + 7] * y + A[a + 8] * z + A[a + 11]);
+      }
+      out[3 * v] = ox; out[3 * v + 1] = oy; out[3 * v + 2] = oz;
+    }
+    this.geometry.attributes.position.needsUpdate = true;
+    this.geometry.computeVertexNormals();
+  }
+}

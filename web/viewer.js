@@ -7,7 +7,7 @@ import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { connect, FORMATS, ready as decoderReady } from './drape-client.js';
 import { CLIPS, clipFrames } from './motion.js';
-import { StandInBody } from './body.js';
+import { ServerBody, StandInBody } from './body.js';
 
 const params = new URLSearchParams(location.search);
 const token = params.get('token');
@@ -23,7 +23,7 @@ const $ = (id) => document.getElementById(id);
 const stats = {
   frames: 0, fps: 0, render_fps: 0, rtt_p50: 0, rtt_p99: 0, server_p50: 0, server_p99: 0,
   bytes: 0, dropped: 0, errors: 0, late: false, state: 'starting', last_error: '',
-  garment: '', format: '', clip: '', vertices: 0,
+  garment: '', format: '', clip: '', vertices: 0, body: 'stand-in',
 };
 window.drapeStats = stats;
 const samples = { t: new Float64Array(RING), rtt: new Float64Array(RING), srv: new Float64Array(RING), n: 0 };
@@ -90,8 +90,28 @@ sun.position.set(2, 4, 3);
 scene.add(sun);
 const grid = new THREE.GridHelper(4, 16, 0x444a55, 0x30343c);
 scene.add(grid);
-const body = new StandInBody(new THREE.MeshStandardMaterial({ color: 0xc9b8a6, roughness: 0.8 }));
+// The body: the server's body model for the chosen betas (GET /v1/body),
+// posed here with each frame's pose; the stand-in figure until it is loaded
+// or if the server has no body route.
+const bodyMaterial = new THREE.MeshStandardMaterial({ color: 0xc9b8a6, roughness: 0.8 });
+let body = new StandInBody(bodyMaterial);
 scene.add(body.group);
+let bodyBetas = '';
+async function loadBody(betas) {
+  const key = betas.join(',');
+  if (key === bodyBetas) return;
+  bodyBetas = key;
+  try {
+    const b = await ServerBody.load(location.origin, betas, bodyMaterial);
+    if (bodyBetas !== key) return;
+    scene.remove(body.group);
+    body = b;
+    scene.add(body.group);
+    stats.body = 'server';
+  } catch (e) {
+    stats.body = 'stand-in';
+  }
+}
 const garmentMaterial = new THREE.MeshStandardMaterial({ color: 0x2f6fe0, roughness: 0.65, side: THREE.DoubleSide });
 let garmentMesh = null;
 const glbCache = new Map();
@@ -171,6 +191,7 @@ async function reopen() {
   const mine = current;
   stats.garment = c.garment;
   stats.format = c.format;
+  loadBody(c.betas);
   try {
     const geometry = await loadGarment(c.garment);
     if (current !== mine) return;
