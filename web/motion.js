@@ -93,9 +93,34 @@ export const CLIPS = {
   },
 };
 
+// The clips shipped with the model (web/clips/, written by train/motions.py,
+// the generator the model was trained on): added to CLIPS as "<kind>"-named
+// entries with their recorded frames. They play at their own fps and loop;
+// a root that travels jumps back to the start at the loop.
+export async function loadShippedClips(base = 'clips/') {
+  try {
+    const index = await (await fetch(`${base}index.json`)).json();
+    for (const c of index.clips) {
+      const d = await (await fetch(base + c.file)).json();
+      CLIPS[`shipped-${c.name}`] = { label: `${c.name.replace('_', ' ')} (shipped)`, seconds: d.frames / d.fps, data: d };
+    }
+  } catch (e) {
+    // no shipped clips: the procedural ones remain
+  }
+}
+
 // The frames of a clip at fps: an array of {pose, trans}, made once.
 export function clipFrames(name, fps) {
   const clip = CLIPS[name];
+  if (clip.data) {
+    const { data, frames: n } = clip.data;
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const row = data.slice(75 * i, 75 * i + 75);
+      out.push({ pose: Float32Array.from(row.slice(0, 72)), trans: Float32Array.from(row.slice(72, 75)) });
+    }
+    return out;
+  }
   const n = Math.max(1, Math.round(clip.seconds * fps));
   const frames = [];
   for (let i = 0; i < n; i++) {

@@ -6,7 +6,7 @@ import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { connect, FORMATS, ready as decoderReady } from './drape-client.js';
-import { CLIPS, clipFrames } from './motion.js';
+import { CLIPS, clipFrames, loadShippedClips } from './motion.js';
 import { ServerBody, StandInBody } from './body.js';
 
 const params = new URLSearchParams(location.search);
@@ -287,7 +287,7 @@ function buildControls() {
   const cfg = model.config;
   fillSelect($('garment'), model.garments.map((g) => g.name), null, params.get('garment'));
   const clips = Object.keys(CLIPS);
-  fillSelect($('clip'), clips, clips.map((c) => CLIPS[c].label), params.get('clip') || 'walk');
+  fillSelect($('clip'), clips, clips.map((c) => CLIPS[c].label), params.get('clip') || (CLIPS['shipped-walk'] ? 'shipped-walk' : 'walk'));
   const formats = (model.formats || FORMATS).filter((f) => FORMATS.includes(f));
   fillSelect($('format'), formats, null, params.get('format') || (formats.includes('meshopt') ? 'meshopt' : formats[0]));
   $('physics-row').hidden = !(model.modes || []).includes('physics');
@@ -340,6 +340,7 @@ async function fetchModel() {
 }
 
 async function main() {
+  await loadShippedClips();
   model = await fetchModel();
   setMessage('conn', null);
   fps = model.config.fps || 30;

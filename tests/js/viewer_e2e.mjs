@@ -152,6 +152,7 @@ try {
   if (problems.length) die(`${problems.join('; ')}`);
   if (garment < total * 0.003) die(`the garment is not drawn: ${garment} blue pixels of ${total}: ${JSON.stringify(result)}`);
   if (stats.errors) die(`drapeStats.errors = ${stats.errors}: ${stats.last_error}`);
+  if (stats.clip !== 'shipped-walk') die(`the clip is ${stats.clip}, not the shipped walk (web/clips/)`);
   if (stats.body !== 'server') die(`the body is ${stats.body}, not the server's body model (GET /v1/body)`);
   for (const k of ['fps', 'rtt_p50', 'rtt_p99', 'server_p50', 'server_p99', 'bytes']) {
     if (!(stats[k] > 0)) die(`drapeStats.${k} = ${stats[k]}`);
