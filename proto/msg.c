@@ -292,16 +292,18 @@ static int parse_open(drape_msg *m, val r, errctx *e)
     val id = vget(r, "identity"), g = vget(r, "garment"), b = vget(r, "betas"), f = vget(r, "format"),
         md = vget(r, "mode");
     int has_id = vkind(id) != V_ABSENT, has_g = vkind(g) != V_ABSENT;
-    if (has_id && has_g) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "identity, garment: give one, not both");
+    /* identity and garment may come together: the recipe then re-creates an
+     * identity this server does not know (another replica made it) */
     if (!has_id && !has_g) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "identity or garment: missing");
     if (has_id) {
         if ((rc = get_str(e, id, "identity", m->identity, DRAPE_MSG_ID_MAX))) return rc;
         for (const char *c = m->identity; *c; c++)
             if (!strchr("0123456789abcdefABCDEF", *c))
                 return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "identity: not a hex string");
-        if (vkind(b) != V_ABSENT)
+        if (!has_g && vkind(b) != V_ABSENT)
             return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "betas: only with garment (an identity has its shape)");
-    } else {
+    }
+    if (has_g) {
         if ((rc = get_str(e, g, "garment", m->garment, DRAPE_MSG_NAME_MAX))) return rc;
         if (vkind(b) != V_ABSENT) {
             if (vkind(b) == V_ARRAY && vlen(b) > DRAPE_MSG_BETAS_MAX)

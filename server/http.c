@@ -382,26 +382,22 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
         return -1;
     json_t *tr = json_object_get(o, "trans");
     if (tr && parse_frames3(tr, 3, it->pose, 72, "trans", msg, cap)) return -1;
-    json_t *id = json_object_get(o, "identity");
+    json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
     drape_error err = {0};
-    int rc;
-    if (id) {
-        if (!json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;
-        rc = drape_idcache_acquire_key(d->cache, &it->e, json_string_value(id), NULL, &err);
-    } else {
-        int g, nb;
-        float betas[DRAPE_MAX_BETAS] = {0};
-        if (parse_recipe(d, o, &g, betas, &nb, msg, cap, code)) {
-            if (!strcmp(*code, DRAPE_ERR_UNKNOWN_GARMENT)) *status = 404;
-            return -1;
-        }
-        rc = drape_idcache_acquire(d->cache, &it->e, g, betas, nb, NULL, &err);
+    if (id && !json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;
+    if (!id && !gj) return snprintf(msg, cap, "'identity' or 'garment' is required"), -1;
+    int g, nb = 0;
+    float betas[DRAPE_MAX_BETAS] = {0};
+    if (gj && parse_recipe(d, o, &g, betas, &nb, msg, cap, code)) {
+        if (!strcmp(*code, DRAPE_ERR_UNKNOWN_GARMENT)) *status = 404;
+        return -1;
     }
+    int rc = draped_identity_resolve(d, id ? json_string_value(id) : NULL, gj ? json_string_value(gj) : NULL, betas,
+                                     nb, &it->e, code, &err);
     if (rc) {
-        *status = status_of(rc);
-        *code = rc == DRAPE_ENOTFOUND ? DRAPE_ERR_UNKNOWN_IDENTITY : rc == DRAPE_ERANGE ? DRAPE_ERR_LIMIT
-                                                                                         : DRAPE_ERR_INTERNAL;
-        if (rc == DRAPE_ERANGE) COUNT(d->met.limits[L_CACHE]);
+        *status = rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ERANGE && !strcmp(*code, DRAPE_ERR_LIMIT) ? 503 : 400;
+        if (!strcmp(*code, DRAPE_ERR_INTERNAL)) *status = 500;
+        if (!strcmp(*code, DRAPE_ERR_LIMIT)) COUNT(d->met.limits[L_CACHE]);
         return snprintf(msg, cap, "%.250s", err.msg), -1;
     }
     it->job.frame.id = drape_idcache_identity(it->e);

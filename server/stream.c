@@ -262,29 +262,9 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
     }
     drape_idcache_entry *e = NULL;
     drape_error err = {0};
-    int rc;
     const char *code = DRAPE_ERR_INTERNAL;
-    if (*m->identity) {
-        rc = drape_idcache_acquire_key(d->cache, &e, m->identity, NULL, &err);
-        if (rc == DRAPE_ENOTFOUND) code = DRAPE_ERR_UNKNOWN_IDENTITY;
-    } else {
-        int g = drape_model_garment(d->model, m->garment);
-        if (g < 0) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "unknown garment '%s'", m->garment);
-            send_error(sc, binary, DRAPE_ERR_UNKNOWN_GARMENT, msg, &m->avatar, 0, 0);
-            return;
-        }
-        int nb = m->n_betas < 0 ? 0 : m->n_betas;
-        rc = drape_model_check_betas(d->model, m->betas, nb, &err);
-        if (rc) code = DRAPE_ERR_BAD_BETAS;
-        else rc = drape_idcache_acquire(d->cache, &e, g, m->betas, nb, NULL, &err);
-    }
-    if (rc) {
-        if (rc == DRAPE_ERANGE && strcmp(code, DRAPE_ERR_BAD_BETAS)) {
-            code = DRAPE_ERR_LIMIT;
-            COUNT(d->met.limits[L_CACHE]);
-        }
+    if (draped_identity_resolve(d, m->identity, m->garment, m->betas, m->n_betas, &e, &code, &err)) {
+        if (!strcmp(code, DRAPE_ERR_LIMIT)) COUNT(d->met.limits[L_CACHE]);
         send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
         return;
     }

@@ -174,7 +174,17 @@ Test(msg, bad_fields_name_the_field)
                DRAPE_ERR_BAD_FIELD, "avatar: longer than 64 bytes");
     /* open */
     expect_bad("{\"op\":\"open\",\"avatar\":1}", DRAPE_ERR_BAD_FIELD, "identity or garment: missing");
-    expect_bad("{\"op\":\"open\",\"avatar\":1,\"garment\":\"a\",\"identity\":\"ab\"}", DRAPE_ERR_BAD_FIELD, "not both");
+    {
+        /* an identity with its recipe: both kept (the server re-creates an unknown id from it) */
+        const char *both = "{\"op\":\"open\",\"avatar\":1,\"identity\":\"ab\",\"garment\":\"s\",\"betas\":[1,2]}";
+        drape_msg m;
+        const char *code = NULL;
+        char why[256];
+        cr_assert_eq(drape_msg_parse(&m, (const uint8_t *)both, strlen(both), 0, &code, why, sizeof why), 0, "%s", why);
+        cr_assert_str_eq(m.identity, "ab");
+        cr_assert_str_eq(m.garment, "s");
+        cr_assert_eq(m.n_betas, 2);
+    }
     expect_bad("{\"op\":\"open\",\"avatar\":1,\"garment\":5}", DRAPE_ERR_BAD_FIELD, "garment: expected a string");
     expect_bad("{\"op\":\"open\",\"avatar\":1,\"identity\":\"xyz\"}", DRAPE_ERR_BAD_FIELD, "identity: not a hex");
     expect_bad("{\"op\":\"open\",\"avatar\":1,\"identity\":\"ab\",\"betas\":[1]}", DRAPE_ERR_BAD_FIELD,

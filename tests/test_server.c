@@ -308,3 +308,28 @@ Test(server, tls)
     cr_assert(!strstr(out, "HTTP 200"), "plain HTTP answered on a TLS port: %s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
+
+Test(server, identity_with_recipe_survives_a_replica_change)
+{
+    /* replica A makes the id; replica B (same model) never saw it */
+    tu_server a = tu_draped_start("tiny_random", "");
+    curl(&a, "-X POST -d '{\"garment\":\"skirt\",\"betas\":[0.25,-0.5]}'", "/v1/identities");
+    char *p = strstr(out, "\"identity\":\"");
+    cr_assert_not_null(p, "%s", out);
+    char id[17];
+    memcpy(id, p + 12, 16);
+    id[16] = 0;
+    cr_assert_eq(tu_draped_stop(&a), 0);
+    tu_server b = tu_draped_start("tiny_random", "");
+    char args[128];
+    snprintf(args, sizeof args, "recipe %s 0.25,-0.5", id);
+    scenario(&b, args);
+    /* the stateless route takes the same fallback */
+    char req[700];
+    snprintf(req, sizeof req,
+             "-X POST -d '{\"identity\":\"%s\",\"garment\":\"skirt\",\"betas\":[0.25,-0.5],\"pose\":[" Z72 "]}'", id);
+    curl(&b, req, "/v1/frames");
+    expect_code("frames with id + recipe", 200);
+    cr_assert(strstr(out, id), "%s", out);
+    cr_assert_eq(tu_draped_stop(&b), 0);
+}

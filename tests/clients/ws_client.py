@@ -437,6 +437,28 @@ async def cache_pinned():
     print(json.dumps({"ok": True}))
 
 
+async def recipe(identity, betas):
+    """On a replica that never saw `identity`: the id alone is unknown; with
+    its recipe the avatar opens under that same id; a recipe that does not
+    hash to the id is refused."""
+    b = [float(x) for x in betas.split(",")]
+    c = await connect(False)
+    await c.send({"op": "open", "avatar": 1, "identity": identity})
+    m = await c.recv()
+    check(m["op"] == "error" and m["code"] == "unknown_identity", f"id alone: {m}")
+    await c.send({"op": "open", "avatar": 2, "identity": identity, "garment": GARMENT, "betas": [x + 0.5 for x in b]})
+    m = await c.recv()
+    check(m["op"] == "error" and m["code"] == "bad_field" and "is not garment" in m["message"], f"wrong recipe: {m}")
+    await c.send({"op": "open", "avatar": 3, "identity": identity, "garment": GARMENT, "betas": b})
+    m = await c.recv()
+    check(m["op"] == "opened" and m["identity"] == identity, f"id with recipe: {m}")
+    await c.send({"op": "pose", "avatar": 3, "seq": 0, "pose": pose(0)})
+    m = await c.until(lambda m: m["op"] in ("frame", "error"))
+    check(m["op"] == "frame", f"{m}")
+    await c.ws.close()
+    print(json.dumps({"identity": identity}))
+
+
 async def idle(seconds="2.5"):
     c = await connect(False)
     try:
