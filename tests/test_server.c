@@ -63,6 +63,14 @@ Test(server, health_model_garment_metrics)
     curl(&s, "", "/v1/garments/ballgown");
     expect_code("unknown garment", 404);
     cr_assert(strstr(out, "unknown_garment"), "%s", out);
+    /* the body model for a shape, for viewers */
+    curl(&s, "", "/v1/body?betas=1,-0.5");
+    expect_code("body", 200);
+    cr_assert(strstr(out, "\"vertices\":552") && strstr(out, "\"joints\":[") && strstr(out, "\"skin_w\":["),
+              "%.300s", out);
+    curl(&s, "", "/v1/body?betas=9");
+    expect_code("body, bad betas", 400);
+    cr_assert(strstr(out, "bad_betas"), "%s", out);
     curl(&s, "", "/v1/nothing");
     expect_code("unknown route", 404);
     curl(&s, "-X DELETE", "/v1/model");
