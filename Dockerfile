@@ -24,20 +24,10 @@ FROM debian:${DEBIAN_VERSION}-slim AS run-cpu
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu22.04 AS run-cuda
 
 # ---- the default model ----
-# The repository has no trained models/default.safetensors yet, so the image
-# carries the bundle `make run` falls back to: the procedural small bundle
-# with random weights, made by the project's generator (the same command as
-# the Makefile's build/data/small_random.safetensors). Once a trained model is
-# committed, this stage becomes `COPY models/default.safetensors /out/`.
+# The trained bundle the repository carries (models/default.safetensors, made
+# by `make model`); a mounted file and DRAPE_MODEL override it at run time.
 FROM debian:${DEBIAN_VERSION} AS model
-ENV DEBIAN_FRONTEND=noninteractive
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 python3-numpy python3-scipy python3-torch \
- && rm -rf /var/lib/apt/lists/*
-WORKDIR /src
-COPY train/ train/
-RUN mkdir -p /out \
- && python3 train/make_bundle.py --preset small --weights random --seed 1 --out /out/default.safetensors
+COPY models/default.safetensors /out/default.safetensors
 
 # ---- build: draped and drape with the project's Makefile ----
 FROM build-${FLAVOR} AS build
