@@ -36,7 +36,7 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
                 py(), base, data, bin());
     cr_assert(rc == 0 && strstr(log_, ": skip") && !strstr(log_, ": ok"), "rerun did work again:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
-                "%s train/train.py fit --base %s --data %s --out %s --steps 12 --frames 6 --lr 3e-3 --threads 1 "
+                "%s train/train.py fit --base %s --data %s --out %s --steps 12 --frames 6 --lr 3e-3 --threads 1 --w-phys 1e-3 "
                 "--log-every 4",
                 py(), base, data, model);
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
@@ -70,4 +70,10 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     cr_assert_leq(d, 1e-4, "C and PyTorch differ by %g m on the trained bundle", d);
     drape_npy_free(&c);
     drape_npy_free(&r);
+}
+
+Test(train, physics_terms_behave)
+{
+    int rc = tu_run(log_, sizeof log_, "%s train/check_physics.py", py());
+    cr_assert_eq(rc, 0, "%s", log_);
 }

@@ -12,7 +12,7 @@ Loss per step (one identity, a batch of frames of one training sequence):
     L = |x − x*|² (mean over vertices, m²)
       + w_lap · |L x − L x*|²          (uniform Laplacian, prediction vs teacher)
       + w_pen · collision(x) / V       (cubic penalty against the posed body, physics.py)
-      + w_phys · (stretch + bending + inertia + gravity) / scale   (physics.py; off by default)
+      + w_phys · (stretch + bending) / V   (physics.py, HOOD's StVK and dihedral terms; off by default)
 The network starts at plain skinning: the last layers of Bone-Net, the conv
 stack, the Δw head and the FiLM modulator are zero, so the first prediction
 is LBS and training learns corrections. in_mean/in_std are the Bone-Net input
@@ -165,7 +165,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
     ident = _identity(model, seq["garment"], seq["betas"])
     out = _frames(model, ident, P, Tr)
     x = out["world"]
-    edges, deg, cloth = tables[seq["garment"]]
+    edges, deg, _ = tables[seq["garment"]]
     L = {"pos": ((x - tgt) ** 2).sum(-1).mean()}
     if a.w_lap:
         L["lap"] = ((laplacian(x, edges, deg) - laplacian(tgt, edges, deg)) ** 2).sum(-1).mean()
@@ -174,7 +174,15 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         nn = body_nn(seq, idx, body, tgt)
         L["pen"] = physics.collision(x, body, normals, nn=nn) / x.shape[1]  # per vertex
     if a.w_phys:
-        L["phys"] = (cloth.stretch(x) + cloth.bending(x) + cloth.gravity(x) - cloth.gravity(tgt)) * 1e-3
+        # the cloth's own energies, per vertex: stretching and bending pull
+        # a prediction toward an unstretched, smooth garment without the
+        # teacher (gravity and inertia, the other HOOD terms, are in
+        # physics.Cloth for self-supervised runs; with a teacher they only
+        # bias toward lower, stiller garments)
+        if "_cloth" not in seq:  # rest state: this identity's garment g(β)
+            seq["_cloth"] = physics.Cloth(ident["g"].detach().cpu(), model.garments[seq["garment"]]["faces"].cpu())
+        cloth = seq["_cloth"]
+        L["phys"] = (cloth.stretch(x) + cloth.bending(x)) / x.shape[1]
     total = L["pos"] + a.w_lap * L.get("lap", 0) + a.w_pen * L.get("pen", 0) + a.w_phys * L.get("phys", 0)
     err_mm = (x - tgt).norm(dim=-1).mean() * 1000
     return total, L, err_mm
@@ -205,7 +213,7 @@ def cmd_fit(a):
         e = model.static(g)["g_edges"].to(device)
         deg = torch.zeros(len(G["rest"]), device=device)
         deg.index_add_(0, e.reshape(-1), torch.ones(e.numel(), device=device))
-        tables[g] = (e, deg.clamp(min=1), physics.Cloth(G["rest"].cpu(), G["faces"].cpu()) if a.w_phys else None)
+        tables[g] = (e, deg.clamp(min=1), None)
     params = [p for p in model.net.parameters()]
     opt = torch.optim.Adam(params, lr=a.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.steps, eta_min=a.lr * 0.05)
@@ -218,6 +226,8 @@ def cmd_fit(a):
         step = ck["step"]
         rng = np.random.default_rng(ck["seed_state"])
         print(f"train: resumed at step {step} from {a.ckpt}", file=sys.stderr)
+    elif cfg.get("weights_init") == "trained":
+        print("train: fine-tuning a trained bundle: its input normalisation is kept", file=sys.stderr)
     else:
         mean, std = input_stats(model, train, rng)
         model.net.bonenet.in_mean.copy_(mean.to(device))
