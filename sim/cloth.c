@@ -20,7 +20,7 @@ struct drape_cloth {
     double *l0, *k;        /* [ns] */
     double *mass;          /* [n] lumped */
     double *x, *v, *y;     /* [n,3] */
-    v4d *d;                /* [ns] spring directions of the local step (x y z, pad 0) */
+    v4d *w;                /* [ns] k_s d_s, d_s the spring's direction from the local step (x y z, pad 0) */
     int32_t *free_of;      /* [n] free index or −1 for a pinned node */
     int32_t *node_of;      /* [nfree] */
     int n_att;
@@ -39,6 +39,7 @@ struct drape_cloth {
     int32_t *Rp, *Ri;      /* the strict lower triangle again by rows, so that the */
     double *Rx;            /* forward sweep gathers (like the backward one) instead of scattering */
     double *Dinv;          /* [nfree] 1 / L_jj */
+    uint8_t *fpair, *bpair; /* [nfree] row r and the next one the sweep meets share their entries: solved together */
     int32_t *sp_pos;       /* [ns,2] row of each spring end (row_of) */
     int32_t *pos;          /* [nfree] free index → row of the permuted system */
     int32_t *row_of;       /* [n] node → row: a free one's in the permuted system, the pinned ones after them */
@@ -46,8 +47,8 @@ struct drape_cloth {
     v4d *xr;               /* [n] positions in rows during a step's iterations */
     v4d *base;             /* [n] the right-hand side's per-step part M y/h² − H_fp x_p + attach·t */
     double *q2;            /* [ns] squared spring lengths, then l0/|e| */
-    v4d *ww;               /* [ns,2] −k d_s and +k d_s: spring s's terms for its ends i and j */
-    int32_t *Ip, *Ii;      /* [nfree+1], [≤ 2 ns]: row r's entries of ww, spring order */
+    v4d *e;                /* [ns] x_j − x_i of each spring */
+    int32_t *Ip, *Im, *Ii; /* [nfree+1], [nfree], [≤ 2 ns]: row r's springs, those it ends ([Ip, Im)) then those it starts ([Im, Ip+1)), spring order */
     int factorizations;
 };
 
@@ -130,6 +131,28 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
             }
         for (int i = nf; ok && i > 0; i--) c->Rp[i] = c->Rp[i - 1];
         if (ok) c->Rp[0] = 0;
+        /* both sweeps scale each row by 1/L_rr up front, so the values are stored scaled */
+        for (int i = 0; ok && i < nf; i++)
+            for (int q = c->Rp[i]; q < c->Rp[i + 1]; q++) c->Rx[q] *= c->Dinv[i];
+        for (int j = 0; ok && j < nf; j++)
+            for (int q = c->Lp[j] + 1; q < c->Lp[j + 1]; q++) c->Lx[q] *= c->Dinv[j];
+        /* pairs: forward, row i+1's columns are row i's and then i; backward,
+         * column j−1's rows are j and then column j's */
+        c->fpair = ok ? calloc((size_t)nf + 1, 1) : NULL;
+        c->bpair = ok ? calloc((size_t)nf + 1, 1) : NULL;
+        ok = ok && c->fpair && c->bpair;
+        for (int i = 0; ok && i + 1 < nf; i++) {
+            int n0 = c->Rp[i + 1] - c->Rp[i], n1 = c->Rp[i + 2] - c->Rp[i + 1];
+            int same = n1 == n0 + 1 && c->Ri[c->Rp[i + 2] - 1] == i;
+            for (int t = 0; same && t < n0; t++) same = c->Ri[c->Rp[i] + t] == c->Ri[c->Rp[i + 1] + t];
+            c->fpair[i] = (uint8_t)same;
+        }
+        for (int j = nf - 1; ok && j > 0; j--) {
+            int n0 = c->Lp[j + 1] - c->Lp[j] - 1, n1 = c->Lp[j] - c->Lp[j - 1] - 1;
+            int same = n1 == n0 + 1 && c->Li[c->Lp[j - 1] + 1] == j;
+            for (int t = 0; same && t < n0; t++) same = c->Li[c->Lp[j] + 1 + t] == c->Li[c->Lp[j - 1] + 2 + t];
+            c->bpair[j] = (uint8_t)same;
+        }
     }
     cholmod_free_triplet(&T, &cm);
     cholmod_free_sparse(&A, &cm);
@@ -215,12 +238,12 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     c->x = malloc((size_t)n * 3 * sizeof(double));
     c->v = calloc((size_t)n * 3, sizeof(double));
     c->y = malloc((size_t)n * 3 * sizeof(double));
-    c->d = aligned_alloc(32, (size_t)ns * sizeof(v4d));
+    c->w = aligned_alloc(32, (size_t)ns * sizeof(v4d));
     c->free_of = malloc((size_t)n * sizeof(int32_t));
     c->is_free = malloc((size_t)n);
     c->att_node = malloc(((size_t)n_attach + 1) * sizeof(int32_t));
     c->att_target = malloc(((size_t)n_attach + 1) * 3 * sizeof(double));
-    if (!c->l0 || !c->k || !c->mass || !c->x || !c->v || !c->y || !c->d || !c->free_of || !c->is_free || !c->att_node ||
+    if (!c->l0 || !c->k || !c->mass || !c->x || !c->v || !c->y || !c->w || !c->free_of || !c->is_free || !c->att_node ||
         !c->att_target) {
         free(area);
         return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
@@ -238,7 +261,7 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
         }
         c->l0[s] = l;
         c->k[s] = (s < c->ns_edge ? p->ym : p->bend) / (l * l);
-        c->d[s] = (v4d){b[0] - a[0], b[1] - a[1], b[2] - a[2], 0}; /* rest direction, kept by a collapsed spring */
+        c->w[s] = c->k[s] * (v4d){b[0] - a[0], b[1] - a[1], b[2] - a[2], 0}; /* rest direction, kept by a collapsed spring */
     }
     for (int i = 0; i < n; i++) c->mass[i] = p->mass == DRAPE_MASS_UNIT ? 1.0 : 0.0;
     if (p->mass == DRAPE_MASS_AREA)
@@ -290,10 +313,11 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     c->xr = aligned_alloc(32, (size_t)n * sizeof(v4d));
     c->base = aligned_alloc(32, (size_t)n * sizeof(v4d));
     c->q2 = malloc((size_t)c->ns * sizeof(double) + 1);
-    c->ww = aligned_alloc(32, ((size_t)c->ns + 1) * 2 * sizeof(v4d));
+    c->e = aligned_alloc(32, ((size_t)c->ns + 1) * sizeof(v4d));
     c->Ip = calloc((size_t)c->nfree + 2, sizeof(int32_t));
+    c->Im = malloc(((size_t)c->nfree + 1) * sizeof(int32_t));
     c->Ii = malloc(((size_t)c->ns + 1) * 2 * sizeof(int32_t));
-    if (!c->sp_pos || !c->mh2 || !c->row_of || !c->b || !c->xr || !c->base || !c->q2 || !c->ww || !c->Ip || !c->Ii)
+    if (!c->sp_pos || !c->mh2 || !c->row_of || !c->b || !c->xr || !c->base || !c->q2 || !c->e || !c->Im || !c->Ip || !c->Ii)
         return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
     for (int a = 0; a < c->nfree; a++) c->mh2[a] = c->mass[c->node_of[a]] / (p->dt * p->dt);
     for (int i = 0, np = 0; i < n; i++) c->row_of[i] = c->free_of[i] < 0 ? c->nfree + np++ : c->pos[c->free_of[i]];
@@ -303,8 +327,11 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     for (int q = 0; q < 2 * c->ns; q++)
         if (c->sp_pos[q] < c->nfree) c->Ip[c->sp_pos[q] + 2]++;
     for (int r = 0; r < c->nfree; r++) c->Ip[r + 2] += c->Ip[r + 1];
-    for (int q = 0; q < 2 * c->ns; q++)
-        if (c->sp_pos[q] < c->nfree) c->Ii[c->Ip[c->sp_pos[q] + 1]++] = q;
+    for (int q = 0; q < 2 * c->ns; q += 2) /* the springs a row is the first end of: −w */
+        if (c->sp_pos[q] < c->nfree) c->Ii[c->Ip[c->sp_pos[q] + 1]++] = q / 2;
+    for (int r = 0; r < c->nfree; r++) c->Im[r] = c->Ip[r + 1];
+    for (int q = 1; q < 2 * c->ns; q += 2) /* and the second end of: +w */
+        if (c->sp_pos[q] < c->nfree) c->Ii[c->Ip[c->sp_pos[q] + 1]++] = q / 2;
     memset(c->b, 0, (size_t)n * sizeof(v4d));
     memset(c->base, 0, (size_t)n * sizeof(v4d)); /* the pinned rows stay zero */
     *out = c;
@@ -315,32 +342,56 @@ void drape_cloth_free(drape_cloth *c)
 {
     if (!c) return;
     free(c->Lp); free(c->Li); free(c->Lx); free(c->pos); free(c->b);
-    free(c->Rp); free(c->Ri); free(c->Rx); free(c->Dinv); free(c->sp_pos); free(c->mh2);
-    free(c->row_of); free(c->xr); free(c->base); free(c->q2); free(c->ww); free(c->Ip); free(c->Ii);
-    free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->d);
+    free(c->Rp); free(c->Ri); free(c->Rx); free(c->Dinv); free(c->fpair); free(c->bpair); free(c->sp_pos); free(c->mh2);
+    free(c->row_of); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->Im); free(c->Ip); free(c->Ii);
+    free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->w);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
     free(c->is_free); free(c->att_node); free(c->att_target);
     free(c);
 }
 
-/* B_r ← (B_r − Σ_q val_q B_idx_q) · inv over q in [lo, hi) and then the
- * entry `late` (one of lo − 1 or hi, or −1 for none): one row of either
- * sweep, by gathering whole rows. The row solved last is usually the late
- * entry, so everything else is summed while it is still being computed;
- * four accumulators (summed pairwise at the end) break the chain of
- * dependent subtractions. The order of the sums is fixed: results are
- * reproducible. */
-static inline void solve_row(v4d *B, int r, const int32_t *idx, const double *val, int q, int hi, int late, double inv)
+/* B_r ← B_r · inv − Σ_q val_q B_idx_q over q in [lo, hi) and then the
+ * entry `late` (lo − 1 or hi, or −1 for none), the values prescaled by inv:
+ * one row of either sweep, by gathering whole rows. The late entry is the
+ * row usually solved just before (`prev`, row `prev_r`, taken from the
+ * register then), so everything else is summed while it is still being
+ * computed; four accumulators (summed pairwise at the end) break the chain
+ * of dependent subtractions. The order of the sums is fixed (and no FMA
+ * contraction in ISO C mode): results are reproducible. */
+static inline void solve_row(v4d *B, int r, const int32_t *idx, const double *val, int q, int hi, int late, double inv,
+                             v4d *prev, int prev_r)
 {
-    v4d a = B[r], b = {0, 0, 0, 0}, e = b, f = b;
+    v4d a = B[r] * inv, b = {0, 0, 0, 0}, e = b, f = b;
     for (; q + 3 < hi; q += 4) {
         a -= val[q] * B[idx[q]], b -= val[q + 1] * B[idx[q + 1]];
         e -= val[q + 2] * B[idx[q + 2]], f -= val[q + 3] * B[idx[q + 3]];
     }
     for (; q < hi; q++) a -= val[q] * B[idx[q]];
     a = (a + b) + (e + f);
-    if (late >= 0) a -= val[late] * B[idx[late]];
-    B[r] = a * inv;
+    if (late >= 0) a -= val[late] * (idx[late] == prev_r ? *prev : B[idx[late]]);
+    B[r] = *prev = a;
+}
+
+/* Rows r1 then r2 of a sweep whose entries are the same m rows of B
+ * (values u for r1, w for r2), r2 also depending on r1 (value link): each
+ * B row is loaded once for both, two accumulators each. */
+static inline void solve_pair(v4d *B, int r1, int r2, const int32_t *idx, const double *u, const double *w, int m,
+                              double inv1, double inv2, double link, v4d *prev)
+{
+    v4d a = B[r1] * inv1, b = {0, 0, 0, 0}, e = B[r2] * inv2, f = b;
+    int q = 0;
+    for (; q + 1 < m; q += 2) {
+        v4d y0 = B[idx[q]], y1 = B[idx[q + 1]];
+        a -= u[q] * y0, b -= u[q + 1] * y1;
+        e -= w[q] * y0, f -= w[q + 1] * y1;
+    }
+    if (q < m) {
+        v4d y0 = B[idx[q]];
+        a -= u[q] * y0, e -= w[q] * y0;
+    }
+    a += b;
+    B[r1] = a;
+    B[r2] = *prev = (e + f) - link * a;
 }
 
 /* r_s = l0_s / sqrt(q_s) in place: a plain loop the compiler vectorizes */
@@ -362,32 +413,47 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
     const int32_t *Lp = c->Lp, *Li = c->Li, *sp = c->sp_pos;
     const double *Lx = c->Lx, *Dinv = c->Dinv;
     double *q2 = c->q2;
+    v4d *E = c->e;
     for (int s = 0; s < ns; s++) {
         v4d e = X[sp[2 * s + 1]] - X[sp[2 * s]];
         q2[s] = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+        E[s] = e;
     }
     rest_ratios(q2, c->l0, ns);
-    v4d *ww = c->ww;
+    v4d *W = c->w;
     for (int s = 0; s < ns; s++) {
         double r = q2[s];
-        if (r < INFINITY) c->d[s] = r * (X[sp[2 * s + 1]] - X[sp[2 * s]]); /* |e| = 0 gives inf (l0 > 0), NaN stays out too */
-        v4d w = c->k[s] * c->d[s];
-        ww[2 * s] = -w, ww[2 * s + 1] = w; /* b − w = b + (−w) exactly */
+        v4d w = c->k[s] * (r * E[s]);
+        W[s] = r < INFINITY ? w : W[s]; /* |e| = 0 gives inf (l0 > 0), NaN stays out too */
     }
     /* the right-hand side row by row (gathering its springs' terms), then
      * both sweeps, gathering too: the forward one by rows, the backward one
      * down L's columns */
-    const int32_t *Ip = c->Ip, *Ii = c->Ii;
+    const int32_t *Ip = c->Ip, *Im = c->Im, *Ii = c->Ii;
+    v4d prev = {0, 0, 0, 0};
     for (int i = 0; i < nf; i++) {
-        v4d a = c->base[i];
-        for (int q = Ip[i]; q < Ip[i + 1]; q++) a += ww[Ii[q]];
-        B[i] = a;
+        v4d m = {0, 0, 0, 0}, p = m;
+        for (int q = Ip[i]; q < Im[i]; q++) m += W[Ii[q]];
+        for (int q = Im[i]; q < Ip[i + 1]; q++) p += W[Ii[q]];
+        B[i] = (c->base[i] - m) + p;
+    }
+    for (int i = 0; i < nf; i++) {
         int lo = c->Rp[i], hi = c->Rp[i + 1]; /* columns ascending: the last one is the latest row */
-        solve_row(B, i, c->Ri, c->Rx, lo, hi > lo ? hi - 1 : hi, hi > lo ? hi - 1 : -1, Dinv[i]); /* L y = b */
+        if (c->fpair[i]) {
+            solve_pair(B, i, i + 1, c->Ri + lo, c->Rx + lo, c->Rx + hi, hi - lo, Dinv[i], Dinv[i + 1], c->Rx[c->Rp[i + 2] - 1], &prev);
+            i++;
+            continue;
+        }
+        solve_row(B, i, c->Ri, c->Rx, lo, hi > lo ? hi - 1 : hi, hi > lo ? hi - 1 : -1, Dinv[i], &prev, i - 1); /* L y = b */
     }
     for (int j = nf - 1; j >= 0; j--) { /* Lᵀ x = y; rows ascending: the first one is the latest */
         int lo = Lp[j] + 1, hi = Lp[j + 1];
-        solve_row(B, j, Li, Lx, hi > lo ? lo + 1 : lo, hi, hi > lo ? lo : -1, Dinv[j]);
+        if (c->bpair[j]) {
+            solve_pair(B, j, j - 1, Li + lo, Lx + lo, Lx + Lp[j - 1] + 2, hi - lo, Dinv[j], Dinv[j - 1], Lx[Lp[j - 1] + 1], &prev);
+            j--;
+            continue;
+        }
+        solve_row(B, j, Li, Lx, hi > lo ? lo + 1 : lo, hi, hi > lo ? lo : -1, Dinv[j], &prev, j + 1);
     }
     for (int i = nf; i < n; i++) B[i] = X[i];
     c->xr = B, c->b = X;
