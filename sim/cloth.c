@@ -20,7 +20,7 @@ struct drape_cloth {
     double *l0, *k;        /* [ns] */
     double *mass;          /* [n] lumped */
     double *x, *v, *y;     /* [n,3] */
-    v4d *w;                /* [ns] k_s d_s, d_s the spring's direction from the local step (x y z, pad 0) */
+    v4d *w;                /* [ns] k_s d_s, d_s the spring's direction from the local step (x y z, pad 0), local step's order */
     int32_t *free_of;      /* [n] free index or −1 for a pinned node */
     int32_t *node_of;      /* [nfree] */
     int n_att;
@@ -40,15 +40,17 @@ struct drape_cloth {
     double *Rx;            /* forward sweep gathers (like the backward one) instead of scattering */
     double *Dinv;          /* [nfree] 1 / L_jj */
     uint8_t *fpair, *bpair; /* [nfree] row r and the next one the sweep meets share their entries: solved together */
-    int32_t *sp_pos;       /* [ns,2] row of each spring end (row_of) */
+    int32_t *sp_pos;       /* [ns,2] row of each spring end (row_of), springs in the local step's order: */
+    double *ks, *l0s;      /* [ns] k, l0 in that order, by the row of the first end (stable) */
     int32_t *pos;          /* [nfree] free index → row of the permuted system */
     int32_t *row_of;       /* [n] node → row: a free one's in the permuted system, the pinned ones after them */
     v4d *b;                /* [n] right-hand side, then solution, in rows; rows ≥ nfree collect pinned ends' terms, unread */
     v4d *xr;               /* [n] positions in rows during a step's iterations */
     v4d *base;             /* [n] the right-hand side's per-step part M y/h² − H_fp x_p + attach·t */
     double *q2;            /* [ns] squared spring lengths, then l0/|e| */
-    v4d *e;                /* [ns] x_j − x_i of each spring */
-    int32_t *Ip, *Im, *Ii; /* [nfree+1], [nfree], [≤ 2 ns]: row r's springs, those it ends ([Ip, Im)) then those it starts ([Im, Ip+1)), spring order */
+    v4d *e;                /* [ns] x_j − x_i of each spring, local step's order */
+    int32_t *Mp;           /* [n+1] row r is the first end of springs [Mp[r], Mp[r+1]) (local step's order) */
+    int32_t *Ip, *Ii;      /* [nfree+1], [≤ ns]: the springs row r is the second end of, ascending */
     int factorizations;
 };
 
@@ -315,22 +317,36 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     c->q2 = malloc((size_t)c->ns * sizeof(double) + 1);
     c->e = aligned_alloc(32, ((size_t)c->ns + 1) * sizeof(v4d));
     c->Ip = calloc((size_t)c->nfree + 2, sizeof(int32_t));
-    c->Im = malloc(((size_t)c->nfree + 1) * sizeof(int32_t));
-    c->Ii = malloc(((size_t)c->ns + 1) * 2 * sizeof(int32_t));
-    if (!c->sp_pos || !c->mh2 || !c->row_of || !c->b || !c->xr || !c->base || !c->q2 || !c->e || !c->Im || !c->Ip || !c->Ii)
+    c->Mp = calloc((size_t)n + 2, sizeof(int32_t));
+    c->Ii = malloc(((size_t)c->ns + 1) * sizeof(int32_t));
+    c->ks = malloc(((size_t)c->ns + 1) * sizeof(double));
+    c->l0s = malloc(((size_t)c->ns + 1) * sizeof(double));
+    int32_t *ord = malloc(((size_t)c->ns + 1) * sizeof(int32_t));
+    if (!c->sp_pos || !c->mh2 || !c->row_of || !c->b || !c->xr || !c->base || !c->q2 || !c->e || !c->Mp || !c->Ip || !c->Ii ||
+        !c->ks || !c->l0s || !ord) {
+        free(ord);
         return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    }
     for (int a = 0; a < c->nfree; a++) c->mh2[a] = c->mass[c->node_of[a]] / (p->dt * p->dt);
     for (int i = 0, np = 0; i < n; i++) c->row_of[i] = c->free_of[i] < 0 ? c->nfree + np++ : c->pos[c->free_of[i]];
-    for (int q = 0; q < 2 * c->ns; q++) c->sp_pos[q] = c->row_of[c->springs[q]];
+    /* the local step's spring order: by the row of the first end, so that a
+     * row's −k d terms are consecutive */
+    for (int s = 0; s < c->ns; s++) c->Mp[c->row_of[c->springs[2 * s]] + 2]++;
+    for (int r = 0; r < n; r++) c->Mp[r + 2] += c->Mp[r + 1];
+    for (int s = 0; s < c->ns; s++) ord[c->Mp[c->row_of[c->springs[2 * s]] + 1]++] = s;
+    memcpy(c->e, c->w, (size_t)c->ns * sizeof(v4d));
+    for (int t = 0; t < c->ns; t++) {
+        int s = ord[t];
+        c->sp_pos[2 * t] = c->row_of[c->springs[2 * s]], c->sp_pos[2 * t + 1] = c->row_of[c->springs[2 * s + 1]];
+        c->ks[t] = c->k[s], c->l0s[t] = c->l0[s], c->w[t] = c->e[s];
+    }
+    free(ord);
     /* each free row's spring ends, by rows, in spring order (so the sums are
      * the ones a scatter in spring order would make) */
-    for (int q = 0; q < 2 * c->ns; q++)
+    for (int q = 1; q < 2 * c->ns; q += 2)
         if (c->sp_pos[q] < c->nfree) c->Ip[c->sp_pos[q] + 2]++;
     for (int r = 0; r < c->nfree; r++) c->Ip[r + 2] += c->Ip[r + 1];
-    for (int q = 0; q < 2 * c->ns; q += 2) /* the springs a row is the first end of: −w */
-        if (c->sp_pos[q] < c->nfree) c->Ii[c->Ip[c->sp_pos[q] + 1]++] = q / 2;
-    for (int r = 0; r < c->nfree; r++) c->Im[r] = c->Ip[r + 1];
-    for (int q = 1; q < 2 * c->ns; q += 2) /* and the second end of: +w */
+    for (int q = 1; q < 2 * c->ns; q += 2)
         if (c->sp_pos[q] < c->nfree) c->Ii[c->Ip[c->sp_pos[q] + 1]++] = q / 2;
     memset(c->b, 0, (size_t)n * sizeof(v4d));
     memset(c->base, 0, (size_t)n * sizeof(v4d)); /* the pinned rows stay zero */
@@ -343,7 +359,7 @@ void drape_cloth_free(drape_cloth *c)
     if (!c) return;
     free(c->Lp); free(c->Li); free(c->Lx); free(c->pos); free(c->b);
     free(c->Rp); free(c->Ri); free(c->Rx); free(c->Dinv); free(c->fpair); free(c->bpair); free(c->sp_pos); free(c->mh2);
-    free(c->row_of); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->Im); free(c->Ip); free(c->Ii);
+    free(c->row_of); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->Mp); free(c->Ip); free(c->ks); free(c->l0s); free(c->Ii);
     free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->w);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
     free(c->is_free); free(c->att_node); free(c->att_target);
@@ -414,27 +430,30 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
     const double *Lx = c->Lx, *Dinv = c->Dinv;
     double *q2 = c->q2;
     v4d *E = c->e;
-    for (int s = 0; s < ns; s++) {
-        v4d e = X[sp[2 * s + 1]] - X[sp[2 * s]];
-        q2[s] = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
-        E[s] = e;
-    }
-    rest_ratios(q2, c->l0, ns);
     v4d *W = c->w;
-    for (int s = 0; s < ns; s++) {
-        double r = q2[s];
-        v4d w = c->k[s] * (r * E[s]);
-        W[s] = r < INFINITY ? w : W[s]; /* |e| = 0 gives inf (l0 > 0), NaN stays out too */
+    for (int s0 = 0; s0 < ns; s0 += 128) { /* in blocks that stay in L1 */
+        int s1 = s0 + 128 < ns ? s0 + 128 : ns;
+        for (int s = s0; s < s1; s++) {
+            v4d e = X[sp[2 * s + 1]] - X[sp[2 * s]];
+            q2[s] = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+            E[s] = e;
+        }
+        rest_ratios(q2 + s0, c->l0s + s0, s1 - s0);
+        for (int s = s0; s < s1; s++) {
+            double r = q2[s];
+            v4d w = c->ks[s] * (r * E[s]);
+            W[s] = r < INFINITY ? w : W[s]; /* |e| = 0 gives inf (l0 > 0), NaN stays out too */
+        }
     }
     /* the right-hand side row by row (gathering its springs' terms), then
      * both sweeps, gathering too: the forward one by rows, the backward one
      * down L's columns */
-    const int32_t *Ip = c->Ip, *Im = c->Im, *Ii = c->Ii;
+    const int32_t *Ip = c->Ip, *Mp = c->Mp, *Ii = c->Ii;
     v4d prev = {0, 0, 0, 0};
     for (int i = 0; i < nf; i++) {
         v4d m = {0, 0, 0, 0}, p = m;
-        for (int q = Ip[i]; q < Im[i]; q++) m += W[Ii[q]];
-        for (int q = Im[i]; q < Ip[i + 1]; q++) p += W[Ii[q]];
+        for (int s = Mp[i]; s < Mp[i + 1]; s++) m += W[s];
+        for (int q = Ip[i]; q < Ip[i + 1]; q++) p += W[Ii[q]];
         B[i] = (c->base[i] - m) + p;
     }
     for (int i = 0; i < nf; i++) {
