@@ -8,6 +8,11 @@
 #include "../runtime/mesh.h"
 #include "geom.h"
 
+/* a row: x y z and a zero pad. GCC lowers it to two SSE2 operations or one
+ * AVX one; element-wise arithmetic without contraction (ISO C mode) rounds
+ * exactly as scalar code does. */
+typedef double v4d __attribute__((vector_size(32)));
+
 struct drape_cloth {
     drape_cloth_params p;
     int n, ns, nfree, ns_edge; /* springs [0, ns_edge) are mesh edges, the rest bending */
@@ -15,7 +20,7 @@ struct drape_cloth {
     double *l0, *k;        /* [ns] */
     double *mass;          /* [n] lumped */
     double *x, *v, *y;     /* [n,3] */
-    double *d;             /* [ns,3] spring directions of the local step */
+    v4d *w;                /* [ns] k_s d_s, d_s the spring's direction from the local step (x y z, pad 0), local step's order */
     int32_t *free_of;      /* [n] free index or −1 for a pinned node */
     int32_t *node_of;      /* [nfree] */
     int n_att;
@@ -34,9 +39,18 @@ struct drape_cloth {
     int32_t *Rp, *Ri;      /* the strict lower triangle again by rows, so that the */
     double *Rx;            /* forward sweep gathers (like the backward one) instead of scattering */
     double *Dinv;          /* [nfree] 1 / L_jj */
-    int32_t *sp_pos;       /* [ns,2] permuted row of each spring end, −1 if pinned */
+    uint8_t *fpair, *bpair; /* [nfree] row r and the next one the sweep meets share their entries: solved together */
+    int32_t *sp_pos;       /* [ns,2] row of each spring end (row_of), springs in the local step's order: */
+    double *ks, *l0s;      /* [ns] k, l0 in that order, by the row of the first end (stable) */
     int32_t *pos;          /* [nfree] free index → row of the permuted system */
-    double *b;             /* [nfree,4] right-hand side, then solution, permuted; x y z and a pad */
+    int32_t *row_of;       /* [n] node → row: a free one's in the permuted system, the pinned ones after them */
+    v4d *b;                /* [n] right-hand side, then solution, in rows; rows ≥ nfree collect pinned ends' terms, unread */
+    v4d *xr;               /* [n] positions in rows during a step's iterations */
+    v4d *base;             /* [n] the right-hand side's per-step part M y/h² − H_fp x_p + attach·t */
+    double *q2;            /* [ns] squared spring lengths, then l0/|e| */
+    v4d *e;                /* [ns] x_j − x_i of each spring, local step's order */
+    int32_t *Mp;           /* [n+1] row r is the first end of springs [Mp[r], Mp[r+1]) (local step's order) */
+    int32_t *Ip, *Ii;      /* [nfree+1], [≤ ns]: the springs row r is the second end of, ascending */
     int factorizations;
 };
 
@@ -94,8 +108,7 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
         c->Li = malloc(nnz * sizeof(int32_t));
         c->Lx = malloc(nnz * sizeof(double));
         c->pos = malloc((size_t)nf * sizeof(int32_t));
-        c->b = aligned_alloc(32, (size_t)nf * 4 * sizeof(double)); /* 32-byte rows */
-        ok = c->Lp && c->Li && c->Lx && c->pos && c->b;
+        ok = c->Lp && c->Li && c->Lx && c->pos;
         for (int j = 0, q = 0; ok && j < nf; j++) {
             c->Lp[j] = q;
             for (int k = p[j]; k < p[j] + cnt[j]; k++, q++) c->Li[q] = ix[k], c->Lx[q] = x[k];
@@ -120,6 +133,28 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
             }
         for (int i = nf; ok && i > 0; i--) c->Rp[i] = c->Rp[i - 1];
         if (ok) c->Rp[0] = 0;
+        /* both sweeps scale each row by 1/L_rr up front, so the values are stored scaled */
+        for (int i = 0; ok && i < nf; i++)
+            for (int q = c->Rp[i]; q < c->Rp[i + 1]; q++) c->Rx[q] *= c->Dinv[i];
+        for (int j = 0; ok && j < nf; j++)
+            for (int q = c->Lp[j] + 1; q < c->Lp[j + 1]; q++) c->Lx[q] *= c->Dinv[j];
+        /* pairs: forward, row i+1's columns are row i's and then i; backward,
+         * column j−1's rows are j and then column j's */
+        c->fpair = ok ? calloc((size_t)nf + 1, 1) : NULL;
+        c->bpair = ok ? calloc((size_t)nf + 1, 1) : NULL;
+        ok = ok && c->fpair && c->bpair;
+        for (int i = 0; ok && i + 1 < nf; i++) {
+            int n0 = c->Rp[i + 1] - c->Rp[i], n1 = c->Rp[i + 2] - c->Rp[i + 1];
+            int same = n1 == n0 + 1 && c->Ri[c->Rp[i + 2] - 1] == i;
+            for (int t = 0; same && t < n0; t++) same = c->Ri[c->Rp[i] + t] == c->Ri[c->Rp[i + 1] + t];
+            c->fpair[i] = (uint8_t)same;
+        }
+        for (int j = nf - 1; ok && j > 0; j--) {
+            int n0 = c->Lp[j + 1] - c->Lp[j] - 1, n1 = c->Lp[j] - c->Lp[j - 1] - 1;
+            int same = n1 == n0 + 1 && c->Li[c->Lp[j - 1] + 1] == j;
+            for (int t = 0; same && t < n0; t++) same = c->Li[c->Lp[j] + 1 + t] == c->Li[c->Lp[j - 1] + 2 + t];
+            c->bpair[j] = (uint8_t)same;
+        }
     }
     cholmod_free_triplet(&T, &cm);
     cholmod_free_sparse(&A, &cm);
@@ -205,12 +240,12 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     c->x = malloc((size_t)n * 3 * sizeof(double));
     c->v = calloc((size_t)n * 3, sizeof(double));
     c->y = malloc((size_t)n * 3 * sizeof(double));
-    c->d = malloc((size_t)ns * 3 * sizeof(double));
+    c->w = aligned_alloc(32, (size_t)ns * sizeof(v4d));
     c->free_of = malloc((size_t)n * sizeof(int32_t));
     c->is_free = malloc((size_t)n);
     c->att_node = malloc(((size_t)n_attach + 1) * sizeof(int32_t));
     c->att_target = malloc(((size_t)n_attach + 1) * 3 * sizeof(double));
-    if (!c->l0 || !c->k || !c->mass || !c->x || !c->v || !c->y || !c->d || !c->free_of || !c->is_free || !c->att_node ||
+    if (!c->l0 || !c->k || !c->mass || !c->x || !c->v || !c->y || !c->w || !c->free_of || !c->is_free || !c->att_node ||
         !c->att_target) {
         free(area);
         return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
@@ -228,7 +263,7 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
         }
         c->l0[s] = l;
         c->k[s] = (s < c->ns_edge ? p->ym : p->bend) / (l * l);
-        for (int k = 0; k < 3; k++) c->d[3 * s + k] = b[k] - a[k]; /* rest direction, kept by a collapsed spring */
+        c->w[s] = c->k[s] * (v4d){b[0] - a[0], b[1] - a[1], b[2] - a[2], 0}; /* rest direction, kept by a collapsed spring */
     }
     for (int i = 0; i < n; i++) c->mass[i] = p->mass == DRAPE_MASS_UNIT ? 1.0 : 0.0;
     if (p->mass == DRAPE_MASS_AREA)
@@ -275,9 +310,46 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     if (rc) { drape_cloth_free(c); return rc; }
     c->sp_pos = malloc((size_t)c->ns * 2 * sizeof(int32_t) + 1);
     c->mh2 = malloc((size_t)c->nfree * sizeof(double));
-    if (!c->sp_pos || !c->mh2) return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    c->row_of = malloc((size_t)n * sizeof(int32_t));
+    c->b = aligned_alloc(32, (size_t)n * sizeof(v4d));
+    c->xr = aligned_alloc(32, (size_t)n * sizeof(v4d));
+    c->base = aligned_alloc(32, (size_t)n * sizeof(v4d));
+    c->q2 = malloc((size_t)c->ns * sizeof(double) + 1);
+    c->e = aligned_alloc(32, ((size_t)c->ns + 1) * sizeof(v4d));
+    c->Ip = calloc((size_t)c->nfree + 2, sizeof(int32_t));
+    c->Mp = calloc((size_t)n + 2, sizeof(int32_t));
+    c->Ii = malloc(((size_t)c->ns + 1) * sizeof(int32_t));
+    c->ks = malloc(((size_t)c->ns + 1) * sizeof(double));
+    c->l0s = malloc(((size_t)c->ns + 1) * sizeof(double));
+    int32_t *ord = malloc(((size_t)c->ns + 1) * sizeof(int32_t));
+    if (!c->sp_pos || !c->mh2 || !c->row_of || !c->b || !c->xr || !c->base || !c->q2 || !c->e || !c->Mp || !c->Ip || !c->Ii ||
+        !c->ks || !c->l0s || !ord) {
+        free(ord);
+        return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+    }
     for (int a = 0; a < c->nfree; a++) c->mh2[a] = c->mass[c->node_of[a]] / (p->dt * p->dt);
-    for (int q = 0; q < 2 * c->ns; q++) c->sp_pos[q] = c->free_of[c->springs[q]] < 0 ? -1 : c->pos[c->free_of[c->springs[q]]];
+    for (int i = 0, np = 0; i < n; i++) c->row_of[i] = c->free_of[i] < 0 ? c->nfree + np++ : c->pos[c->free_of[i]];
+    /* the local step's spring order: by the row of the first end, so that a
+     * row's −k d terms are consecutive */
+    for (int s = 0; s < c->ns; s++) c->Mp[c->row_of[c->springs[2 * s]] + 2]++;
+    for (int r = 0; r < n; r++) c->Mp[r + 2] += c->Mp[r + 1];
+    for (int s = 0; s < c->ns; s++) ord[c->Mp[c->row_of[c->springs[2 * s]] + 1]++] = s;
+    memcpy(c->e, c->w, (size_t)c->ns * sizeof(v4d));
+    for (int t = 0; t < c->ns; t++) {
+        int s = ord[t];
+        c->sp_pos[2 * t] = c->row_of[c->springs[2 * s]], c->sp_pos[2 * t + 1] = c->row_of[c->springs[2 * s + 1]];
+        c->ks[t] = c->k[s], c->l0s[t] = c->l0[s], c->w[t] = c->e[s];
+    }
+    free(ord);
+    /* each free row's spring ends, by rows, in spring order (so the sums are
+     * the ones a scatter in spring order would make) */
+    for (int q = 1; q < 2 * c->ns; q += 2)
+        if (c->sp_pos[q] < c->nfree) c->Ip[c->sp_pos[q] + 2]++;
+    for (int r = 0; r < c->nfree; r++) c->Ip[r + 2] += c->Ip[r + 1];
+    for (int q = 1; q < 2 * c->ns; q += 2)
+        if (c->sp_pos[q] < c->nfree) c->Ii[c->Ip[c->sp_pos[q] + 1]++] = q / 2;
+    memset(c->b, 0, (size_t)n * sizeof(v4d));
+    memset(c->base, 0, (size_t)n * sizeof(v4d)); /* the pinned rows stay zero */
     *out = c;
     return DRAPE_OK;
 }
@@ -286,74 +358,133 @@ void drape_cloth_free(drape_cloth *c)
 {
     if (!c) return;
     free(c->Lp); free(c->Li); free(c->Lx); free(c->pos); free(c->b);
-    free(c->Rp); free(c->Ri); free(c->Rx); free(c->Dinv); free(c->sp_pos); free(c->mh2);
-    free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->d);
+    free(c->Rp); free(c->Ri); free(c->Rx); free(c->Dinv); free(c->fpair); free(c->bpair); free(c->sp_pos); free(c->mh2);
+    free(c->row_of); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->Mp); free(c->Ip); free(c->ks); free(c->l0s); free(c->Ii);
+    free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->w);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
     free(c->is_free); free(c->att_node); free(c->att_target);
     free(c);
 }
 
-/* B_r ← (B_r − Σ_q val_q B_idx_q) · inv over q in [q, end), B in rows of four
- * doubles: one row of either sweep, by gathering. Two sets of accumulators
- * halve the chain of dependent additions (the order of the sums is fixed, so
- * results stay reproducible). */
-static inline void solve_row(double *B, int r, const int32_t *idx, const double *val, int q, int end, double inv)
+/* B_r ← B_r · inv − Σ_q val_q B_idx_q over q in [lo, hi) and then the
+ * entry `late` (lo − 1 or hi, or −1 for none), the values prescaled by inv:
+ * one row of either sweep, by gathering whole rows. The late entry is the
+ * row usually solved just before (`prev`, row `prev_r`, taken from the
+ * register then), so everything else is summed while it is still being
+ * computed; four accumulators (summed pairwise at the end) break the chain
+ * of dependent subtractions. The order of the sums is fixed (and no FMA
+ * contraction in ISO C mode): results are reproducible. */
+static inline void solve_row(v4d *B, int r, const int32_t *idx, const double *val, int q, int hi, int late, double inv,
+                             v4d *prev, int prev_r)
 {
-    double a0 = B[4 * r], a1 = B[4 * r + 1], a2 = B[4 * r + 2], b0 = 0, b1 = 0, b2 = 0;
-    for (; q + 1 < end; q += 2) {
-        const double *u = B + 4 * idx[q], *w = B + 4 * idx[q + 1];
-        double l = val[q], m = val[q + 1];
-        a0 -= l * u[0], a1 -= l * u[1], a2 -= l * u[2];
-        b0 -= m * w[0], b1 -= m * w[1], b2 -= m * w[2];
+    v4d a = B[r] * inv, b = {0, 0, 0, 0}, e = b, f = b;
+    for (; q + 3 < hi; q += 4) {
+        a -= val[q] * B[idx[q]], b -= val[q + 1] * B[idx[q + 1]];
+        e -= val[q + 2] * B[idx[q + 2]], f -= val[q + 3] * B[idx[q + 3]];
     }
-    if (q < end) {
-        const double *u = B + 4 * idx[q];
-        a0 -= val[q] * u[0], a1 -= val[q] * u[1], a2 -= val[q] * u[2];
+    for (; q < hi; q++) a -= val[q] * B[idx[q]];
+    a = (a + b) + (e + f);
+    if (late >= 0) a -= val[late] * (idx[late] == prev_r ? *prev : B[idx[late]]);
+    B[r] = *prev = a;
+}
+
+/* Rows r1 then r2 of a sweep whose entries are the same m rows of B
+ * (values u for r1, w for r2), r2 also depending on r1 (value link): each
+ * B row is loaded once for both, two accumulators each. */
+static inline void solve_pair(v4d *B, int r1, int r2, const int32_t *idx, const double *u, const double *w, int m,
+                              double inv1, double inv2, double link, v4d *prev)
+{
+    v4d a = B[r1] * inv1, b = {0, 0, 0, 0}, e = B[r2] * inv2, f = b;
+    int q = 0;
+    for (; q + 1 < m; q += 2) {
+        v4d y0 = B[idx[q]], y1 = B[idx[q + 1]];
+        a -= u[q] * y0, b -= u[q + 1] * y1;
+        e -= w[q] * y0, f -= w[q + 1] * y1;
     }
-    B[4 * r] = (a0 + b0) * inv, B[4 * r + 1] = (a1 + b1) * inv, B[4 * r + 2] = (a2 + b2) * inv;
+    if (q < m) {
+        v4d y0 = B[idx[q]];
+        a -= u[q] * y0, e -= w[q] * y0;
+    }
+    a += b;
+    B[r1] = a;
+    B[r2] = *prev = (e + f) - link * a;
+}
+
+/* r_s = l0_s / sqrt(q_s) in place: a plain loop the compiler vectorizes */
+__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
+rest_ratios(double *restrict q, const double *restrict l0, int ns)
+{
+    for (int s = 0; s < ns; s++) q[s] = l0[s] / sqrt(q[s]);
 }
 
 /* One local/global iteration. Local: d_s = l0 (x_j − x_i)/|x_j − x_i| (the
  * previous d_s if the spring collapsed). Global: x_free = H⁻¹ (M y/h² + GᵀW d
- * − H_fp x_p), the right-hand side built in the factor's row order, three
- * interleaved columns (rows padded to four doubles), then L y = b, Lᵀ x = y. */
-static void iterate(drape_cloth *c)
+ * − H_fp x_p), the right-hand side built in the factor's row order on the
+ * per-step part, then L y = b, Lᵀ x = y. Positions live in rows (xr) during
+ * the iterations: the solution becomes xr, the pinned rows carried over. */
+__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void iterate(drape_cloth *c)
 {
-    double *B = c->b;
-    int nf = c->nfree;
-    const int32_t *Lp = c->Lp, *Li = c->Li;
-    const double *Lx = c->Lx;
-    for (int a = 0; a < nf; a++) {
-        int i = c->node_of[a];
-        double *r = B + 4 * c->pos[a];
-        for (int k = 0; k < 3; k++) r[k] = c->mh2[a] * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
-        r[3] = 0;
-    }
-    for (int a = 0; a < c->n_att; a++) {
-        double *r = B + 4 * c->pos[c->free_of[c->att_node[a]]];
-        for (int k = 0; k < 3; k++) r[k] += c->p.attach * c->att_target[3 * a + k];
-    }
-    const int32_t *sp = c->sp_pos;
-    for (int s = 0; s < c->ns; s++) {
-        int pi = sp[2 * s], pj = sp[2 * s + 1];
-        const double *xi = c->x + 3 * c->springs[2 * s], *xj = c->x + 3 * c->springs[2 * s + 1];
-        double e[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]}, *d = c->d + 3 * s;
-        double l = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-        if (l > 0) {
-            double r = c->l0[s] / l;
-            d[0] = r * e[0], d[1] = r * e[1], d[2] = r * e[2];
+    v4d *B = c->b, *X = c->xr;
+    int nf = c->nfree, n = c->n, ns = c->ns;
+    const int32_t *Lp = c->Lp, *Li = c->Li, *sp = c->sp_pos;
+    const double *Lx = c->Lx, *Dinv = c->Dinv;
+    double *q2 = c->q2;
+    v4d *E = c->e;
+    v4d *W = c->w;
+    for (int s0 = 0; s0 < ns; s0 += 128) { /* in blocks that stay in L1 */
+        int s1 = s0 + 128 < ns ? s0 + 128 : ns;
+        for (int s = s0; s < s1; s++) {
+            v4d e = X[sp[2 * s + 1]] - X[sp[2 * s]];
+            q2[s] = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+            E[s] = e;
         }
-        double k = c->k[s], w0 = k * d[0], w1 = k * d[1], w2 = k * d[2];
-        if (pi >= 0) B[4 * pi] -= w0, B[4 * pi + 1] -= w1, B[4 * pi + 2] -= w2;
-        if (pj >= 0) B[4 * pj] += w0, B[4 * pj + 1] += w1, B[4 * pj + 2] += w2;
+        rest_ratios(q2 + s0, c->l0s + s0, s1 - s0);
+        for (int s = s0; s < s1; s++) {
+            double r = q2[s];
+            v4d w = c->ks[s] * (r * E[s]);
+            W[s] = r < INFINITY ? w : W[s]; /* |e| = 0 gives inf (l0 > 0), NaN stays out too */
+        }
     }
-    /* both sweeps gather: the forward one by rows, the backward one down L's columns */
-    for (int i = 0; i < nf; i++) solve_row(B, i, c->Ri, c->Rx, c->Rp[i], c->Rp[i + 1], c->Dinv[i]); /* L y = b */
-    for (int j = nf - 1; j >= 0; j--) solve_row(B, j, Li, Lx, Lp[j] + 1, Lp[j + 1], c->Dinv[j]);    /* Lᵀ x = y */
-    for (int a = 0; a < nf; a++) {
-        const double *r = B + 4 * c->pos[a];
+    /* the right-hand side row by row (gathering its springs' terms), then
+     * both sweeps, gathering too: the forward one by rows, the backward one
+     * down L's columns */
+    const int32_t *Ip = c->Ip, *Mp = c->Mp, *Ii = c->Ii;
+    v4d prev = {0, 0, 0, 0};
+    for (int i = 0; i < nf; i++) {
+        v4d m = {0, 0, 0, 0}, p = m;
+        for (int s = Mp[i]; s < Mp[i + 1]; s++) m += W[s];
+        for (int q = Ip[i]; q < Ip[i + 1]; q++) p += W[Ii[q]];
+        B[i] = (c->base[i] - m) + p;
+    }
+    for (int i = 0; i < nf; i++) {
+        int lo = c->Rp[i], hi = c->Rp[i + 1]; /* columns ascending: the last one is the latest row */
+        if (c->fpair[i]) {
+            solve_pair(B, i, i + 1, c->Ri + lo, c->Rx + lo, c->Rx + hi, hi - lo, Dinv[i], Dinv[i + 1], c->Rx[c->Rp[i + 2] - 1], &prev);
+            i++;
+            continue;
+        }
+        solve_row(B, i, c->Ri, c->Rx, lo, hi > lo ? hi - 1 : hi, hi > lo ? hi - 1 : -1, Dinv[i], &prev, i - 1); /* L y = b */
+    }
+    for (int j = nf - 1; j >= 0; j--) { /* Lᵀ x = y; rows ascending: the first one is the latest */
+        int lo = Lp[j] + 1, hi = Lp[j + 1];
+        if (c->bpair[j]) {
+            solve_pair(B, j, j - 1, Li + lo, Lx + lo, Lx + Lp[j - 1] + 2, hi - lo, Dinv[j], Dinv[j - 1], Lx[Lp[j - 1] + 1], &prev);
+            j--;
+            continue;
+        }
+        solve_row(B, j, Li, Lx, hi > lo ? lo + 1 : lo, hi, hi > lo ? lo : -1, Dinv[j], &prev, j + 1);
+    }
+    for (int i = nf; i < n; i++) B[i] = X[i];
+    c->xr = B, c->b = X;
+}
+
+/* positions of the free nodes from the rows back to x */
+static void rows_to_x(drape_cloth *c)
+{
+    for (int a = 0; a < c->nfree; a++) {
+        const v4d *r = c->xr + c->pos[a];
         double *x = c->x + 3 * c->node_of[a];
-        x[0] = r[0], x[1] = r[1], x[2] = r[2];
+        x[0] = (*r)[0], x[1] = (*r)[1], x[2] = (*r)[2];
     }
 }
 
@@ -389,10 +520,26 @@ int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
             c->y[3 * i + k] = c->x[3 * i + k] + h * c->v[3 * i + k] - (k == 1 ? h * h * c->p.gravity : 0.0);
     double *x0 = c->v; /* v is rewritten below: keep x_n in it meanwhile */
     for (int i = 0; i < n3; i++) x0[i] = c->x[i];
+    if (c->nfree) {
+        for (int i = 0; i < c->n; i++) {
+            const double *x = c->x + 3 * i;
+            c->xr[c->row_of[i]] = (v4d){x[0], x[1], x[2], 0};
+        }
+        for (int a = 0; a < c->nfree; a++) {
+            int i = c->node_of[a];
+            v4d *r = c->base + c->pos[a];
+            for (int k = 0; k < 3; k++) (*r)[k] = c->mh2[a] * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
+        }
+        for (int a = 0; a < c->n_att; a++) {
+            v4d *r = c->base + c->pos[c->free_of[c->att_node[a]]];
+            for (int k = 0; k < 3; k++) (*r)[k] += c->p.attach * c->att_target[3 * a + k];
+        }
+    }
     for (int it = 0; it < c->p.iters && c->nfree; it++) {
         iterate(c);
-        if (energies) energies[it] = drape_cloth_energy(c, c->x);
+        if (energies) rows_to_x(c), energies[it] = drape_cloth_energy(c, c->x);
     }
+    if (c->nfree && !energies) rows_to_x(c);
     for (int i = 0; i < n3; i++) c->v[i] = (c->x[i] - x0[i]) / h;
     c->contacts = c->col ? drape_collider_project(c->col, c->x, c->v, c->is_free, c->n, c->p.margin, c->p.friction) : 0;
     if (c->p.damping > 0)
