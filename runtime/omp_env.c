@@ -7,5 +7,8 @@ void drape_omp_env(char **argv)
 {
     if (getenv("OMP_WAIT_POLICY")) return;
     setenv("OMP_WAIT_POLICY", "passive", 1);
+    /* OpenMP owns the threads (the CPU backend runs OpenBLAS single-threaded
+     * inside its row blocks); OpenBLAS's own pool would only idle-spin */
+    if (!getenv("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv); /* returns only on failure: run as we are */
 }

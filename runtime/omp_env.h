@@ -3,8 +3,9 @@
  * threads, other processes, CI runners) a spinning team steals the cores the
  * other team member needs: a 2-thread module A measured 13x slower than with
  * passive waiting. libgomp reads the variable when it is loaded, before
- * main(), so the programs re-execute themselves once with it set. An
- * explicit OMP_WAIT_POLICY from the user is kept. */
+ * main(), so the programs re-execute themselves once with it set (and with
+ * OPENBLAS_NUM_THREADS=1 unless given: OpenMP owns the threads, an idle
+ * OpenBLAS pool only spins). What the user sets explicitly is kept. */
 #ifndef DRAPE_OMP_ENV_H
 #define DRAPE_OMP_ENV_H
 
