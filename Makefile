@@ -168,15 +168,19 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 MODEL_GARMENTS ?= skirt,dress,tshirt
 DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 1 --test-seeds 1 \
                 --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 4 --iters 8"
-TRAIN_ARGS ?= --steps 3000 --frames 8 --lr 1e-3 --threads 2
+TRAIN_ARGS ?= --steps 2500 --frames 8 --lr 1e-3 --threads 2
+# then a fine-tune with the cloth's stretching and bending energies
+FINETUNE_ARGS ?= --steps 400 --frames 8 --lr 3e-4 --w-phys 1e-3 --threads 2
 TRAIN_DIR ?= build/train
 model: all
 	@mkdir -p $(TRAIN_DIR)
 	test -f $(TRAIN_DIR)/base.safetensors || $(PYTHON) train/train.py init --preset default --garments $(MODEL_GARMENTS) \
 	    --out $(TRAIN_DIR)/base.safetensors
 	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data $(DATASET_ARGS) --drape $(BUILD)/drape
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out models/default.safetensors \
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out $(TRAIN_DIR)/stage1.safetensors \
 	    --ckpt $(TRAIN_DIR)/ckpt.pt --resume $(TRAIN_ARGS)
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/stage1.safetensors --data $(TRAIN_DIR)/data --out models/default.safetensors \
+	    $(FINETUNE_ARGS)
 
 eval: all
 	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(DATASET_ARGS) \
