@@ -21,7 +21,7 @@
 #include "../proto/ws.h"
 #include "util.h"
 
-enum { FAKE_OK, FAKE_403, FAKE_BAD_ACCEPT };
+enum { FAKE_OK, FAKE_403, FAKE_BAD_ACCEPT, FAKE_GOING_AWAY };
 
 typedef struct {
     int listen_fd, port, mode;
@@ -80,13 +80,18 @@ static void *serve(void *arg)
         snprintf(resp, sizeof resp, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                  "Sec-WebSocket-Accept: %s\r\n\r\n", f->mode == FAKE_BAD_ACCEPT ? "AAAAAAAAAAAAAAAAAAAAAAAAAAA=" : acc);
     send_all(fd, resp, strlen(resp));
-    if (f->mode != FAKE_OK) {
+    if (f->mode == FAKE_403 || f->mode == FAKE_BAD_ACCEPT) {
         close(fd);
         return NULL;
     }
-    /* a ping up front: the client must answer it while waiting for messages */
     drape_buf out = {0}, msg = {0};
-    drape_ws_encode(&out, DRAPE_WS_PING, "hi", 2, NULL);
+    if (f->mode == FAKE_GOING_AWAY) {
+        /* the server leaves first: the client must echo the code */
+        drape_ws_encode_close(&out, DRAPE_WS_CLOSE_GOING_AWAY, "shutting down", NULL);
+    } else {
+        /* a ping up front: the client must answer it while waiting for messages */
+        drape_ws_encode(&out, DRAPE_WS_PING, "hi", 2, NULL);
+    }
     send_all(fd, out.p, out.len);
     drape_ws_parser *p;
     drape_ws_limits lim = {1, 1 << 20, 1 << 20};
@@ -235,6 +240,28 @@ Test(client, streams_every_format_in_both_encodings, .timeout = 60)
             cr_assert_eq(f.got_close, 1000);
             cr_assert_eq(f.n_poses, 3);
         }
+}
+
+Test(client, server_initiated_close, .timeout = 30)
+{
+    fake f;
+    fake_start(&f, FAKE_GOING_AWAY);
+    char url[128];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream", f.port);
+    drape_client *c;
+    drape_error e = {0};
+    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), 0, "%s", e.msg);
+    drape_server_msg m;
+    cr_assert_eq(drape_client_recv(c, &m, 5000, &e), DRAPE_EIO);
+    cr_assert(strstr(e.msg, "1001") && strstr(e.msg, "shutting down"), "%s", e.msg);
+    cr_assert_eq(drape_client_close_code(c), 1001);
+    /* sending after the close is a clear error, not a crash */
+    drape_avatar_key a = {0, 1, ""};
+    cr_assert_lt(drape_client_recv(c, &m, 0, &e), 0);
+    drape_client_pose(c, &a, 1, (float[72]){0}, NULL, &e);
+    cr_assert_eq(drape_client_close(c, 1000), 0, "the close was already answered");
+    fake_stop(&f);
+    cr_assert_eq(f.got_close, 1001, "the client echoed the server's code");
 }
 
 Test(client, refused_and_bad_handshakes, .timeout = 30)
