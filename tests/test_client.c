@@ -188,19 +188,27 @@ static drape_server_msg expect_msg(drape_client *c, const char *op)
     return m;
 }
 
+/* Starts a fake in `mode` and connects a client to it. */
+static drape_client *connect_fake(fake *f, int mode, int json)
+{
+    fake_start(f, mode);
+    char url[128];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream?x=1", f->port);
+    drape_client *c;
+    drape_error e = {0};
+    drape_client_opts o = {json, 5000, 0, NULL};
+    cr_assert_eq(drape_client_connect(&c, url, &o, &e), 0, "%s", e.msg);
+    cr_assert_geq(drape_client_fd(c), 0);
+    return c;
+}
+
 Test(client, streams_every_format_in_both_encodings, .timeout = 60)
 {
     for (int json = 0; json <= 1; json++)
         for (int fmt = 0; fmt < DRAPE_FMT_COUNT; fmt++) {
             fake f;
-            fake_start(&f, FAKE_OK);
-            char url[128];
-            snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream?x=1", f.port);
-            drape_client *c;
+            drape_client *c = connect_fake(&f, FAKE_OK, json);
             drape_error e = {0};
-            drape_client_opts o = {json, 5000, 0, NULL};
-            cr_assert_eq(drape_client_connect(&c, url, &o, &e), 0, "%s", e.msg);
-            cr_assert_geq(drape_client_fd(c), 0);
             drape_avatar_key a = {1, 0, "av"};
             cr_assert_eq(drape_client_open(c, &a, NULL, "skirt", (float[]){1, 2}, 2, fmt, DRAPE_MODE_NEURAL, &e), 0, "%s", e.msg);
             drape_server_msg m = expect_msg(c, "opened");
@@ -245,12 +253,8 @@ Test(client, streams_every_format_in_both_encodings, .timeout = 60)
 Test(client, server_initiated_close, .timeout = 30)
 {
     fake f;
-    fake_start(&f, FAKE_GOING_AWAY);
-    char url[128];
-    snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream", f.port);
-    drape_client *c;
+    drape_client *c = connect_fake(&f, FAKE_GOING_AWAY, 0);
     drape_error e = {0};
-    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), 0, "%s", e.msg);
     drape_server_msg m;
     cr_assert_eq(drape_client_recv(c, &m, 5000, &e), DRAPE_EIO);
     cr_assert(strstr(e.msg, "1001") && strstr(e.msg, "shutting down"), "%s", e.msg);
