@@ -127,6 +127,7 @@ static int send_msg(drape_client *c, int rc, const char *what, drape_error *err)
 int drape_client_open(drape_client *c, const drape_avatar_key *avatar, const char *identity, const char *garment,
                       const float *betas, int n_betas, int format, int mode, drape_error *err)
 {
+    if (!c) return drape_fail(err, DRAPE_EINVAL, "no client");
     c->msg.len = 0;
     int rc = drape_msg_encode_open(&c->msg, !c->json, avatar, identity, garment, betas, n_betas, format, mode);
     return send_msg(c, rc, "open", err);
@@ -135,6 +136,7 @@ int drape_client_open(drape_client *c, const drape_avatar_key *avatar, const cha
 int drape_client_pose(drape_client *c, const drape_avatar_key *avatar, uint64_t seq, const float pose[72],
                       const float trans[3], drape_error *err)
 {
+    if (!c) return drape_fail(err, DRAPE_EINVAL, "no client");
     c->msg.len = 0;
     int rc = drape_msg_encode_pose(&c->msg, !c->json, avatar, seq, pose, trans);
     return send_msg(c, rc, "pose", err);
@@ -142,6 +144,7 @@ int drape_client_pose(drape_client *c, const drape_avatar_key *avatar, uint64_t 
 
 int drape_client_close_avatar(drape_client *c, const drape_avatar_key *avatar, drape_error *err)
 {
+    if (!c) return drape_fail(err, DRAPE_EINVAL, "no client");
     c->msg.len = 0;
     int rc = drape_msg_encode_close(&c->msg, !c->json, avatar);
     return send_msg(c, rc, "close", err);
@@ -194,6 +197,7 @@ static int fill(drape_client *c, int timeout, drape_error *err)
 
 int drape_client_recv(drape_client *c, drape_server_msg *m, int timeout_ms, drape_error *err)
 {
+    if (!c || !m) return drape_fail(err, DRAPE_EINVAL, "no client or message");
     memset(m, 0, sizeof *m);
     int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
     for (;;) {

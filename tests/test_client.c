@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -21,7 +22,7 @@
 #include "../proto/ws.h"
 #include "util.h"
 
-enum { FAKE_OK, FAKE_403, FAKE_BAD_ACCEPT };
+enum { FAKE_OK, FAKE_403, FAKE_BAD_ACCEPT, FAKE_GOING_AWAY };
 
 typedef struct {
     int listen_fd, port, mode;
@@ -58,8 +59,10 @@ static void fake_vertices(const float *pose, float *xyz)
 static void *serve(void *arg)
 {
     fake *f = arg;
-    int fd = accept(f->listen_fd, NULL, NULL);
+    int fd = accept(f->listen_fd, NULL, NULL); /* (10 s at most: SO_RCVTIMEO) */
     if (fd < 0) return NULL;
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char head[4096];
     size_t hl = 0;
     while (hl < sizeof head - 1) {
@@ -80,13 +83,18 @@ static void *serve(void *arg)
         snprintf(resp, sizeof resp, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                  "Sec-WebSocket-Accept: %s\r\n\r\n", f->mode == FAKE_BAD_ACCEPT ? "AAAAAAAAAAAAAAAAAAAAAAAAAAA=" : acc);
     send_all(fd, resp, strlen(resp));
-    if (f->mode != FAKE_OK) {
+    if (f->mode == FAKE_403 || f->mode == FAKE_BAD_ACCEPT) {
         close(fd);
         return NULL;
     }
-    /* a ping up front: the client must answer it while waiting for messages */
     drape_buf out = {0}, msg = {0};
-    drape_ws_encode(&out, DRAPE_WS_PING, "hi", 2, NULL);
+    if (f->mode == FAKE_GOING_AWAY) {
+        /* the server leaves first: the client must echo the code */
+        drape_ws_encode_close(&out, DRAPE_WS_CLOSE_GOING_AWAY, "shutting down", NULL);
+    } else {
+        /* a ping up front: the client must answer it while waiting for messages */
+        drape_ws_encode(&out, DRAPE_WS_PING, "hi", 2, NULL);
+    }
     send_all(fd, out.p, out.len);
     drape_ws_parser *p;
     drape_ws_limits lim = {1, 1 << 20, 1 << 20};
@@ -161,6 +169,10 @@ static void fake_start(fake *f, int mode)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     cr_assert_eq(bind(f->listen_fd, (struct sockaddr *)&a, sizeof a), 0);
     cr_assert_eq(listen(f->listen_fd, 4), 0);
+    /* no test can hang on the fake: accept and recv give up after 10 s (no
+     * Criterion .timeout: its timers leak under ASan when tests overlap) */
+    struct timeval tv = {10, 0};
+    setsockopt(f->listen_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     socklen_t sl = sizeof a;
     getsockname(f->listen_fd, (struct sockaddr *)&a, &sl);
     f->port = ntohs(a.sin_port);
@@ -183,19 +195,27 @@ static drape_server_msg expect_msg(drape_client *c, const char *op)
     return m;
 }
 
-Test(client, streams_every_format_in_both_encodings, .timeout = 60)
+/* Starts a fake in `mode` and connects a client to it. */
+static drape_client *connect_fake(fake *f, int mode, int json)
+{
+    fake_start(f, mode);
+    char url[128];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream?x=1", f->port);
+    drape_client *c;
+    drape_error e = {0};
+    drape_client_opts o = {json, 5000, 0, NULL};
+    cr_assert_eq(drape_client_connect(&c, url, &o, &e), 0, "%s", e.msg);
+    cr_assert_geq(drape_client_fd(c), 0);
+    return c;
+}
+
+Test(client, streams_every_format_in_both_encodings)
 {
     for (int json = 0; json <= 1; json++)
         for (int fmt = 0; fmt < DRAPE_FMT_COUNT; fmt++) {
             fake f;
-            fake_start(&f, FAKE_OK);
-            char url[128];
-            snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream?x=1", f.port);
-            drape_client *c;
+            drape_client *c = connect_fake(&f, FAKE_OK, json);
             drape_error e = {0};
-            drape_client_opts o = {json, 5000, 0, NULL};
-            cr_assert_eq(drape_client_connect(&c, url, &o, &e), 0, "%s", e.msg);
-            cr_assert_geq(drape_client_fd(c), 0);
             drape_avatar_key a = {1, 0, "av"};
             cr_assert_eq(drape_client_open(c, &a, NULL, "skirt", (float[]){1, 2}, 2, fmt, DRAPE_MODE_NEURAL, &e), 0, "%s", e.msg);
             drape_server_msg m = expect_msg(c, "opened");
@@ -237,7 +257,87 @@ Test(client, streams_every_format_in_both_encodings, .timeout = 60)
         }
 }
 
-Test(client, refused_and_bad_handshakes, .timeout = 30)
+Test(client, server_initiated_close)
+{
+    fake f;
+    drape_client *c = connect_fake(&f, FAKE_GOING_AWAY, 0);
+    drape_error e = {0};
+    drape_server_msg m;
+    cr_assert_eq(drape_client_recv(c, &m, 5000, &e), DRAPE_EIO);
+    cr_assert(strstr(e.msg, "1001") && strstr(e.msg, "shutting down"), "%s", e.msg);
+    cr_assert_eq(drape_client_close_code(c), 1001);
+    /* sending after the close is a clear error, not a crash */
+    drape_avatar_key a = {0, 1, ""};
+    cr_assert_lt(drape_client_recv(c, &m, 0, &e), 0);
+    drape_client_pose(c, &a, 1, (float[72]){0}, NULL, &e);
+    cr_assert_eq(drape_client_close(c, 1000), 0, "the close was already answered");
+    fake_stop(&f);
+    cr_assert_eq(f.got_close, 1001, "the client echoed the server's code");
+}
+
+/* A WebSocket server nobody here wrote: Python's websockets (Debian's
+ * python3-websockets). It checks our pong, and sends a 64-bit-length frame. */
+static const char py_server[] =
+    "import asyncio, json, sys\n"
+    "import websockets\n"
+    "done = None\n"
+    "async def h(ws, *a):\n"
+    "    waiter = await ws.ping(b'x')\n"
+    "    async for m in ws:\n"
+    "        if isinstance(m, str):\n"
+    "            d = json.loads(m)\n"
+    "            await asyncio.wait_for(waiter, 5)\n"
+    "            await ws.send(json.dumps({'op': 'error', 'code': 'limit', 'message': 'x' * 70000, 'avatar': d['avatar']}))\n"
+    "        else:\n"
+    "            await ws.send(b'\\x82\\xa2op\\xa6closed\\xa6avatar\\x05')\n"
+    "    done.set()\n"
+    "async def main():\n"
+    "    global done\n"
+    "    done = asyncio.Event()\n"
+    "    async with websockets.serve(h, '127.0.0.1', 0) as s:\n"
+    "        print(s.sockets[0].getsockname()[1], flush=True)\n"
+    "        await asyncio.wait_for(done.wait(), 20)\n"
+    "asyncio.run(main())\n";
+
+Test(client, interoperates_with_python_websockets)
+{
+    const char *py = getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3";
+    if (tu_run(NULL, 0, "%s -c 'import websockets' 2>/dev/null", py) != 0)
+        cr_skip_test("%s has no websockets module (python3-websockets): interop check skipped", py);
+    const char *script = tu_tmp("ws_server.py");
+    FILE *sf = fopen(script, "w");
+    cr_assert(sf);
+    fputs(py_server, sf);
+    fclose(sf);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s '%s' </dev/null", py, script);
+    FILE *pp = popen(cmd, "r");
+    cr_assert(pp);
+    int port = 0;
+    cr_assert_eq(fscanf(pp, "%d", &port), 1, "the Python server did not start");
+    char url[128];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/v1/stream", port);
+    drape_client *c;
+    drape_error e = {0};
+    cr_assert_eq(drape_client_connect(&c, url, NULL, &e), 0, "%s", e.msg);
+    drape_avatar_key a = {0, 5, ""};
+    cr_assert_eq(drape_client_close_avatar(c, &a, &e), 0, "%s", e.msg); /* msgpack */
+    drape_server_msg m = expect_msg(c, "closed");
+    cr_assert_eq(m.avatar.num, 5);
+    drape_server_msg_clear(&m);
+    drape_buf j = {0};
+    drape_msg_encode_close(&j, 0, &a);
+    cr_assert_eq(drape_client_send_frame(c, DRAPE_WS_TEXT, j.p, j.len, &e), 0, "%s", e.msg);
+    drape_buf_free(&j);
+    m = expect_msg(c, "error"); /* only sent once our pong arrived */
+    cr_assert_str_eq(m.code, "limit");
+    cr_assert_eq(strlen(m.message), sizeof m.message - 1, "a 70 kB message, truncated to the field");
+    drape_server_msg_clear(&m);
+    cr_assert_eq(drape_client_close(c, 5000), 0, "Python answered our close");
+    cr_assert_eq(pclose(pp), 0, "the Python server saw a clean session");
+}
+
+Test(client, refused_and_bad_handshakes)
 {
     fake f;
     char url[128];
@@ -370,7 +470,7 @@ Test(load, rejects_bad_arguments)
 #undef BAD
 }
 
-Test(load, runs_against_the_fake_server, .timeout = 60)
+Test(load, runs_against_the_fake_server)
 {
     fake f;
     fake_start(&f, FAKE_OK);
@@ -397,7 +497,7 @@ Test(load, runs_against_the_fake_server, .timeout = 60)
     json_decref(j);
 }
 
-Test(load, unreachable_server_is_a_clear_failure, .timeout = 30)
+Test(load, unreachable_server_is_a_clear_failure)
 {
     char out[4096];
     int rc = tu_run(out, sizeof out, "%s load --url ws://127.0.0.1:9/v1/stream --avatars 1 --fps 10 --duration 0.1",

@@ -147,7 +147,7 @@ Test(gltf, rejects_bad_input)
 
 /* three.js opens it: run tests/js/gltf_check.mjs under node when node and
  * web/node_modules are there (scripts/npm.sh installs them if npm can). */
-Test(gltf, three_js_loader_opens_it, .timeout = 180)
+Test(gltf, three_js_loader_opens_it)
 {
     if (tu_run(NULL, 0, "command -v node") != 0) cr_skip_test("node not installed: three.js check skipped");
     if (access("web/node_modules/three", F_OK) != 0) {

@@ -185,7 +185,7 @@ Test(pack, half_float_edge_cases)
 
 /* The browser's decoder (meshoptimizer from npm, run in node) reads what
  * drape_pack writes, value for value; skipped without node/web/node_modules. */
-Test(pack, meshopt_decodes_in_javascript, .timeout = 120)
+Test(pack, meshopt_decodes_in_javascript)
 {
     if (tu_run(NULL, 0, "command -v node") != 0 || access("web/node_modules/meshoptimizer", F_OK) != 0)
         cr_skip_test("node or web/node_modules missing (scripts/npm.sh installs it): JavaScript decoder check skipped");
