@@ -16,9 +16,9 @@ static void check(const char *what)
     cr_assert_eq(rc, 0, "check_assets.py %s failed:\n%s", what, log);
 }
 
-Test(assets, body, .timeout = 120) { check("body"); }
-Test(assets, skirt, .timeout = 120) { check("garment skirt"); }
-Test(assets, miniskirt, .timeout = 120) { check("garment miniskirt"); }
-Test(assets, dress, .timeout = 120) { check("garment dress"); }
-Test(assets, tshirt, .timeout = 120) { check("garment tshirt"); }
-Test(assets, motions, .timeout = 120) { check("motions"); }
+Test(assets, body) { check("body"); }
+Test(assets, skirt) { check("garment skirt"); }
+Test(assets, miniskirt) { check("garment miniskirt"); }
+Test(assets, dress) { check("garment dress"); }
+Test(assets, tshirt) { check("garment tshirt"); }
+Test(assets, motions) { check("motions"); }

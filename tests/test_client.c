@@ -519,7 +519,7 @@ static void wave_pose(float pose[72], uint64_t seq)
  * group of four within the documented bound, plus the spread measured among
  * the round's f32 avatars (frames of one round may land in different
  * batches). */
-Test(client_draped, every_format_many_avatars, .timeout = 60)
+Test(client_draped, every_format_many_avatars)
 {
     tu_server s = tu_draped_start("tiny_random", "");
     enum { NC = 2, NA = 16, ROUNDS = 3 };
@@ -596,7 +596,7 @@ static void expect_error(drape_client *c, const char *code)
 
 /* unknown garment, out-of-range betas, pose before open, a second open:
  * each gets its error code, and the stream keeps serving */
-Test(client_draped, error_codes, .timeout = 60)
+Test(client_draped, error_codes)
 {
     tu_server s = tu_draped_start("tiny_random", "");
     drape_client *c;
@@ -627,7 +627,7 @@ Test(client_draped, error_codes, .timeout = 60)
 /* the server goes away under an open stream: recv reports DRAPE_EIO with
  * the close code (1001, shutting down), sending fails cleanly (no SIGPIPE),
  * and a new connection is a clear connect error */
-Test(client_draped, server_gone, .timeout = 60)
+Test(client_draped, server_gone)
 {
     tu_server s = tu_draped_start("tiny_random", "");
     char url[80];
