@@ -76,7 +76,7 @@ Test(deploy, dockerfile_checker_refuses_broken_variants)
     expect_refused("Dockerfile", cases, sizeof cases / sizeof cases[0], check);
 }
 
-Test(deploy, k8s_manifests_match_the_schemas, .timeout = 120)
+Test(deploy, k8s_manifests_match_the_schemas)
 {
     need_node_packages();
     /* every complete manifest on its own: the base, the overlays' ConfigMap
@@ -117,7 +117,7 @@ static int overlay_check(const char *name, const char *rendered, const char *hel
                   name, rendered, help, metrics);
 }
 
-Test(deploy, k8s_overlays_render_and_fit_draped, .timeout = 180)
+Test(deploy, k8s_overlays_render_and_fit_draped)
 {
     need_node_packages();
     char help[512], metrics[512], cpu[512], gpu[512]; /* tu_tmp returns one static buffer */
@@ -138,7 +138,7 @@ Test(deploy, k8s_overlays_render_and_fit_draped, .timeout = 180)
 }
 
 /* the checks catch what they are there for */
-Test(deploy, k8s_checks_refuse_broken_manifests, .timeout = 180)
+Test(deploy, k8s_checks_refuse_broken_manifests)
 {
     need_node_packages();
     char help[512], metrics[512], gpu[512];

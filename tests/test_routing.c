@@ -169,7 +169,7 @@ static void load_map(const char *path, int *where, int n)
 
 #define NKEYS 1000
 
-Test(routing, same_identity_same_replica_even_spread_and_failover, .fini = teardown, .timeout = 120)
+Test(routing, same_identity_same_replica_even_spread_and_failover, .fini = teardown)
 {
     const char *base = cluster_start();
 
@@ -260,7 +260,7 @@ static void cache_counts(long long *hits, long long *misses)
     }
 }
 
-Test(routing, identity_cache_hit_rate_in_steady_state, .fini = teardown, .timeout = 120)
+Test(routing, identity_cache_hit_rate_in_steady_state, .fini = teardown)
 {
     const char *base = cluster_start();
     const int n = 24;

@@ -42,7 +42,7 @@ static void build_dir(char *dir, size_t cap)
     else snprintf(dir, cap, ".");
 }
 
-Test(web, serves_the_viewer, .timeout = 60)
+Test(web, serves_the_viewer)
 {
     tu_server s = tu_draped_start("tiny_random", "--web-root web");
     const char *files[] = {"/", "/viewer.js", "/drape-client.js", "/msgpack.js", "/body.js", "/motion.js", "/viewer.css",
@@ -60,7 +60,7 @@ Test(web, serves_the_viewer, .timeout = 60)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
-Test(web, viewer_in_chromium, .timeout = 180)
+Test(web, viewer_in_chromium)
 {
     NEED_NODE_MODULES();
     if (access(chromium(), X_OK)) cr_skip_test("%s is missing (apt-get install chromium)", chromium());
@@ -77,7 +77,7 @@ Test(web, viewer_in_chromium, .timeout = 180)
     cr_assert_eq(stop, 0);
 }
 
-Test(web, js_client_decoders_match_c_packers, .timeout = 60)
+Test(web, js_client_decoders_match_c_packers)
 {
     NEED_NODE_MODULES();
     tu_server s = tu_draped_start("tiny_random", "");
@@ -88,7 +88,7 @@ Test(web, js_client_decoders_match_c_packers, .timeout = 60)
     cr_assert_eq(stop, 0);
 }
 
-Test(web, js_client_reconnects_with_backoff, .timeout = 60)
+Test(web, js_client_reconnects_with_backoff)
 {
     NEED_NODE_MODULES();
     int rc = tu_run(out, sizeof out, "node tests/js/client_reconnect.mjs");
@@ -96,7 +96,7 @@ Test(web, js_client_reconnects_with_backoff, .timeout = 60)
     cr_assert(strstr(out, "\"delays\":[40,40,80,160,200]"), "%s", out);
 }
 
-Test(web, js_decoders_edge_cases, .timeout = 60)
+Test(web, js_decoders_edge_cases)
 {
     NEED_NODE_MODULES();
     int rc = tu_run(out, sizeof out, "node tests/js/decoders_unit.mjs");
@@ -107,7 +107,7 @@ Test(web, js_decoders_edge_cases, .timeout = 60)
 /* The libdrape-client example in README.md (the ```c block after the
  * "example: stream_example.c" marker), compiled against the build's
  * libdrape.a and run against draped. */
-Test(web, readme_example_streams, .timeout = 60)
+Test(web, readme_example_streams)
 {
     char dir[512];
     build_dir(dir, sizeof dir);
