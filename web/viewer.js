@@ -358,6 +358,12 @@ async function main() {
       }
     },
     onError: (e) => {
+      // the close (or a late pose) of an avatar this page already replaced,
+      // e.g. sent while the socket was reconnecting: nothing to show
+      if (e.code === 'not_open' && (!current || e.avatar !== current.avatar)) {
+        stats.stale = (stats.stale || 0) + 1;
+        return;
+      }
       stats.errors++;
       stats.last_error = `${e.code}: ${e.message}`;
       if (e.code !== 'closed' && e.code !== 'unreachable') setMessage('app', `server: ${e.code}: ${e.message}`);
