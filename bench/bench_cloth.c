@@ -10,18 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "../sim/cloth.h"
 #include "../runtime/model.h"
 #include "../sim/garment.h"
 #include "../sim/geom.h"
 #include "../sim/obj.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int run(const char *cmd, char *out, size_t n)
 {

@@ -17,31 +17,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
 
 #define NB 5
 static const int BATCHES[NB] = {1, 8, 32, 64, 256};
 #define MAXN 256
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static float rnd(unsigned *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
 
 typedef struct {
     drape_backend *be;

@@ -13,35 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
 
 #define MAXB 32
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static float rnd(unsigned *s)
-{
-    *s = *s * 1103515245u + 12345u;
-    return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
-}
 
 typedef struct {
     double a1, a32, b; /* ms per frame at batch 1, at batch 32; ms per identity */

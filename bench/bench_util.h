@@ -1,0 +1,36 @@
+/* What every benchmark program needs: a monotonic clock, the median of a
+ * set of timings, and a small deterministic random number for inputs. */
+#ifndef DRAPE_BENCH_UTIL_H
+#define DRAPE_BENCH_UTIL_H
+
+#include <stdlib.h>
+#include <time.h>
+
+static inline double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static inline int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* sorts v in place */
+static inline double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* uniform in [-1, 1) from a 32-bit LCG state */
+static inline float rnd(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+#endif
