@@ -1,5 +1,7 @@
 #include "body.h"
 
+#include "../kernels/cuda/bodies.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,27 +29,9 @@ int drape_body_shape(float *v_s, float *J, const drape_model *m, const float *be
     return DRAPE_OK;
 }
 
-void drape_rodrigues(float R[9], const float aa[3])
-{
-    double x = aa[0], y = aa[1], z = aa[2];
-    double a = sqrt(x * x + y * y + z * z);
-    double K[9] = {0, -z, y, z, 0, -x, -y, x, 0}; /* [θ]× */
-    double s, c1;
-    if (a < 1e-12) {
-        s = 1.0; /* R = I + [θ]×, first order */
-        c1 = 0.0;
-    } else {
-        for (int i = 0; i < 9; i++) K[i] /= a;
-        s = sin(a);
-        c1 = 1.0 - cos(a);
-    }
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            double k2 = 0;
-            for (int l = 0; l < 3; l++) k2 += K[3 * i + l] * K[3 * l + j];
-            R[3 * i + j] = (float)((i == j) + s * K[3 * i + j] + c1 * k2);
-        }
-}
+/* float64 inside (conventions.md); the per-element body is shared with the
+ * CUDA kernels (kernels/cuda/bodies.h compiles as plain C) */
+void drape_rodrigues(float R[9], const float aa[3]) { hd_rodrigues(R, aa); }
 
 void drape_tf_compose(float out[12], const float a[12], const float b[12])
 {

@@ -23,6 +23,32 @@ export const REST_JOINTS = (() => {
   return j;
 })();
 
+// Forward kinematics of the 24 joints, into rot[j] (world quaternions) and
+// pos[j] (world positions): R_j = R_parent · rodrigues(θ_j), p_j = p_parent +
+// R_parent (J_j − J_parent), the root at J_0 + trans (as drape_fk). J: the
+// rest joints, flat [72]; s: scratch {local, axis, tmp}.
+export function forwardKinematics(pose, trans, J, parents, rot, pos, s) {
+  for (let j = 0; j < 24; j++) {
+    const x = pose[3 * j];
+    const y = pose[3 * j + 1];
+    const z = pose[3 * j + 2];
+    const angle = Math.hypot(x, y, z);
+    if (angle > 1e-12) s.local.setFromAxisAngle(s.axis.set(x / angle, y / angle, z / angle), angle);
+    else s.local.identity();
+    const p = parents[j];
+    if (p < 0) {
+      rot[j].copy(s.local);
+      pos[j].set(J[0] + trans[0], J[1] + trans[1], J[2] + trans[2]);
+    } else {
+      s.tmp.set(J[3 * j] - J[3 * p], J[3 * j + 1] - J[3 * p + 1], J[3 * j + 2] - J[3 * p + 2]).applyQuaternion(rot[p]);
+      pos[j].copy(pos[p]).add(s.tmp);
+      rot[j].copy(rot[p]).multiply(s.local);
+    }
+  }
+}
+
+const REST_FLAT = Float32Array.from(REST_JOINTS.flat());
+
 // capsule radius per bone (by child joint); 0: no capsule
 const RADIUS = [0, 0.075, 0.075, 0.11, 0.055, 0.055, 0.12, 0.045, 0.045, 0.12, 0.035, 0.035,
   0.05, 0.06, 0.06, 0, 0.05, 0.05, 0.04, 0.04, 0.035, 0.035, 0.03, 0.03];
@@ -56,25 +82,7 @@ export class StandInBody {
 
   // pose: 72 axis-angle (local, SMPL order); trans: 3
   setPose(pose, trans) {
-    for (let j = 0; j < 24; j++) {
-      const x = pose[3 * j];
-      const y = pose[3 * j + 1];
-      const z = pose[3 * j + 2];
-      const angle = Math.hypot(x, y, z);
-      if (angle > 1e-12) this.local.setFromAxisAngle(this.axis.set(x / angle, y / angle, z / angle), angle);
-      else this.local.identity();
-      const r = REST_JOINTS[j];
-      const pj = PARENTS[j];
-      if (pj < 0) {
-        this.rot[j].copy(this.local);
-        this.pos[j].set(r[0] + trans[0], r[1] + trans[1], r[2] + trans[2]);
-      } else {
-        const rp = REST_JOINTS[pj];
-        this.tmp.set(r[0] - rp[0], r[1] - rp[1], r[2] - rp[2]).applyQuaternion(this.rot[pj]);
-        this.pos[j].copy(this.pos[pj]).add(this.tmp);
-        this.rot[j].copy(this.rot[pj]).multiply(this.local);
-      }
-    }
+    forwardKinematics(pose, trans, REST_FLAT, PARENTS, this.rot, this.pos, this);
     for (const { j, mesh } of this.bones) {
       const a = this.pos[PARENTS[j]];
       const b = this.pos[j];
@@ -125,23 +133,8 @@ export class ServerBody {
 
   setPose(pose, trans) {
     const J = this.J;
+    forwardKinematics(pose, trans, J, this.parents, this.rot, this.pos, this);
     for (let j = 0; j < 24; j++) {
-      const x = pose[3 * j];
-      const y = pose[3 * j + 1];
-      const z = pose[3 * j + 2];
-      const angle = Math.hypot(x, y, z);
-      if (angle > 1e-12) this.local.setFromAxisAngle(this.axis.set(x / angle, y / angle, z / angle), angle);
-      else this.local.identity();
-      const p = this.parents[j];
-      if (p < 0) {
-        this.rot[j].copy(this.local);
-        this.pos[j].set(J[0] + trans[0], J[1] + trans[1], J[2] + trans[2]);
-      } else {
-        this.tmp.set(J[3 * j] - J[3 * p], J[3 * j + 1] - J[3 * p + 1], J[3 * j + 2] - J[3 * p + 2]);
-        this.tmp.applyQuaternion(this.rot[p]);
-        this.pos[j].copy(this.pos[p]).add(this.tmp);
-        this.rot[j].copy(this.rot[p]).multiply(this.local);
-      }
       // A_j = [R_j | pos_j − R_j J_j]
       const e = this.m.makeRotationFromQuaternion(this.rot[j]).elements; // column-major
       const a = this.A.subarray(12 * j, 12 * j + 12);

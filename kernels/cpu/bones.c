@@ -2,24 +2,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "../cuda/bodies.h"
 #include "ops.h"
 
-void cpu_rot6d(float R[9], const float r[6])
-{
-    float a1[3] = {r[0] + 1.0f, r[1], r[2]}, a2[3] = {r[3], r[4] + 1.0f, r[5]};
-    float n1 = sqrtf(a1[0] * a1[0] + a1[1] * a1[1] + a1[2] * a1[2]);
-    float e1[3] = {a1[0] / n1, a1[1] / n1, a1[2] / n1};
-    float d = e1[0] * a2[0] + e1[1] * a2[1] + e1[2] * a2[2];
-    float u[3] = {a2[0] - d * e1[0], a2[1] - d * e1[1], a2[2] - d * e1[2]};
-    float n2 = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-    float e2[3] = {u[0] / n2, u[1] / n2, u[2] / n2};
-    float e3[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
-    for (int i = 0; i < 3; i++) {
-        R[3 * i] = e1[i];
-        R[3 * i + 1] = e2[i];
-        R[3 * i + 2] = e3[i];
-    }
-}
+/* the per-element body is shared with the CUDA kernels (plain C there too) */
+void cpu_rot6d(float R[9], const float r[6]) { hd_rot6d(R, r); }
 
 void cpu_bone_correct(float *M, const float *T_hat, const float *q, const float *net, int B)
 {
