@@ -12,3 +12,14 @@ void drape_omp_env(char **argv)
     if (!getenv("OPENBLAS_NUM_THREADS")) setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv); /* returns only on failure: run as we are */
 }
+
+/* OpenBLAS's (openblas-pthread's) own entry points: the first is in its
+ * cblas.h, the second is what its fork handler calls */
+void openblas_set_num_threads(int n);
+int blas_thread_shutdown_(void);
+
+void drape_blas_single(void)
+{
+    openblas_set_num_threads(1);
+    blas_thread_shutdown_();
+}

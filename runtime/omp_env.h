@@ -11,4 +11,9 @@
 
 void drape_omp_env(char **argv);
 
+/* For a command that runs neither OpenMP nor BLAS, instead of the re-exec:
+ * OpenBLAS to one thread and its pool, started when it was loaded, stopped
+ * (its threads spin for a while first, which slows a 2-core machine). */
+void drape_blas_single(void);
+
 #endif

@@ -12,6 +12,7 @@
  * AVX one; element-wise arithmetic without contraction (ISO C mode) rounds
  * exactly as scalar code does. */
 typedef double v4d __attribute__((vector_size(32)));
+typedef long long v4i __attribute__((vector_size(32)));
 
 struct drape_cloth {
     drape_cloth_params p;
@@ -31,33 +32,131 @@ struct drape_cloth {
     int contacts;
     double *pin_rhs;       /* [nfree,3] −H_fp x_p, constant */
     double *mh2;           /* [nfree] m/h² */
-    /* P H Pᵀ = L Lᵀ from CHOLMOD (simplicial), kept as plain CSC so the
-     * per-iteration solve is two triangular sweeps over three interleaved
-     * right-hand sides, with no library call, allocation or BLAS thread */
-    int32_t *Lp, *Li;      /* [nfree+1], [nnz]: diagonal first in each column */
-    double *Lx;
-    int32_t *Rp, *Ri;      /* the strict lower triangle again by rows, so that the */
-    double *Rx;            /* forward sweep gathers (like the backward one) instead of scattering */
-    double *Dinv;          /* [nfree] 1 / L_jj */
-    uint8_t *fpair, *bpair; /* [nfree] row r and the next one the sweep meets share their entries: solved together */
+    /* P H Pᵀ = L Lᵀ from CHOLMOD (simplicial), kept in panels of 4
+     * consecutive columns, so the per-iteration solve is two triangular
+     * sweeps over three interleaved right-hand sides, with no library call,
+     * allocation or BLAS thread. A panel is the 4×4 triangle on its diagonal
+     * and, for each row below it that any of its columns reaches, the 4
+     * entries of that row (zeros where a column does not reach it): each
+     * such row is loaded once per panel, not once per entry, and the inner
+     * loops have one trip count per panel, not per column. */
+    int nf4;               /* nfree rounded up to whole panels; rows [nfree, nf4) are padding (stay 0) */
+    int32_t *Pp, *PI;      /* [nf4/4+1], [Pp[np]]: panel p's rows below it, PI[Pp[p] .. Pp[p+1]), ascending */
+    double *PF, *PB;       /* [4·Pp[np]] their 4 entries: as is (forward scatter), times the column's 1/L_jj (backward gather) */
+    double *PT;            /* [np,12] the in-panel triangle's inverses: 6 forward (L's rows scaled by 1/L_ii), 6 backward (columns by 1/L_jj) */
+    double *Dinv;          /* [nf4] 1 / L_jj, 0 on padding */
     int32_t *sp_pos;       /* [ns,2] row of each spring end (row_of), springs in the local step's order: */
     double *ks, *l0s;      /* [ns] k, l0 in that order, by the row of the first end (stable) */
     int32_t *pos;          /* [nfree] free index → row of the permuted system */
     int32_t *row_of;       /* [n] node → row: a free one's in the permuted system, the pinned ones after them */
-    v4d *b;                /* [n] right-hand side, then solution, in rows; rows ≥ nfree collect pinned ends' terms, unread */
-    v4d *xr;               /* [n] positions in rows during a step's iterations */
-    v4d *base;             /* [n] the right-hand side's per-step part M y/h² − H_fp x_p + attach·t */
+    int nrows;             /* nf4 + pinned nodes */
+    v4d *b;                /* [nrows] right-hand side, then solution, in rows; rows ≥ nf4 collect pinned ends' terms, unread */
+    v4d *xr;               /* [nrows] positions in rows during a step's iterations */
+    v4d *base;             /* [nrows] the right-hand side's per-step part M y/h² − H_fp x_p + attach·t */
     double *q2;            /* [ns] squared spring lengths, then l0/|e| */
     v4d *e;                /* [ns] x_j − x_i of each spring, local step's order */
-    int32_t *Mp;           /* [n+1] row r is the first end of springs [Mp[r], Mp[r+1]) (local step's order) */
+    int32_t *Mp;           /* [nrows+1] row r is the first end of springs [Mp[r], Mp[r+1]) (local step's order) */
     int32_t *Ip, *Ii;      /* [nfree+1], [≤ ns]: the springs row r is the second end of, ascending */
+    int deg;               /* springs per free row, at most, when ≤ 16 (else 0: the lists above are used) */
+    int32_t *Ai;           /* [nfree,deg] a row's springs, padded with ns (W[ns] = 0) */
+    double *As;            /* [nfree,deg] −1 first end, +1 second end, 0 padding */
     int factorizations;
 };
+
+/* r_s = l0_s / sqrt(q_s) in place: a plain loop the compiler vectorizes */
+__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
+rest_ratios(double *restrict q, const double *restrict l0, int ns)
+{
+    for (int s = 0; s < ns; s++) q[s] = l0[s] / sqrt(q[s]);
+}
 
 static int fail_free(drape_cloth *c, drape_error *err, int code, const char *msg)
 {
     drape_cloth_free(c);
     return drape_fail(err, code, "%s", msg);
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The simplicial factor into panels (see the struct), the permutation into
+ * pos. Nonzero on allocation failure. */
+static int to_panels(drape_cloth *c, const cholmod_factor *L)
+{
+    const int32_t *Lp = L->p, *Li = L->i, *cnt = L->nz, *perm = L->Perm;
+    const double *Lx = L->x;
+    int nf = c->nfree, nf4 = (nf + 3) & ~3, np = nf4 / 4;
+    c->nf4 = nf4;
+    c->pos = malloc((size_t)nf * sizeof(int32_t));
+    c->Dinv = calloc((size_t)nf4, sizeof(double));
+    c->Pp = calloc((size_t)np + 1, sizeof(int32_t));
+    c->PT = calloc((size_t)np * 12, sizeof(double));
+    int32_t *mark = malloc((size_t)nf4 * sizeof(int32_t)), *slot = malloc((size_t)nf4 * sizeof(int32_t));
+    if (!c->pos || !c->Dinv || !c->Pp || !c->PT || !mark || !slot) goto fail;
+    for (int j = 0; j < nf; j++) c->pos[perm[j]] = j, c->Dinv[j] = 1.0 / Lx[Lp[j]]; /* diagonal first */
+    /* panel p's rows below it: the union of its columns' rows ≥ 4p + 4 */
+    for (int i = 0; i < nf4; i++) mark[i] = -1;
+    for (int p = 0; p < np; p++) {
+        int n_below = 0;
+        for (int j = 4 * p; j < 4 * p + 4 && j < nf; j++)
+            for (int k = Lp[j] + 1; k < Lp[j] + cnt[j]; k++)
+                if (Li[k] >= 4 * p + 4 && mark[Li[k]] != p) mark[Li[k]] = p, n_below++;
+        c->Pp[p + 1] = c->Pp[p] + n_below;
+    }
+    size_t nb = (size_t)c->Pp[np];
+    c->PI = malloc((nb + 1) * sizeof(int32_t));
+    c->PF = calloc(4 * nb + 1, sizeof(double));
+    c->PB = calloc(4 * nb + 1, sizeof(double));
+    if (!c->PI || !c->PF || !c->PB) goto fail;
+    for (int i = 0; i < nf4; i++) mark[i] = -1;
+    for (int p = 0; p < np; p++) {
+        int q = c->Pp[p];
+        for (int j = 4 * p; j < 4 * p + 4 && j < nf; j++)
+            for (int k = Lp[j] + 1; k < Lp[j] + cnt[j]; k++)
+                if (Li[k] >= 4 * p + 4 && mark[Li[k]] != p) mark[Li[k]] = p, c->PI[q++] = Li[k];
+        qsort(c->PI + c->Pp[p], (size_t)(q - c->Pp[p]), sizeof(int32_t), cmp_i32);
+        for (q = c->Pp[p]; q < c->Pp[p + 1]; q++) slot[c->PI[q]] = q;
+        double *tf = c->PT + 12 * p, *tb = tf + 6;
+        double T[4][4] = {{0}}, U[4][4] = {{0}}; /* unit triangles: forward T (rows scaled), backward U (columns scaled, transposed) */
+        for (int j = 4 * p; j < 4 * p + 4 && j < nf; j++) {
+            int u = j - 4 * p;
+            for (int k = Lp[j] + 1; k < Lp[j] + cnt[j]; k++) {
+                int i = Li[k], t = i - 4 * p;
+                double v = Lx[k];
+                if (t < 4) { /* in-panel, t > u */
+                    T[t][u] = v * c->Dinv[i];
+                    U[u][t] = v * c->Dinv[j];
+                } else {
+                    c->PF[4 * (size_t)slot[i] + u] = v;
+                    c->PB[4 * (size_t)slot[i] + u] = v * c->Dinv[j];
+                }
+            }
+        }
+        /* their inverses (unit triangular too), so that each of the panel's
+         * 4 solutions is a sum of independent products rather than a chain */
+        double M[4][4] = {{0}}, N[4][4] = {{0}};
+        for (int t = 0; t < 4; t++) M[t][t] = N[t][t] = 1;
+        for (int t = 1; t < 4; t++)
+            for (int u = t - 1; u >= 0; u--)
+                for (int k = u; k < t; k++) M[t][u] -= T[t][k] * M[k][u];
+        for (int u = 2; u >= 0; u--)
+            for (int t = u + 1; t < 4; t++)
+                for (int k = u + 1; k <= t; k++) N[u][t] -= U[u][k] * N[k][t];
+        const double mf[6] = {M[1][0], M[2][0], M[2][1], M[3][0], M[3][1], M[3][2]};
+        const double nb[6] = {N[0][1], N[0][2], N[0][3], N[1][2], N[1][3], N[2][3]};
+        memcpy(tf, mf, sizeof mf);
+        memcpy(tb, nb, sizeof nb);
+    }
+    free(mark);
+    free(slot);
+    return 0;
+fail:
+    free(mark);
+    free(slot);
+    return -1;
 }
 
 /* H = M/h² + Σ_s k_s (e_i − e_j)(e_i − e_j)ᵀ over the free nodes (lower
@@ -99,63 +198,8 @@ static int factorize(drape_cloth *c, const double *X, drape_error *err)
         A = cholmod_triplet_to_sparse(T, nz, &cm); /* sums duplicates */
     }
     if (A) L = cholmod_analyze(A, &cm);
-    if (L && cholmod_factorize(A, L, &cm) && cm.status == CHOLMOD_OK && L->is_ll && !L->is_super) {
-        const int32_t *p = L->p, *ix = L->i, *cnt = L->nz, *perm = L->Perm;
-        const double *x = L->x;
-        size_t nnz = 0;
-        for (int j = 0; j < nf; j++) nnz += (size_t)cnt[j];
-        c->Lp = malloc(((size_t)nf + 1) * sizeof(int32_t));
-        c->Li = malloc(nnz * sizeof(int32_t));
-        c->Lx = malloc(nnz * sizeof(double));
-        c->pos = malloc((size_t)nf * sizeof(int32_t));
-        ok = c->Lp && c->Li && c->Lx && c->pos;
-        for (int j = 0, q = 0; ok && j < nf; j++) {
-            c->Lp[j] = q;
-            for (int k = p[j]; k < p[j] + cnt[j]; k++, q++) c->Li[q] = ix[k], c->Lx[q] = x[k];
-            c->pos[perm[j]] = j;
-        }
-        if (ok) c->Lp[nf] = (int32_t)nnz;
-        size_t low = nnz - (size_t)nf;
-        c->Rp = ok ? calloc((size_t)nf + 1, sizeof(int32_t)) : NULL;
-        c->Ri = ok ? malloc((low + 1) * sizeof(int32_t)) : NULL;
-        c->Rx = ok ? malloc((low + 1) * sizeof(double)) : NULL;
-        c->Dinv = ok ? malloc((size_t)nf * sizeof(double)) : NULL;
-        ok = ok && c->Rp && c->Ri && c->Rx && c->Dinv;
-        for (int j = 0; ok && j < nf; j++) {
-            c->Dinv[j] = 1.0 / c->Lx[c->Lp[j]];
-            for (int q = c->Lp[j] + 1; q < c->Lp[j + 1]; q++) c->Rp[c->Li[q] + 1]++;
-        }
-        for (int i = 0; ok && i < nf; i++) c->Rp[i + 1] += c->Rp[i];
-        for (int j = 0; ok && j < nf; j++) /* columns ascending: each row's entries in column order */
-            for (int q = c->Lp[j] + 1; q < c->Lp[j + 1]; q++) {
-                int i = c->Li[q], r = c->Rp[i]++;
-                c->Ri[r] = j, c->Rx[r] = c->Lx[q];
-            }
-        for (int i = nf; ok && i > 0; i--) c->Rp[i] = c->Rp[i - 1];
-        if (ok) c->Rp[0] = 0;
-        /* both sweeps scale each row by 1/L_rr up front, so the values are stored scaled */
-        for (int i = 0; ok && i < nf; i++)
-            for (int q = c->Rp[i]; q < c->Rp[i + 1]; q++) c->Rx[q] *= c->Dinv[i];
-        for (int j = 0; ok && j < nf; j++)
-            for (int q = c->Lp[j] + 1; q < c->Lp[j + 1]; q++) c->Lx[q] *= c->Dinv[j];
-        /* pairs: forward, row i+1's columns are row i's and then i; backward,
-         * column j−1's rows are j and then column j's */
-        c->fpair = ok ? calloc((size_t)nf + 1, 1) : NULL;
-        c->bpair = ok ? calloc((size_t)nf + 1, 1) : NULL;
-        ok = ok && c->fpair && c->bpair;
-        for (int i = 0; ok && i + 1 < nf; i++) {
-            int n0 = c->Rp[i + 1] - c->Rp[i], n1 = c->Rp[i + 2] - c->Rp[i + 1];
-            int same = n1 == n0 + 1 && c->Ri[c->Rp[i + 2] - 1] == i;
-            for (int t = 0; same && t < n0; t++) same = c->Ri[c->Rp[i] + t] == c->Ri[c->Rp[i + 1] + t];
-            c->fpair[i] = (uint8_t)same;
-        }
-        for (int j = nf - 1; ok && j > 0; j--) {
-            int n0 = c->Lp[j + 1] - c->Lp[j] - 1, n1 = c->Lp[j] - c->Lp[j - 1] - 1;
-            int same = n1 == n0 + 1 && c->Li[c->Lp[j - 1] + 1] == j;
-            for (int t = 0; same && t < n0; t++) same = c->Li[c->Lp[j] + 1 + t] == c->Li[c->Lp[j - 1] + 2 + t];
-            c->bpair[j] = (uint8_t)same;
-        }
-    }
+    if (L && cholmod_factorize(A, L, &cm) && cm.status == CHOLMOD_OK && L->is_ll && !L->is_super)
+        ok = to_panels(c, L) == 0;
     cholmod_free_triplet(&T, &cm);
     cholmod_free_sparse(&A, &cm);
     cholmod_free_factor(&L, &cm);
@@ -240,7 +284,7 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     c->x = malloc((size_t)n * 3 * sizeof(double));
     c->v = calloc((size_t)n * 3, sizeof(double));
     c->y = malloc((size_t)n * 3 * sizeof(double));
-    c->w = aligned_alloc(32, (size_t)ns * sizeof(v4d));
+    c->w = aligned_alloc(32, ((size_t)ns + 1) * sizeof(v4d));
     c->free_of = malloc((size_t)n * sizeof(int32_t));
     c->is_free = malloc((size_t)n);
     c->att_node = malloc(((size_t)n_attach + 1) * sizeof(int32_t));
@@ -311,13 +355,14 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     c->sp_pos = malloc((size_t)c->ns * 2 * sizeof(int32_t) + 1);
     c->mh2 = malloc((size_t)c->nfree * sizeof(double));
     c->row_of = malloc((size_t)n * sizeof(int32_t));
-    c->b = aligned_alloc(32, (size_t)n * sizeof(v4d));
-    c->xr = aligned_alloc(32, (size_t)n * sizeof(v4d));
-    c->base = aligned_alloc(32, (size_t)n * sizeof(v4d));
+    int N = c->nrows = c->nf4 + (n - c->nfree);
+    c->b = aligned_alloc(32, (size_t)N * sizeof(v4d));
+    c->xr = aligned_alloc(32, (size_t)N * sizeof(v4d));
+    c->base = aligned_alloc(32, (size_t)N * sizeof(v4d));
     c->q2 = malloc((size_t)c->ns * sizeof(double) + 1);
     c->e = aligned_alloc(32, ((size_t)c->ns + 1) * sizeof(v4d));
     c->Ip = calloc((size_t)c->nfree + 2, sizeof(int32_t));
-    c->Mp = calloc((size_t)n + 2, sizeof(int32_t));
+    c->Mp = calloc((size_t)N + 2, sizeof(int32_t));
     c->Ii = malloc(((size_t)c->ns + 1) * sizeof(int32_t));
     c->ks = malloc(((size_t)c->ns + 1) * sizeof(double));
     c->l0s = malloc(((size_t)c->ns + 1) * sizeof(double));
@@ -328,11 +373,11 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
         return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
     }
     for (int a = 0; a < c->nfree; a++) c->mh2[a] = c->mass[c->node_of[a]] / (p->dt * p->dt);
-    for (int i = 0, np = 0; i < n; i++) c->row_of[i] = c->free_of[i] < 0 ? c->nfree + np++ : c->pos[c->free_of[i]];
+    for (int i = 0, np = 0; i < n; i++) c->row_of[i] = c->free_of[i] < 0 ? c->nf4 + np++ : c->pos[c->free_of[i]];
     /* the local step's spring order: by the row of the first end, so that a
      * row's −k d terms are consecutive */
     for (int s = 0; s < c->ns; s++) c->Mp[c->row_of[c->springs[2 * s]] + 2]++;
-    for (int r = 0; r < n; r++) c->Mp[r + 2] += c->Mp[r + 1];
+    for (int r = 0; r < N; r++) c->Mp[r + 2] += c->Mp[r + 1];
     for (int s = 0; s < c->ns; s++) ord[c->Mp[c->row_of[c->springs[2 * s]] + 1]++] = s;
     memcpy(c->e, c->w, (size_t)c->ns * sizeof(v4d));
     for (int t = 0; t < c->ns; t++) {
@@ -348,8 +393,29 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     for (int r = 0; r < c->nfree; r++) c->Ip[r + 2] += c->Ip[r + 1];
     for (int q = 1; q < 2 * c->ns; q += 2)
         if (c->sp_pos[q] < c->nfree) c->Ii[c->Ip[c->sp_pos[q] + 1]++] = q / 2;
-    memset(c->b, 0, (size_t)n * sizeof(v4d));
-    memset(c->base, 0, (size_t)n * sizeof(v4d)); /* the pinned rows stay zero */
+    /* the same lists at a fixed width, when it is small: one loop of a
+     * constant trip count per row instead of two of varying ones */
+    int deg = 0;
+    for (int r = 0; r < c->nfree; r++)
+        if (c->Mp[r + 1] - c->Mp[r] + c->Ip[r + 1] - c->Ip[r] > deg) deg = c->Mp[r + 1] - c->Mp[r] + c->Ip[r + 1] - c->Ip[r];
+    if (deg <= 16) {
+        c->Ai = malloc((size_t)c->nfree * deg * sizeof(int32_t) + 1);
+        c->As = malloc((size_t)c->nfree * deg * sizeof(double) + 1);
+        if (!c->Ai || !c->As) return fail_free(c, err, DRAPE_ENOMEM, "out of memory");
+        c->deg = deg;
+        for (int r = 0; r < c->nfree; r++) {
+            int32_t *ai = c->Ai + (size_t)r * deg;
+            double *as = c->As + (size_t)r * deg;
+            int t = 0;
+            for (int s = c->Mp[r]; s < c->Mp[r + 1]; s++, t++) ai[t] = s, as[t] = -1;
+            for (int q = c->Ip[r]; q < c->Ip[r + 1]; q++, t++) ai[t] = c->Ii[q], as[t] = 1;
+            for (; t < deg; t++) ai[t] = c->ns, as[t] = 0;
+        }
+    }
+    c->w[c->ns] = (v4d){0, 0, 0, 0};
+    memset(c->b, 0, (size_t)N * sizeof(v4d)); /* the padding rows stay zero */
+    memset(c->xr, 0, (size_t)N * sizeof(v4d));
+    memset(c->base, 0, (size_t)N * sizeof(v4d)); /* the pinned rows stay zero */
     *out = c;
     return DRAPE_OK;
 }
@@ -357,64 +423,13 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
 void drape_cloth_free(drape_cloth *c)
 {
     if (!c) return;
-    free(c->Lp); free(c->Li); free(c->Lx); free(c->pos); free(c->b);
-    free(c->Rp); free(c->Ri); free(c->Rx); free(c->Dinv); free(c->fpair); free(c->bpair); free(c->sp_pos); free(c->mh2);
-    free(c->row_of); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->Mp); free(c->Ip); free(c->ks); free(c->l0s); free(c->Ii);
+    free(c->pos); free(c->b);
+    free(c->Pp); free(c->PI); free(c->PF); free(c->PB); free(c->PT); free(c->Dinv); free(c->sp_pos); free(c->mh2);
+    free(c->row_of); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->Mp); free(c->Ip); free(c->ks); free(c->l0s); free(c->Ii); free(c->Ai); free(c->As);
     free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->x); free(c->v); free(c->y); free(c->w);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
     free(c->is_free); free(c->att_node); free(c->att_target);
     free(c);
-}
-
-/* B_r ← B_r · inv − Σ_q val_q B_idx_q over q in [lo, hi) and then the
- * entry `late` (lo − 1 or hi, or −1 for none), the values prescaled by inv:
- * one row of either sweep, by gathering whole rows. The late entry is the
- * row usually solved just before (`prev`, row `prev_r`, taken from the
- * register then), so everything else is summed while it is still being
- * computed; four accumulators (summed pairwise at the end) break the chain
- * of dependent subtractions. The order of the sums is fixed (and no FMA
- * contraction in ISO C mode): results are reproducible. */
-static inline void solve_row(v4d *B, int r, const int32_t *idx, const double *val, int q, int hi, int late, double inv,
-                             v4d *prev, int prev_r)
-{
-    v4d a = B[r] * inv, b = {0, 0, 0, 0}, e = b, f = b;
-    for (; q + 3 < hi; q += 4) {
-        a -= val[q] * B[idx[q]], b -= val[q + 1] * B[idx[q + 1]];
-        e -= val[q + 2] * B[idx[q + 2]], f -= val[q + 3] * B[idx[q + 3]];
-    }
-    for (; q < hi; q++) a -= val[q] * B[idx[q]];
-    a = (a + b) + (e + f);
-    if (late >= 0) a -= val[late] * (idx[late] == prev_r ? *prev : B[idx[late]]);
-    B[r] = *prev = a;
-}
-
-/* Rows r1 then r2 of a sweep whose entries are the same m rows of B
- * (values u for r1, w for r2), r2 also depending on r1 (value link): each
- * B row is loaded once for both, two accumulators each. */
-static inline void solve_pair(v4d *B, int r1, int r2, const int32_t *idx, const double *u, const double *w, int m,
-                              double inv1, double inv2, double link, v4d *prev)
-{
-    v4d a = B[r1] * inv1, b = {0, 0, 0, 0}, e = B[r2] * inv2, f = b;
-    int q = 0;
-    for (; q + 1 < m; q += 2) {
-        v4d y0 = B[idx[q]], y1 = B[idx[q + 1]];
-        a -= u[q] * y0, b -= u[q + 1] * y1;
-        e -= w[q] * y0, f -= w[q + 1] * y1;
-    }
-    if (q < m) {
-        v4d y0 = B[idx[q]];
-        a -= u[q] * y0, e -= w[q] * y0;
-    }
-    a += b;
-    B[r1] = a;
-    B[r2] = *prev = (e + f) - link * a;
-}
-
-/* r_s = l0_s / sqrt(q_s) in place: a plain loop the compiler vectorizes */
-__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
-rest_ratios(double *restrict q, const double *restrict l0, int ns)
-{
-    for (int s = 0; s < ns; s++) q[s] = l0[s] / sqrt(q[s]);
 }
 
 /* One local/global iteration. Local: d_s = l0 (x_j − x_i)/|x_j − x_i| (the
@@ -425,15 +440,26 @@ rest_ratios(double *restrict q, const double *restrict l0, int ns)
 __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void iterate(drape_cloth *c)
 {
     v4d *B = c->b, *X = c->xr;
-    int nf = c->nfree, n = c->n, ns = c->ns;
-    const int32_t *Lp = c->Lp, *Li = c->Li, *sp = c->sp_pos;
-    const double *Lx = c->Lx, *Dinv = c->Dinv;
+    int nf = c->nfree, ns = c->ns;
+    const int32_t *sp = c->sp_pos;
     double *q2 = c->q2;
     v4d *E = c->e;
     v4d *W = c->w;
     for (int s0 = 0; s0 < ns; s0 += 128) { /* in blocks that stay in L1 */
         int s1 = s0 + 128 < ns ? s0 + 128 : ns;
-        for (int s = s0; s < s1; s++) {
+        int s = s0;
+        for (; s + 4 <= s1; s += 4) { /* four springs' squared lengths at once, transposed */
+            v4d e0 = X[sp[2 * s + 1]] - X[sp[2 * s]], e1 = X[sp[2 * s + 3]] - X[sp[2 * s + 2]];
+            v4d e2 = X[sp[2 * s + 5]] - X[sp[2 * s + 4]], e3 = X[sp[2 * s + 7]] - X[sp[2 * s + 6]];
+            E[s] = e0, E[s + 1] = e1, E[s + 2] = e2, E[s + 3] = e3;
+            v4d t0 = __builtin_shuffle(e0, e1, (v4i){0, 4, 2, 6}), t1 = __builtin_shuffle(e0, e1, (v4i){1, 5, 3, 7});
+            v4d t2 = __builtin_shuffle(e2, e3, (v4i){0, 4, 2, 6}), t3 = __builtin_shuffle(e2, e3, (v4i){1, 5, 3, 7});
+            v4d ex = __builtin_shuffle(t0, t2, (v4i){0, 1, 4, 5}), ez = __builtin_shuffle(t0, t2, (v4i){2, 3, 6, 7});
+            v4d ey = __builtin_shuffle(t1, t3, (v4i){0, 1, 4, 5});
+            v4d q = (ex * ex + ey * ey) + ez * ez;
+            memcpy(q2 + s, &q, sizeof q);
+        }
+        for (; s < s1; s++) {
             v4d e = X[sp[2 * s + 1]] - X[sp[2 * s]];
             q2[s] = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
             E[s] = e;
@@ -442,39 +468,69 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
         for (int s = s0; s < s1; s++) {
             double r = q2[s];
             v4d w = c->ks[s] * (r * E[s]);
-            W[s] = r < INFINITY ? w : W[s]; /* |e| = 0 gives inf (l0 > 0), NaN stays out too */
+            W[s] = r < INFINITY ? w : W[s]; /* |e| = 0 gives inf or NaN (l0 > 0): kept out */
         }
     }
     /* the right-hand side row by row (gathering its springs' terms), then
-     * both sweeps, gathering too: the forward one by rows, the backward one
-     * down L's columns */
+     * both sweeps panel by panel: the forward one scatters each panel's
+     * solution to the rows below it, the backward one gathers them */
     const int32_t *Ip = c->Ip, *Mp = c->Mp, *Ii = c->Ii;
-    v4d prev = {0, 0, 0, 0};
+    if (c->deg) {
+        const int32_t *ai = c->Ai;
+        const double *as = c->As;
+        for (int i = 0; i < nf; i++) {
+            v4d m = c->base[i], p = {0, 0, 0, 0};
+            int t = 0;
+            for (; t + 1 < c->deg; t += 2) m += as[t] * W[ai[t]], p += as[t + 1] * W[ai[t + 1]];
+            if (t < c->deg) m += as[t] * W[ai[t]];
+            B[i] = m + p;
+            ai += c->deg, as += c->deg;
+        }
+    } else
     for (int i = 0; i < nf; i++) {
         v4d m = {0, 0, 0, 0}, p = m;
         for (int s = Mp[i]; s < Mp[i + 1]; s++) m += W[s];
         for (int q = Ip[i]; q < Ip[i + 1]; q++) p += W[Ii[q]];
         B[i] = (c->base[i] - m) + p;
     }
-    for (int i = 0; i < nf; i++) {
-        int lo = c->Rp[i], hi = c->Rp[i + 1]; /* columns ascending: the last one is the latest row */
-        if (c->fpair[i]) {
-            solve_pair(B, i, i + 1, c->Ri + lo, c->Rx + lo, c->Rx + hi, hi - lo, Dinv[i], Dinv[i + 1], c->Rx[c->Rp[i + 2] - 1], &prev);
-            i++;
-            continue;
+    const int32_t *Pp = c->Pp, *PI = c->PI;
+    const double *PF = c->PF, *PB = c->PB, *Dinv = c->Dinv;
+    int np = c->nf4 / 4;
+    for (int p = 0; p < np; p++) { /* L y = b: the panel's 4, then scattered to the rows below */
+        v4d *Y = B + 4 * p;
+        const double *t = c->PT + 12 * p, *d = Dinv + 4 * p;
+        v4d z0 = Y[0] * d[0], z1 = Y[1] * d[1], z2 = Y[2] * d[2], z3 = Y[3] * d[3];
+        v4d y0 = z0, y1 = z1 + t[0] * z0, y2 = (z2 + t[1] * z0) + t[2] * z1;
+        v4d y3 = (z3 + t[3] * z0) + (t[4] * z1 + t[5] * z2);
+        Y[0] = y0, Y[1] = y1, Y[2] = y2, Y[3] = y3;
+        for (int q = Pp[p]; q < Pp[p + 1]; q++) {
+            const double *f = PF + 4 * q;
+            B[PI[q]] -= (f[0] * y0 + f[1] * y1) + (f[2] * y2 + f[3] * y3);
         }
-        solve_row(B, i, c->Ri, c->Rx, lo, hi > lo ? hi - 1 : hi, hi > lo ? hi - 1 : -1, Dinv[i], &prev, i - 1); /* L y = b */
     }
-    for (int j = nf - 1; j >= 0; j--) { /* Lᵀ x = y; rows ascending: the first one is the latest */
-        int lo = Lp[j] + 1, hi = Lp[j + 1];
-        if (c->bpair[j]) {
-            solve_pair(B, j, j - 1, Li + lo, Lx + lo, Lx + Lp[j - 1] + 2, hi - lo, Dinv[j], Dinv[j - 1], Lx[Lp[j - 1] + 1], &prev);
-            j--;
-            continue;
+    for (int p = np - 1; p >= 0; p--) { /* Lᵀ x = y: gathered from the rows below, then the panel's 4 */
+        v4d *Y = B + 4 * p;
+        const double *t = c->PT + 12 * p + 6, *d = Dinv + 4 * p;
+        v4d a0 = Y[0] * d[0], a1 = Y[1] * d[1], a2 = Y[2] * d[2], a3 = Y[3] * d[3];
+        v4d b0 = {0, 0, 0, 0}, b1 = b0, b2 = b0, b3 = b0;
+        int q = Pp[p], hi = Pp[p + 1];
+        for (; q + 1 < hi; q += 2) { /* two rows at a time: eight independent sums */
+            v4d u = B[PI[q]], w = B[PI[q + 1]];
+            const double *g = PB + 4 * q;
+            a0 -= g[0] * u, a1 -= g[1] * u, a2 -= g[2] * u, a3 -= g[3] * u;
+            b0 -= g[4] * w, b1 -= g[5] * w, b2 -= g[6] * w, b3 -= g[7] * w;
         }
-        solve_row(B, j, Li, Lx, hi > lo ? lo + 1 : lo, hi, hi > lo ? lo : -1, Dinv[j], &prev, j + 1);
+        if (q < hi) {
+            v4d u = B[PI[q]];
+            const double *g = PB + 4 * q;
+            a0 -= g[0] * u, a1 -= g[1] * u, a2 -= g[2] * u, a3 -= g[3] * u;
+        }
+        a0 += b0, a1 += b1, a2 += b2, a3 += b3;
+        v4d x3 = a3, x2 = a2 + t[5] * a3, x1 = (a1 + t[3] * a2) + t[4] * a3;
+        v4d x0 = (a0 + t[0] * a1) + (t[1] * a2 + t[2] * a3);
+        Y[0] = x0, Y[1] = x1, Y[2] = x2, Y[3] = x3;
     }
-    for (int i = nf; i < n; i++) B[i] = X[i];
+    for (int i = c->nf4; i < c->nrows; i++) B[i] = X[i];
     c->xr = B, c->b = X;
 }
 
@@ -514,33 +570,40 @@ int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
     (void)err; /* nothing in a step can fail: inputs were checked when they were set */
     double h = c->p.dt;
     int n3 = 3 * c->n;
-    /* momentum target y = x + h v + h² g, g = (0, −gravity, 0); pinned nodes stay */
-    for (int i = 0; i < c->n; i++)
-        for (int k = 0; k < 3; k++)
-            c->y[3 * i + k] = c->x[3 * i + k] + h * c->v[3 * i + k] - (k == 1 ? h * h * c->p.gravity : 0.0);
-    double *x0 = c->v; /* v is rewritten below: keep x_n in it meanwhile */
-    for (int i = 0; i < n3; i++) x0[i] = c->x[i];
-    if (c->nfree) {
-        for (int i = 0; i < c->n; i++) {
-            const double *x = c->x + 3 * i;
-            c->xr[c->row_of[i]] = (v4d){x[0], x[1], x[2], 0};
+    /* momentum target y = x + h v + h² g, g = (0, −gravity, 0); x_n kept in
+     * v (rewritten below); positions into rows; the right-hand side's
+     * per-step part. One pass over the nodes. */
+    double gh2 = h * h * c->p.gravity;
+    for (int i = 0; i < c->n; i++) {
+        double *x = c->x + 3 * i, *v = c->v + 3 * i, *y = c->y + 3 * i;
+        y[0] = x[0] + h * v[0], y[1] = (x[1] + h * v[1]) - gh2, y[2] = x[2] + h * v[2];
+        v[0] = x[0], v[1] = x[1], v[2] = x[2];
+        if (!c->nfree) continue;
+        int r = c->row_of[i], a = c->free_of[i];
+        c->xr[r] = (v4d){x[0], x[1], x[2], 0};
+        if (a >= 0) {
+            double m = c->mh2[a];
+            const double *pr = c->pin_rhs + 3 * a;
+            c->base[r] = (v4d){m * y[0] + pr[0], m * y[1] + pr[1], m * y[2] + pr[2], 0};
         }
-        for (int a = 0; a < c->nfree; a++) {
-            int i = c->node_of[a];
-            v4d *r = c->base + c->pos[a];
-            for (int k = 0; k < 3; k++) (*r)[k] = c->mh2[a] * c->y[3 * i + k] + c->pin_rhs[3 * a + k];
-        }
-        for (int a = 0; a < c->n_att; a++) {
-            v4d *r = c->base + c->pos[c->free_of[c->att_node[a]]];
-            for (int k = 0; k < 3; k++) (*r)[k] += c->p.attach * c->att_target[3 * a + k];
-        }
+    }
+    for (int a = 0; a < c->n_att && c->nfree; a++) {
+        v4d *r = c->base + c->pos[c->free_of[c->att_node[a]]];
+        for (int k = 0; k < 3; k++) (*r)[k] += c->p.attach * c->att_target[3 * a + k];
     }
     for (int it = 0; it < c->p.iters && c->nfree; it++) {
         iterate(c);
         if (energies) rows_to_x(c), energies[it] = drape_cloth_energy(c, c->x);
     }
-    if (c->nfree && !energies) rows_to_x(c);
-    for (int i = 0; i < n3; i++) c->v[i] = (c->x[i] - x0[i]) / h;
+    /* positions back from the rows (the pinned rows carry theirs), v = (x − x_n)/h */
+    for (int i = 0; i < c->n; i++) {
+        double *x = c->x + 3 * i, *v = c->v + 3 * i;
+        if (c->nfree) {
+            const v4d *r = c->xr + c->row_of[i];
+            x[0] = (*r)[0], x[1] = (*r)[1], x[2] = (*r)[2];
+        }
+        v[0] = (x[0] - v[0]) / h, v[1] = (x[1] - v[1]) / h, v[2] = (x[2] - v[2]) / h;
+    }
     c->contacts = c->col ? drape_collider_project(c->col, c->x, c->v, c->is_free, c->n, c->p.margin, c->p.friction) : 0;
     if (c->p.damping > 0)
         for (int i = 0; i < n3; i++) c->v[i] *= 1 - c->p.damping;
