@@ -67,17 +67,24 @@ int main(int argc, char **argv)
     const char *dir = "build/bench-cloth";
     snprintf(cmd, sizeof cmd, "mkdir -p %s && %s bench/fms_port.py grid --out %s/grid.obj", dir, py, dir);
     if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
-    int steps = 2400;
-    snprintf(cmd, sizeof cmd, "%s sim cloth --mesh %s/grid.obj --pin 600,624 --steps %d --out %s/c.obj", drape, dir,
-             steps, dir);
-    double t0 = now_ms();
-    if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
-    double c_ms = now_ms() - t0;
-    snprintf(cmd, sizeof cmd, "%s bench/fms_port.py run --mesh %s/grid.obj --pin 600,624 --steps %d --out %s/py.obj", py,
-             dir, steps, dir);
-    if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
-    const char *lm = strstr(out, "\"loop_ms\": ");
-    double py_ms = lm ? atof(lm + 11) : NAN;
+    /* both sides run alternately, 5 times, medians compared: the machines
+     * this runs on are shared, and a quiet or busy moment should not pick
+     * the ratio */
+    int steps = 2400, runs = 5;
+    double c_t[5], py_t[5];
+    for (int r = 0; r < runs; r++) {
+        snprintf(cmd, sizeof cmd, "%s sim cloth --mesh %s/grid.obj --pin 600,624 --steps %d --out %s/c.obj", drape, dir,
+                 steps, dir);
+        double t0 = now_ms();
+        if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
+        c_t[r] = now_ms() - t0;
+        snprintf(cmd, sizeof cmd, "%s bench/fms_port.py run --mesh %s/grid.obj --pin 600,624 --steps %d --out %s/py.obj",
+                 py, dir, steps, dir);
+        if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
+        const char *lm = strstr(out, "\"loop_ms\": ");
+        py_t[r] = lm ? atof(lm + 11) : NAN;
+    }
+    double c_ms = median(c_t, runs), py_ms = median(py_t, runs);
     drape_obj a, b;
     drape_error e;
     char pa[256], pb[256];
@@ -91,8 +98,10 @@ int main(int argc, char **argv)
         drape_obj_free(&b);
     }
     printf("\n| cloth (seed notebook, 625 nodes, 8 iterations) | time (ms) |\n|---|---:|\n");
-    printf("| `drape sim cloth`, whole process, %d steps | %.1f |\n", steps, c_ms);
-    printf("| NumPy/SciPy port, simulation loop alone | %.1f |\n", py_ms);
+    printf("| `drape sim cloth`, whole process, %d steps (median of %d; %.1f to %.1f) | %.1f |\n", steps, runs, c_t[0],
+           c_t[runs - 1], c_ms);
+    printf("| NumPy/SciPy port, simulation loop alone (median of %d; %.1f to %.1f) | %.1f |\n", runs, py_t[0],
+           py_t[runs - 1], py_ms);
     printf("| port / C | %.2fx (goal 15x) |\n| max vertex difference | %.2g m |\n", py_ms / c_ms, diff);
 
     printf("\n| grid | vertices | springs | ms per step (10 iterations, 1 core) |\n|---|---:|---:|---:|\n");

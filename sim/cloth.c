@@ -41,7 +41,7 @@ struct drape_cloth {
      * such row is loaded once per panel, not once per entry, and the inner
      * loops have one trip count per panel, not per column. */
     int nf4;               /* nfree rounded up to whole panels; rows [nfree, nf4) are padding (stay 0) */
-    int32_t *Pp, *PI;      /* [nf4/4+1], [Pp[np]]: panel p's rows below it, PI[Pp[p] .. Pp[p+1]), ascending */
+    int32_t *Pp, *PI;      /* [nf4/4+1], [Pp[np]]: panel p's rows below it, PI[Pp[p] .. Pp[p+1]), ascending, an even count (row nrows fills) */
     double *PF, *PB;       /* [4·Pp[np]] their 4 entries: as is (forward scatter), times the column's 1/L_jj (backward gather) */
     double *PT;            /* [np,12] the in-panel triangle's inverses: 6 forward (L's rows scaled by 1/L_ii), 6 backward (columns by 1/L_jj) */
     double *Dinv;          /* [nf4] 1 / L_jj, 0 on padding */
@@ -49,7 +49,7 @@ struct drape_cloth {
     double *ks, *l0s;      /* [ns] k, l0 in that order, by the row of the first end (stable) */
     int32_t *pos;          /* [nfree] free index → row of the permuted system */
     int32_t *row_of;       /* [n] node → row: a free one's in the permuted system, the pinned ones after them */
-    int nrows;             /* nf4 + pinned nodes */
+    int nrows;             /* nf4 + pinned nodes; one more row, always zero, fills the panels' pairs */
     v4d *b;                /* [nrows] right-hand side, then solution, in rows; rows ≥ nf4 collect pinned ends' terms, unread */
     v4d *xr;               /* [nrows] positions in rows during a step's iterations */
     v4d *base;             /* [nrows] the right-hand side's per-step part M y/h² − H_fp x_p + attach·t */
@@ -104,7 +104,7 @@ static int to_panels(drape_cloth *c, const cholmod_factor *L)
         for (int j = 4 * p; j < 4 * p + 4 && j < nf; j++)
             for (int k = Lp[j] + 1; k < Lp[j] + cnt[j]; k++)
                 if (Li[k] >= 4 * p + 4 && mark[Li[k]] != p) mark[Li[k]] = p, n_below++;
-        c->Pp[p + 1] = c->Pp[p] + n_below;
+        c->Pp[p + 1] = c->Pp[p] + n_below + (n_below & 1); /* even: the loops take rows in pairs */
     }
     size_t nb = (size_t)c->Pp[np];
     c->PI = malloc((nb + 1) * sizeof(int32_t));
@@ -118,7 +118,8 @@ static int to_panels(drape_cloth *c, const cholmod_factor *L)
             for (int k = Lp[j] + 1; k < Lp[j] + cnt[j]; k++)
                 if (Li[k] >= 4 * p + 4 && mark[Li[k]] != p) mark[Li[k]] = p, c->PI[q++] = Li[k];
         qsort(c->PI + c->Pp[p], (size_t)(q - c->Pp[p]), sizeof(int32_t), cmp_i32);
-        for (q = c->Pp[p]; q < c->Pp[p + 1]; q++) slot[c->PI[q]] = q;
+        for (int r = c->Pp[p]; r < q; r++) slot[c->PI[r]] = r;
+        if (q < c->Pp[p + 1]) c->PI[q] = nf4 + (c->n - nf); /* the pair's filler: the zero row after all others, zero entries */
         double *tf = c->PT + 12 * p, *tb = tf + 6;
         double T[4][4] = {{0}}, U[4][4] = {{0}}; /* unit triangles: forward T (rows scaled), backward U (columns scaled, transposed) */
         for (int j = 4 * p; j < 4 * p + 4 && j < nf; j++) {
@@ -356,9 +357,9 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
     c->mh2 = malloc((size_t)c->nfree * sizeof(double));
     c->row_of = malloc((size_t)n * sizeof(int32_t));
     int N = c->nrows = c->nf4 + (n - c->nfree);
-    c->b = aligned_alloc(32, (size_t)N * sizeof(v4d));
-    c->xr = aligned_alloc(32, (size_t)N * sizeof(v4d));
-    c->base = aligned_alloc(32, (size_t)N * sizeof(v4d));
+    c->b = aligned_alloc(32, ((size_t)N + 1) * sizeof(v4d));
+    c->xr = aligned_alloc(32, ((size_t)N + 1) * sizeof(v4d));
+    c->base = aligned_alloc(32, ((size_t)N + 1) * sizeof(v4d));
     c->q2 = malloc((size_t)c->ns * sizeof(double) + 1);
     c->e = aligned_alloc(32, ((size_t)c->ns + 1) * sizeof(v4d));
     c->Ip = calloc((size_t)c->nfree + 2, sizeof(int32_t));
@@ -413,9 +414,9 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
         }
     }
     c->w[c->ns] = (v4d){0, 0, 0, 0};
-    memset(c->b, 0, (size_t)N * sizeof(v4d)); /* the padding rows stay zero */
-    memset(c->xr, 0, (size_t)N * sizeof(v4d));
-    memset(c->base, 0, (size_t)N * sizeof(v4d)); /* the pinned rows stay zero */
+    memset(c->b, 0, ((size_t)N + 1) * sizeof(v4d)); /* the padding rows and row N stay zero */
+    memset(c->xr, 0, ((size_t)N + 1) * sizeof(v4d));
+    memset(c->base, 0, ((size_t)N + 1) * sizeof(v4d)); /* the pinned rows stay zero */
     *out = c;
     return DRAPE_OK;
 }
@@ -503,9 +504,10 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
         v4d y0 = z0, y1 = z1 + t[0] * z0, y2 = (z2 + t[1] * z0) + t[2] * z1;
         v4d y3 = (z3 + t[3] * z0) + (t[4] * z1 + t[5] * z2);
         Y[0] = y0, Y[1] = y1, Y[2] = y2, Y[3] = y3;
-        for (int q = Pp[p]; q < Pp[p + 1]; q++) {
+        for (int q = Pp[p]; q < Pp[p + 1]; q += 2) {
             const double *f = PF + 4 * q;
             B[PI[q]] -= (f[0] * y0 + f[1] * y1) + (f[2] * y2 + f[3] * y3);
+            B[PI[q + 1]] -= (f[4] * y0 + f[5] * y1) + (f[6] * y2 + f[7] * y3);
         }
     }
     for (int p = np - 1; p >= 0; p--) { /* Lᵀ x = y: gathered from the rows below, then the panel's 4 */
@@ -513,17 +515,11 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
         const double *t = c->PT + 12 * p + 6, *d = Dinv + 4 * p;
         v4d a0 = Y[0] * d[0], a1 = Y[1] * d[1], a2 = Y[2] * d[2], a3 = Y[3] * d[3];
         v4d b0 = {0, 0, 0, 0}, b1 = b0, b2 = b0, b3 = b0;
-        int q = Pp[p], hi = Pp[p + 1];
-        for (; q + 1 < hi; q += 2) { /* two rows at a time: eight independent sums */
+        for (int q = Pp[p]; q < Pp[p + 1]; q += 2) { /* two rows at a time: eight independent sums */
             v4d u = B[PI[q]], w = B[PI[q + 1]];
             const double *g = PB + 4 * q;
             a0 -= g[0] * u, a1 -= g[1] * u, a2 -= g[2] * u, a3 -= g[3] * u;
             b0 -= g[4] * w, b1 -= g[5] * w, b2 -= g[6] * w, b3 -= g[7] * w;
-        }
-        if (q < hi) {
-            v4d u = B[PI[q]];
-            const double *g = PB + 4 * q;
-            a0 -= g[0] * u, a1 -= g[1] * u, a2 -= g[2] * u, a3 -= g[3] * u;
         }
         a0 += b0, a1 += b1, a2 += b2, a3 += b3;
         v4d x3 = a3, x2 = a2 + t[5] * a3, x1 = (a1 + t[3] * a2) + t[4] * a3;
