@@ -515,7 +515,10 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
         const double *t = c->PT + 12 * p + 6, *d = Dinv + 4 * p;
         v4d a0 = Y[0] * d[0], a1 = Y[1] * d[1], a2 = Y[2] * d[2], a3 = Y[3] * d[3];
         v4d b0 = {0, 0, 0, 0}, b1 = b0, b2 = b0, b3 = b0;
-        for (int q = Pp[p]; q < Pp[p + 1]; q += 2) { /* two rows at a time: eight independent sums */
+        /* two rows at a time, eight independent sums; the rows solved
+         * longest ago first, so that only the last terms wait for the
+         * panel just solved */
+        for (int q = Pp[p + 1] - 2; q >= Pp[p]; q -= 2) {
             v4d u = B[PI[q]], w = B[PI[q + 1]];
             const double *g = PB + 4 * q;
             a0 -= g[0] * u, a1 -= g[1] * u, a2 -= g[2] * u, a3 -= g[3] * u;
