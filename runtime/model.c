@@ -250,6 +250,16 @@ static int build_wants(want_list *l, drape_model *m, const drape_st *st, drape_e
             (rc = want_add(l, (const void **)&g->body_nn, 0, 1, (const int64_t[]){V}, "garment.%s.body_nn", n)) ||
             (rc = want_add(l, (const void **)&g->bone_body_nn, 0, 1, (const int64_t[]){B}, "garment.%s.bone_body_nn", n)))
             return rc;
+        /* optional: the vertices `drape sim garment` attaches (train/assets.py) */
+        char an[128];
+        snprintf(an, sizeof an, "garment.%s.attach", n);
+        const drape_tensor *at = drape_st_find(st, an);
+        if (at) {
+            if (at->ndim != 1 || at->shape[0] < 1 || at->shape[0] > V)
+                return drape_fail(err, DRAPE_ESHAPE, "tensor '%s': expected [A] with 1 <= A <= %d (the vertices)", an, V);
+            g->n_attach = (int)at->shape[0];
+            if ((rc = want_add(l, (const void **)&g->attach, 0, 1, (const int64_t[]){g->n_attach}, "%s", an))) return rc;
+        }
     }
     /* module A */
     if ((rc = want_add(l, (const void **)&m->in_mean, 1, 1, (const int64_t[]){15 * B}, "bonenet.in_mean")) ||
@@ -340,7 +350,12 @@ static int check_values(const drape_model *m, drape_error *err)
         IDX(skin_idx, (int64_t)g->V * c->skin_k, c->bones)
         IDX(body_nn, g->V, m->Nb)
         IDX(bone_body_nn, c->bones, m->Nb)
+        if (g->n_attach) { IDX(attach, g->n_attach, g->V) }
 #undef IDX
+        for (int i = 1; i < g->n_attach; i++)
+            if (g->attach[i] <= g->attach[i - 1])
+                return drape_fail(err, DRAPE_ERANGE, "tensor 'garment.%s.attach': must be strictly ascending (element %d)",
+                                  g->name, i);
         for (int i = 0; i < 2 * g->Nuv; i++)
             if (g->uv[i] < 0 || g->uv[i] > 1)
                 return drape_fail(err, DRAPE_ERANGE, "tensor 'garment.%s.uv': element %d = %g is outside [0, 1]", g->name,

@@ -60,6 +60,8 @@ typedef struct {
     const float *skin_w0;      /* [V,k] */
     const int32_t *body_nn;    /* [V] */
     const int32_t *bone_body_nn; /* [B] */
+    int n_attach;              /* optional garment.<g>.attach: 0 when the bundle has none */
+    const int32_t *attach;     /* [n_attach] vertices the simulator attaches, ascending */
     /* derived at load */
     int n_edges;
     int32_t *edges;            /* [n_edges,2] unique undirected, i < j */

@@ -119,6 +119,18 @@ int drape_garment_waist(int32_t **idx, int *n, const float *rest, int V, double 
     return DRAPE_OK;
 }
 
+/* The bundle's attach set when it has one (chosen on the unshaped garment,
+ * so the same for every betas), else the band rule on the shaped rest. */
+static int attached_set(int32_t **idx, int *n, const drape_garment *g, const float *rest, double band, drape_error *err)
+{
+    if (!g->n_attach) return drape_garment_waist(idx, n, rest, g->V, band, err);
+    *idx = malloc((size_t)g->n_attach * sizeof **idx);
+    if (!*idx) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    memcpy(*idx, g->attach, (size_t)g->n_attach * sizeof **idx);
+    *n = g->n_attach;
+    return DRAPE_OK;
+}
+
 static int check_params(const drape_garment_sim_params *p, drape_error *err)
 {
     if (p->iters < 1 || p->iters > 1000 || p->substeps < 0 || p->substeps > 64 || p->max_substeps < 1 ||
@@ -207,7 +219,7 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
     }
     if ((rc = drape_garment_lbs(m, gi, betas, n_betas, poses, T, b.rest, b.lbs, err)) ||
         (rc = drape_garment_body_frames(m, betas, n_betas, poses, T, b.body, err)) ||
-        (rc = drape_garment_waist(&b.att, &na, b.rest, V, p->attach_band, err))) {
+        (rc = attached_set(&b.att, &na, g, b.rest, p->attach_band, err))) {
         buffers_free(&b);
         return rc;
     }

@@ -22,7 +22,7 @@ typedef struct {
     double stretch;      /* N/m: edge springs k = stretch · mean(l0)² / l0² */
     double bend;         /* N/m: bending springs the same way */
     double attach;       /* N/m: waist attachment weight */
-    double attach_band;  /* m: attached vertices are those within this of the garment's top */
+    double attach_band;  /* m: without the bundle's garment.<g>.attach, the attached vertices are those within this of the shaped garment's top */
     double damping;      /* velocity factor (1 − damping) per substep */
     double margin;       /* m kept from the body surface */
     double friction;     /* tangential velocity factor (1 − friction) on contact */

@@ -160,3 +160,57 @@ Test(model, rejects_truncated_bundle)
     cr_assert_eq(tu_run(out, sizeof out, "head -c 20000 '%s' > '%s'", tu_bundle("tiny_random"), p), 0);
     expect_load_fails(p, DRAPE_EFORMAT, "truncated");
 }
+
+/* The default model carries the attach sets `drape sim garment` uses
+ * (train/assets.py: 1 cm below the unshaped garment's top). */
+Test(model, default_model_has_its_attach_sets)
+{
+    drape_model *m = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_model_load(&m, "models/default.safetensors", &e), 0, "%s", e.msg);
+    cr_assert_eq(m->n_unused_tensors, 0);
+    for (int gi = 0; gi < m->cfg.n_garments; gi++) {
+        const drape_garment *g = &m->garments[gi];
+        cr_assert_geq(g->n_attach, 8, "%s: %d attached", g->name, g->n_attach);
+        float top = -INFINITY;
+        for (int v = 0; v < g->V; v++) top = fmaxf(top, g->rest[3 * v + 1]);
+        for (int i = 0; i < g->n_attach; i++) {
+            cr_assert(g->attach[i] >= 0 && g->attach[i] < g->V);
+            cr_assert_geq(g->rest[3 * g->attach[i] + 1], top - 0.0101f, "%s: vertex %d is not at the top", g->name,
+                          g->attach[i]);
+        }
+    }
+    drape_model_free(m);
+}
+
+static int attach_out_of_range(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)ctx;
+    if (!strcmp(name, "garment.dress.attach")) ((int32_t *)data)[3] = 1 << 20;
+    return 1;
+}
+
+static int attach_unsorted(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)ctx;
+    if (!strcmp(name, "garment.dress.attach")) ((int32_t *)data)[4] = ((int32_t *)data)[3];
+    return 1;
+}
+
+static int attach_2d(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)data; (void)ctx;
+    if (!strcmp(name, "garment.dress.attach")) *nd = 2, shape[1] = 1;
+    return 1;
+}
+
+Test(model, rejects_bad_attach_sets)
+{
+    const char *p = tu_tmp("attach.safetensors");
+    tu_rewrite("models/default.safetensors", p, attach_out_of_range, NULL, NULL);
+    expect_load_fails(p, DRAPE_ERANGE, "garment.dress.attach");
+    tu_rewrite("models/default.safetensors", p, attach_unsorted, NULL, NULL);
+    expect_load_fails(p, DRAPE_ERANGE, "strictly ascending");
+    tu_rewrite("models/default.safetensors", p, attach_2d, NULL, NULL);
+    expect_load_fails(p, DRAPE_ESHAPE, "garment.dress.attach");
+}

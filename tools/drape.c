@@ -60,9 +60,11 @@ static int cmd_info(int argc, char **argv)
     for (int i = 0; i < c->n_garments; i++) {
         const drape_garment *g = &m->garments[i];
         double T = (double)c->uv_h * c->uv_w;
-        printf("  %-12s %d vertices, %d faces, %d uv (%d seam copies), %.1f%% texels covered, conv computes %.1f%%\n",
+        printf("  %-12s %d vertices, %d faces, %d uv (%d seam copies), %.1f%% texels covered, conv computes %.1f%%",
                g->name, g->V, g->F, g->Nuv, g->copy_start[g->V] - g->V, 100.0 * g->n_cov / T,
                100.0 * g->active_texels[1] / T);
+        if (g->n_attach) printf(", %d attached in simulation", g->n_attach);
+        printf("\n");
     }
     printf("tensors    %d (%d not used by this runtime), %zu bytes of data\n", m->n_tensors, m->n_unused_tensors,
            m->file_bytes);
