@@ -187,14 +187,17 @@ eval: all
 	    --drape $(BUILD)/drape
 	$(PYTHON) train/eval.py --model models/default.safetensors --data $(BUILD)/eval-data --drape $(BUILD)/drape
 
-# On a lent GPU, one command: the CUDA tests (device and host-body ones) and
-# the CUDA-vs-CPU benchmark (module A per frame at batch 1..256, module B per
-# identity). Fails when no device is present rather than skipping silently.
+# On a lent GPU, one command: the CUDA tests (device and host-body ones), the
+# CUDA-vs-CPU benchmark (module A per frame at batch 1..256, module B per
+# identity), and draped's benchmark on the CUDA backend (the default model;
+# 64 avatars x 30 fps against the p99 bound). Fails when no device is present
+# rather than skipping silently.
 gpu-check: all $(BUNDLES)
 	@if [ -z "$(NVCC)" ]; then echo "gpu-check: nvcc not found, no CUDA backend to check"; exit 1; fi
 	@nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "gpu-check: nvidia-smi not found"
 	@set -o pipefail; $(TEST_ENV) $(BUILD)/drape_tests --filter 'cuda*/*' --verbose=1 --jobs 1 2>&1 | grep -v 'is disabled'
 	$(BUILD)/drape_bench_gpu $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+	DRAPE_BENCH_BACKEND=cuda OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
 
 -include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d
 

@@ -1,4 +1,6 @@
-/* `make bench`: draped against the CPU backend it runs on, in one run.
+/* `make bench`: draped against the backend it runs on, in one run (the CPU
+ * backend; DRAPE_BENCH_BACKEND=cuda, as `make gpu-check` sets it, for the
+ * CUDA one).
  *
  *   1. raw: drape_backend_run on full batches (max_batch frames of distinct
  *      avatars) for a few seconds → frames per second, and one batch's
@@ -41,6 +43,12 @@ static void die(const char *what, const char *msg)
 }
 
 /* raw batched throughput: frames/s at batch MAX_BATCH, and ms per batch */
+static const char *backend_name(void)
+{
+    const char *b = getenv("DRAPE_BENCH_BACKEND");
+    return b && *b ? b : "cpu";
+}
+
 static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
 {
     drape_error e = {0};
@@ -48,7 +56,7 @@ static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
     drape_backend *be;
     if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
     drape_backend_opts o = {.threads = threads};
-    if (drape_backend_create(&be, "cpu", m, &o, &e)) die("backend", e.msg);
+    if (drape_backend_create(&be, backend_name(), m, &o, &e)) die("backend", e.msg);
     drape_identity *id;
     if (drape_identity_create(be, &id, 0, NULL, 0, &e)) die("identity", e.msg);
     int V = m->garments[0].V;
@@ -88,7 +96,7 @@ static int start_draped(const char *draped, const char *bundle, int threads, pid
         snprintf(t, sizeof t, "%d", threads);
         snprintf(b, sizeof b, "%d", MAX_BATCH);
         snprintf(d, sizeof d, "%d", MAX_DELAY_US);
-        execl(draped, draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend", "cpu", "--threads",
+        execl(draped, draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend", backend_name(), "--threads",
               t, "--max-batch", b, "--max-delay-us", d, "--log-level", "warn", (char *)NULL);
         _exit(127);
     }
@@ -152,8 +160,8 @@ int main(int argc, char **argv)
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
 
-    printf("\n## draped on the CPU backend (%s, %d threads, max_batch %d, max_delay_us %d)\n\n", bundle, threads,
-           MAX_BATCH, MAX_DELAY_US);
+    printf("\n## draped on the %s backend (%s, %d threads, max_batch %d, max_delay_us %d)\n\n", backend_name(), bundle,
+           threads, MAX_BATCH, MAX_DELAY_US);
     printf("| measure | value |\n|---|---:|\n");
     printf("| raw backend, batches of %d: frames/s | %.1f |\n", MAX_BATCH, raw_fps);
     printf("| raw backend: ms per batch of %d | %.2f |\n", MAX_BATCH, batch_ms);
