@@ -14,12 +14,13 @@ void drape_omp_env(char **argv)
 }
 
 /* OpenBLAS's (openblas-pthread's) own entry points: the first is in its
- * cblas.h, the second is what its fork handler calls */
-void openblas_set_num_threads(int n);
-int blas_thread_shutdown_(void);
+ * cblas.h, the second is what its fork handler calls. Weak: with another
+ * BLAS underneath they are absent and there is no pool to stop. */
+void openblas_set_num_threads(int n) __attribute__((weak));
+int blas_thread_shutdown_(void) __attribute__((weak));
 
 void drape_blas_single(void)
 {
-    openblas_set_num_threads(1);
-    blas_thread_shutdown_();
+    if (openblas_set_num_threads) openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
