@@ -90,15 +90,7 @@ void drape_fk(float A[DRAPE_JOINTS * 12], const float pose[DRAPE_POSE_DIM], cons
 
 void drape_heading(float H[12], const float pose[DRAPE_POSE_DIM], const float trans[3], const float J0[3])
 {
-    float R[9];
-    drape_rodrigues(R, pose);
-    /* f = R·(0,0,1) is R's third column; g = R·(1,0,0) its first */
-    double fx = R[2], fz = R[8], psi;
-    if (sqrt(fx * fx + fz * fz) < 1e-6) psi = atan2(-(double)R[6], (double)R[0]);
-    else psi = atan2(fx, fz);
-    float s = (float)sin(psi), c = (float)cos(psi);
-    float h[12] = {c, 0, s, J0[0] + trans[0], 0, 1, 0, J0[1] + trans[1], -s, 0, c, J0[2] + trans[2]};
-    memcpy(H, h, sizeof h);
+    hd_heading(H, pose, trans, J0); /* the CUDA kernels' body, plain C here */
 }
 
 void drape_body_pose(float *v, const drape_model *m, const float *v_s, const float A[DRAPE_JOINTS * 12])

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/cuda/bodies.h"
+
 void drape_uv_raster(int32_t *texel_face, float *texel_bary, const float *uv, const int32_t *uv_faces,
                      int F, int Hu, int Wu)
 {
@@ -42,16 +44,7 @@ void drape_uv_raster(int32_t *texel_face, float *texel_bary, const float *uv, co
 
 void drape_uv_taps(int32_t idx[4], float w[4], float u, float v, int Hu, int Wu)
 {
-    float x = u * (float)Wu - 0.5f, y = v * (float)Hu - 0.5f;
-    x = x < 0 ? 0 : x > Wu - 1 ? (float)(Wu - 1) : x;
-    y = y < 0 ? 0 : y > Hu - 1 ? (float)(Hu - 1) : y;
-    int x0 = (int)floorf(x), y0 = (int)floorf(y);
-    int x1 = x0 + 1 < Wu ? x0 + 1 : Wu - 1, y1 = y0 + 1 < Hu ? y0 + 1 : Hu - 1;
-    float fx = x - (float)x0, fy = y - (float)y0;
-    idx[0] = y0 * Wu + x0; w[0] = (1 - fy) * (1 - fx);
-    idx[1] = y0 * Wu + x1; w[1] = (1 - fy) * fx;
-    idx[2] = y1 * Wu + x0; w[2] = fy * (1 - fx);
-    idx[3] = y1 * Wu + x1; w[3] = fy * fx;
+    hd_uv_taps(idx, w, u, v, Hu, Wu); /* the CUDA kernels' body, plain C here */
 }
 
 static int cmp_i64(const void *a, const void *b)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../../runtime/body.h"
+#include "../cuda/bodies.h"
 #include "../../runtime/mesh.h"
 #include "cpu_backend.h"
 #include "ops.h"
@@ -26,23 +27,7 @@ static void graph_add(graph *gr, int a, int b, int type)
 static void knn_body(int32_t *nn, const float *gv, int V, const float *vs, int Nb, int knn)
 {
     float best[64]; /* knn <= 64 (config bound) */
-    for (int v = 0; v < V; v++) {
-        int32_t *ids = nn + (size_t)v * knn;
-        int have = 0;
-        for (int i = 0; i < Nb; i++) {
-            float dx = vs[3 * i] - gv[3 * v], dy = vs[3 * i + 1] - gv[3 * v + 1], dz = vs[3 * i + 2] - gv[3 * v + 2];
-            float d = dx * dx + dy * dy + dz * dz;
-            if (have == knn && d >= best[knn - 1]) continue;
-            int pos = have < knn ? have++ : knn - 1;
-            while (pos > 0 && best[pos - 1] > d) {
-                best[pos] = best[pos - 1];
-                ids[pos] = ids[pos - 1];
-                pos--;
-            }
-            best[pos] = d;
-            ids[pos] = i;
-        }
-    }
+    for (int v = 0; v < V; v++) hd_knn_vertex(nn + (size_t)v * knn, best, gv + 3 * (size_t)v, vs, Nb, knn);
 }
 
 /* out [n,3] = x [n,3] + shapedirs[nn]·β: points follow their nearest body vertex */
