@@ -67,7 +67,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
 DATA := $(BUILD)/data
 BUNDLES := $(DATA)/tiny_random.safetensors $(DATA)/tiny_zero.safetensors \
            $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
-PY_ASSETS := train/make_bundle.py train/assets.py train/bundle.py
+PY_ASSETS := train/make_bundle.py train/assets.py train/weld.py train/bundle.py
 
 .PHONY: all test check bench bundles cuda-note run gpu-check
 
@@ -167,7 +167,7 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 # on the held-out sequences of the same plan against plain skinning.
 MODEL_GARMENTS ?= skirt,dress,tshirt
 DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 1 --test-seeds 1 \
-                --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 4 --iters 8"
+                --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 8 --iters 8"
 TRAIN_ARGS ?= --steps 2500 --frames 8 --lr 1e-3 --threads 2
 # then a fine-tune with the cloth's stretching and bending energies
 FINETUNE_ARGS ?= --steps 400 --frames 8 --lr 3e-4 --w-phys 1e-3 --threads 2

@@ -5,13 +5,15 @@ name ("tiny", "small", "paper").
 
 Body placement: rest pose is a T-pose, y up, meters, facing +z, the body's
 left on +x, **feet on y = 0** (the pelvis joint is at y = 0.93), 1.70 m tall.
-The surface is one vertex/face array made of closed, separately meshed
-capsule-like pieces (one per body segment), faces counter-clockwise seen from
-outside.
+The body is built from capsule-like pieces (one per body segment) that
+overlap at the joints; its surface is one closed mesh around their union
+(train/weld.py), faces counter-clockwise seen from outside.
 """
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
+
+import weld
 
 PARENTS = np.array([-1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 12, 13, 14, 16, 17,
                     18, 19, 20, 21], dtype=np.int32)
@@ -45,6 +47,9 @@ def rest_joints():
 # Target edge length of the body mesh per resolution (m).
 # "default" is the resolution of the default model (docs/conventions.md, Assets).
 BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028, "default": 0.04}
+# Grid spacing (m) of the welded body per resolution (train/weld.py); "tiny"
+# keeps separate pieces at BODY_EDGE.
+WELD_CELL = {"small": 0.03, "default": 0.03, "paper": 0.021}
 # Skirt grid (columns around, rows down) per resolution.
 SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36), "default": (64, 32)}
 # T-shirt target edge length (m) per resolution.
@@ -218,36 +223,33 @@ def _regressor_row(verts, cand, target, sigma=0.06, iters=50):
     return w
 
 
-def _shape_dirs(verts, piece_of, pieces, rng):
+def _shape_dirs(verts, piece_w, pieces, rng):
     """shapedirs [Nb,3,S]: β0 height, β1 girth, β2 shoulder width, β3 hip width,
     β4.. small smooth random fields. Scaled so |β| = 3 is a plausible extreme.
+    piece_w [Nb,P]: each vertex's weights over the pieces (one-hot for a body
+    of separate pieces, blended across the junctions of the welded one).
     """
     n = len(verts)
     D = np.zeros((n, 3, NUM_BETAS))
     x, y = verts[:, 0], verts[:, 1]
     side = np.sign(x)
-    group = np.array([pieces[p].group for p in piece_of])
-    name = np.array([pieces[p].name for p in piece_of])
+    wsum = lambda test: piece_w[:, [p for p, pc in enumerate(pieces) if test(pc)]].sum(1)
+    arm, leg = wsum(lambda pc: pc.group == "arm"), wsum(lambda pc: pc.group == "leg")
+    torso, pel = wsum(lambda pc: pc.name == "torso"), wsum(lambda pc: pc.name == "pelvis")
     # β0: height, uniform vertical scale about the floor (±10% at |β| = 3).
     D[:, 1, 0] = y / 30.0
     # β1: girth, each piece's cross-section grows 10% per unit (less for head,
     # hands, feet); limbs move out with the trunk so they stay attached.
     for p, pc in enumerate(pieces):
-        m = piece_of == p
+        m = piece_w[:, p] > 0
         s, _, _ = pc.local(verts[m])
         radial = verts[m] - pc.p0 - s[:, None] * pc.axis
-        D[m, :, 1] = 0.1 * pc.girth * radial
-    D[group == "arm", 0, 1] += side[group == "arm"] * 0.1 * 0.17
-    D[group == "leg", 0, 1] += side[group == "leg"] * 0.1 * 0.05
+        D[m, :, 1] += piece_w[m, p, None] * 0.1 * pc.girth * radial
+    D[:, 0, 1] += side * 0.1 * (0.17 * arm + 0.05 * leg)
     # β2: shoulder width, upper torso widens, arms move out 1.7 cm per unit.
-    t = name == "torso"
-    D[t, 0, 2] = 0.1 * x[t] * _smoothstep(1.15, 1.40, y[t])
-    D[group == "arm", 0, 2] = side[group == "arm"] * 0.017
+    D[:, 0, 2] = torso * 0.1 * x * _smoothstep(1.15, 1.40, y) + arm * side * 0.017
     # β3: hip width, pelvis and lower torso widen, legs move out 1 cm per unit.
-    pel = name == "pelvis"
-    D[pel, 0, 3] = 0.1 * x[pel]
-    D[t, 0, 3] = 0.1 * x[t] * (1 - _smoothstep(0.95, 1.15, y[t]))
-    D[group == "leg", 0, 3] = side[group == "leg"] * 0.01
+    D[:, 0, 3] = pel * 0.1 * x + torso * 0.1 * x * (1 - _smoothstep(0.95, 1.15, y)) + leg * side * 0.01
     # β4..: smooth random fields, three sinusoids each, std ~2 mm per unit.
     for k in range(4, NUM_BETAS):
         for _ in range(3):
@@ -258,19 +260,33 @@ def _shape_dirs(verts, piece_of, pieces, rng):
 
 
 def make_body(resolution, rng):
-    """Procedural body in SMPL layout: dict of float64/int arrays (see DESIGN 2.1)."""
-    h = BODY_EDGE[resolution]
+    """Procedural body in SMPL layout: dict of float64/int arrays (see DESIGN 2.1).
+
+    The surface is the welded union of the pieces (train/weld.py), except at
+    the "tiny" test resolution, whose grid would lose the limbs: there each
+    piece is meshed on its own and the pieces overlap.
+    """
     pieces = body_pieces()
     J = rest_joints()
-    verts, faces, piece_of, weights = [], [], [], []
+    if resolution in WELD_CELL:
+        verts, faces, piece_w = weld.weld(pieces, WELD_CELL[resolution])
+    else:
+        h = BODY_EDGE[resolution]
+        verts, faces, piece_of = [], [], []
+        for p, pc in enumerate(pieces):
+            v, f = pc.mesh(h)
+            faces.append(f + sum(len(x) for x in verts))
+            verts.append(v)
+            piece_of.append(np.full(len(v), p))
+        verts, faces = np.concatenate(verts), np.concatenate(faces)
+        piece_w = np.eye(len(pieces))[np.concatenate(piece_of)]
+    piece_of = piece_w.argmax(1)
+    weights = np.zeros((len(verts), 24))
     for p, pc in enumerate(pieces):
-        v, f = pc.mesh(h)
-        faces.append(f + sum(len(x) for x in verts))
-        verts.append(v)
-        piece_of.append(np.full(len(v), p))
-        weights.append(_chain_weights(pc, pc.local(v)[0], J))
-    verts, faces = np.concatenate(verts), np.concatenate(faces)
-    piece_of, weights = np.concatenate(piece_of), np.concatenate(weights)
+        m = piece_w[:, p] > 0
+        weights[m] += piece_w[m, p, None] * _chain_weights(pc, pc.local(verts[m])[0], J)
+    if resolution in WELD_CELL:
+        weights = weld.smooth_weights(faces, weights)
 
     # Joint regressor: each joint from the pieces whose chain contains it or
     # whose volume contains it (the collars sit inside the torso).
@@ -281,7 +297,7 @@ def make_body(resolution, rng):
         Jreg[j, cand] = _regressor_row(verts, cand, J[j])
     return {
         "v_template": verts,
-        "shapedirs": _shape_dirs(verts, piece_of, pieces, rng),
+        "shapedirs": _shape_dirs(verts, piece_w, pieces, rng),
         "J_regressor": Jreg,
         "weights": weights,
         "parents": PARENTS.copy(),

@@ -19,7 +19,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import assets  # noqa: E402
+import assets
+import weld  # noqa: E402
 import motions  # noqa: E402
 
 V_RANGE = (2000, 8000)  # garment vertices at the default-model resolution
@@ -84,6 +85,14 @@ def check_body():
         _, cnt = edge_faces(f)
         ok(np.all(cnt == 2), f"body {res}: closed (every edge in exactly 2 faces)")
         ok(assets.signed_volume(v, f) > 0.03, f"body {res}: outward faces, volume {assets.signed_volume(v, f):.4f} m³")
+        # Welded: one surface, consistently wound, a sphere (χ = 2), and no
+        # vertex inside any piece (nothing of the surface hides inside the body).
+        und, _ = edge_faces(f)
+        directed = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+        ok(components(len(v), und) == 1 and len(np.unique(directed, axis=0)) == len(directed)
+           and len(v) - len(und) + len(f) == 2, f"body {res}: one surface, wound consistently, χ = 2")
+        depth = min(weld.piece_field(pc, v).min() for pc in b["pieces"])
+        ok(depth > -1e-3, f"body {res}: no vertex inside the body (deepest {1000 * -depth:.2f} mm into a piece)")
         ok(np.all(W >= 0) and np.allclose(W.sum(1), 1), f"body {res}: skinning weights >= 0, rows sum to 1")
         J = b["J_regressor"] @ v
         ok(np.abs(J - assets.rest_joints()).max() < 1e-6, f"body {res}: J_regressor gives the rest joints")

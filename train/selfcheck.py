@@ -71,7 +71,7 @@ def check_assets(cfg, t, preset):
     v, f = t["body.v_template"].astype(np.float64), t["body.faces"]
     ncomp, label = components(f, len(v))
     vols = [assets.signed_volume(v, f[label[f[:, 0]] == c]) for c in range(ncomp)]
-    check(f"{preset} body: {len(v)} verts, {ncomp} closed pieces, all wound outward",
+    check(f"{preset} body: {len(v)} verts, {ncomp} closed surface(s), all wound outward",
           min(vols) > 0, f"min piece volume {min(vols):.2e} m^3")
     w = t["body.weights"]
     check(f"{preset} body: weights nonnegative, rows sum to 1",
