@@ -44,12 +44,12 @@ def rest_joints():
     return J
 
 
-# Target edge length of the body mesh per resolution (m).
+# Grid spacing (m) of the welded body per resolution (train/weld.py).
 # "default" is the resolution of the default model (docs/conventions.md, Assets).
-BODY_EDGE = {"tiny": 0.11, "small": 0.04, "paper": 0.028, "default": 0.04}
-# Grid spacing (m) of the welded body per resolution (train/weld.py); "tiny"
-# keeps separate pieces at BODY_EDGE.
 WELD_CELL = {"small": 0.03, "default": 0.03, "paper": 0.021}
+# The "tiny" test body keeps its pieces meshed apart, at this edge length (m):
+# a grid this coarse would lose the limbs.
+TINY_BODY_EDGE = 0.11
 # Skirt grid (columns around, rows down) per resolution.
 SKIRT_GRID = {"tiny": (24, 10), "small": (56, 24), "paper": (96, 36), "default": (64, 32)}
 # T-shirt target edge length (m) per resolution.
@@ -268,10 +268,11 @@ def make_body(resolution, rng):
     """
     pieces = body_pieces()
     J = rest_joints()
-    if resolution in WELD_CELL:
+    welded = resolution != "tiny"
+    if welded:
         verts, faces, piece_w = weld.weld(pieces, WELD_CELL[resolution])
     else:
-        h = BODY_EDGE[resolution]
+        h = TINY_BODY_EDGE
         verts, faces, piece_of = [], [], []
         for p, pc in enumerate(pieces):
             v, f = pc.mesh(h)
@@ -285,7 +286,7 @@ def make_body(resolution, rng):
     for p, pc in enumerate(pieces):
         m = piece_w[:, p] > 0
         weights[m] += piece_w[m, p, None] * _chain_weights(pc, pc.local(verts[m])[0], J)
-    if resolution in WELD_CELL:
+    if welded:
         weights = weld.smooth_weights(faces, weights)
 
     # Joint regressor: each joint from the pieces whose chain contains it or

@@ -17,6 +17,7 @@ from scipy.spatial.transform import Rotation
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assets  # noqa: E402
+import weld  # noqa: E402
 from bundle import BundleError, read_bundle, write_bundle  # noqa: E402
 from make_bundle import make_bundle  # noqa: E402
 from reference import Drape, infer, network_names, skinning_transforms  # noqa: E402
@@ -106,7 +107,7 @@ def check_assets(cfg, t, preset):
               and layers == 1, f"max {layers} triangle(s) over a point of a 512x512 grid")
         inside = assets.inside_body({"pieces": assets.body_pieces()}, rest.astype(np.float64))
         nn = t[p + "body_nn"]
-        vn = body_vertex_normals(v, f)
+        vn = weld.vertex_normals(v, f)
         pen = np.sum(vn[nn] * (rest - v[nn]), 1) < 0
         check(f"{preset} {g}: rest garment clear of the canonical body",
               not inside.any() and not pen.any(),
@@ -138,14 +139,6 @@ def uv_layers(tri, n=512):
         inside = (l1 > 1e-9) & (l2 > 1e-9) & (1 - l1 - l2 > 1e-9)
         count[is_[0]:is_[-1] + 1, js[0]:js[-1] + 1] += inside
     return int(count.max())
-
-
-def body_vertex_normals(v, f):
-    n = np.zeros_like(v)
-    fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
-    for i in range(3):
-        np.add.at(n, f[:, i], fn)
-    return n / np.linalg.norm(n, axis=1, keepdims=True)
 
 
 def check_raster(model, garment, preset):

@@ -19,6 +19,7 @@ nearest piece), from which assets.make_body blends skinning weights and
 shape directions.
 """
 import numpy as np
+import scipy.sparse as sp
 
 
 def piece_field(pc, x):
@@ -138,7 +139,6 @@ def surface_nets(field, lo, cell):
 def _neighbours(n, faces):
     e = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
     e = np.unique(np.sort(e, 1), axis=0)
-    import scipy.sparse as sp
     A = sp.coo_matrix((np.ones(2 * len(e)), (np.r_[e[:, 0], e[:, 1]], np.r_[e[:, 1], e[:, 0]])), shape=(n, n)).tocsr()
     return A
 
@@ -160,6 +160,7 @@ def smooth_weights(faces, W, iters=12):
 
 
 def vertex_normals(v, faces):
+    """Unit vertex normals: the normalized sums of the adjacent faces' cross products."""
     n = np.zeros_like(v)
     c = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
     for k in range(3):
