@@ -19,7 +19,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import assets
+import assets  # noqa: E402
 import weld  # noqa: E402
 import motions  # noqa: E402
 
