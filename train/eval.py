@@ -2,6 +2,7 @@
 table per garment (what `make eval` prints).
 
     /usr/bin/python3 train/eval.py --model MODEL --data DIR [--drape build/drape] [--json OUT.json]
+        [--split test|train]   (train: the training sequences, to tell under- from overfitting)
 
 Goals (issue 5): the model's mean vertex error ≤ 50% of plain skinning's;
 edge error ≤ 3%, area error ≤ 4%, collision ≤ 0.5% of vertices.
@@ -35,18 +36,20 @@ def main(argv=None):
     ap.add_argument("--data", required=True)
     ap.add_argument("--drape", default="build/drape")
     ap.add_argument("--json")
+    ap.add_argument("--split", choices=("test", "train"), default="test")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     a = ap.parse_args(argv)
     with open(os.path.join(a.data, "manifest.json")) as f:
         man = json.load(f)
-    seqs = [s for s in man["sequences"] if s["split"] == "test"
+    seqs = [s for s in man["sequences"] if s["split"] == a.split
             and os.path.exists(os.path.join(a.data, "seq", s["name"] + ".sim.npy"))]
     if not seqs:
-        raise SystemExit(f"eval: no held-out sequences in {a.data}")
+        raise SystemExit(f"eval: no finished '{a.split}' sequences in {a.data}")
     with ThreadPoolExecutor(a.jobs) as ex:
         res = list(ex.map(lambda s: run(s, a), seqs))
     ok = True
-    print(f"\n## Held-out evaluation: {a.model} ({len(res)} sequences)\n")
+    title = "Held-out evaluation" if a.split == "test" else "Evaluation on the training sequences"
+    print(f"\n## {title}: {a.model} ({len(res)} sequences)\n")
     for g in sorted({r["garment"] for r in res}):
         R = [r for r in res if r["garment"] == g]
         mean = lambda f: float(np.mean([f(r) for r in R]))
