@@ -168,7 +168,7 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 MODEL_GARMENTS ?= skirt,dress,tshirt
 DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 1 --test-seeds 1 \
                 --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 8 --iters 8"
-TRAIN_ARGS ?= --steps 2500 --frames 8 --lr 1e-3 --threads 2
+TRAIN_ARGS ?= --steps 5000 --frames 8 --lr 1e-3 --w-edge 0.1 --threads 2
 # then a fine-tune that holds edges to the teacher's lengths, with a stronger
 # penetration term and the cloth's stretching and bending energies
 FINETUNE_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.3 --w-phys 1e-3 --threads 2
