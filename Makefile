@@ -163,7 +163,7 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 
 # The default model: the project's own pipeline (train/: assets, the sim
 # teacher's dataset, PyTorch training, export). `make model` runs all of it
-# (hours on 2 cores; resumable); `make eval` judges models/default.safetensors
+# (about an hour on 2 cores; resumable); `make eval` judges models/default.safetensors
 # on the held-out sequences of the same plan against plain skinning.
 MODEL_GARMENTS ?= skirt,dress,tshirt
 DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 1 --test-seeds 1 \
