@@ -494,7 +494,7 @@ static void module_a_case(const char *bundle, int precision, int n)
     drape_error e = {0};
     cr_assert_eq(drape_backend_run(cpu, fc, n, &e), 0, "%s", e.msg);
     cr_assert_eq(drape_backend_run(gpu, fg, n, &e), 0, "%s", e.msg);
-    double worst = 0;
+    double worst = 0, worst_single = 0;
     for (int f = 0; f < n; f++) {
         int V = m->garments[drape_identity_garment(fc[f].id)].V;
         double d = tu_max_abs_diff(fg[f].out, fc[f].out, 3 * V);
@@ -504,10 +504,16 @@ static void module_a_case(const char *bundle, int precision, int n)
         float *single = malloc(sizeof(float) * 3 * V);
         one.out = single;
         cr_assert_eq(drape_backend_run(gpu, &one, 1, &e), 0, "%s", e.msg);
-        cr_assert_leq(tu_max_abs_diff(single, fg[f].out, 3 * V), 1e-5, "frame %d alone vs in the batch", f);
+        /* FP32 is batch-invariant to rounding; TF32 and BF16 are not (cuBLAS
+         * picks other kernels for another batch size), so there a frame alone
+         * and in the batch only share the tolerance against the CPU */
+        double ds = tu_max_abs_diff(single, fg[f].out, 3 * V);
+        worst_single = fmax(worst_single, ds);
+        cr_assert_leq(ds, precision ? TOL_A[precision] : 1e-5, "frame %d alone vs in the batch: %g m", f, ds);
         free(single);
     }
-    cr_log_info("%s precision %d batch %d: max |cuda − cpu| = %.3g m", bundle, precision, n, worst);
+    cr_log_info("%s precision %d batch %d: max |cuda − cpu| = %.3g m, max |alone − in the batch| = %.3g m", bundle,
+                precision, n, worst, worst_single);
     cr_assert(drape_backend_healthy(gpu));
     for (int f = 0; f < n; f++) {
         free(fc[f].out);
