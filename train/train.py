@@ -37,7 +37,7 @@ import physics  # noqa: E402
 from bundle import read_bundle, write_bundle  # noqa: E402
 from make_bundle import PRESETS, asset_tensors, init_network  # noqa: E402
 import reference  # noqa: E402
-from reference import (Drape, body_normals, frame_windows, network_names, rodrigues,  # noqa: E402
+from reference import (Drape, body_normals, frame_windows, rodrigues,  # noqa: E402
                        skinning_transforms)
 
 # Module B's garment→body neighbours depend only on the identity's shape (no

@@ -89,7 +89,6 @@ def surface_nets(field, lo, cell):
     # Each vertex: the mean of the zero crossings on its cell's 12 edges.
     acc = np.zeros((len(cells), 3))
     cnt = np.zeros(len(cells))
-    ci, cj, ck = cells.T
     for a in range(3):
         for u in (0, 1):
             for v in (0, 1):
