@@ -604,7 +604,8 @@ int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
         }
         v[0] = (x[0] - v[0]) * inv_h, v[1] = (x[1] - v[1]) * inv_h, v[2] = (x[2] - v[2]) * inv_h;
     }
-    c->contacts = c->col ? drape_collider_project(c->col, c->x, c->v, c->is_free, c->n, c->p.margin, c->p.friction) : 0;
+    c->contacts =
+        c->col ? drape_collider_project(c->col, c->x, c->v, c->is_free, c->n, c->p.margin, c->p.friction, h) : 0;
     if (c->p.damping > 0)
         for (int i = 0; i < n3; i++) c->v[i] *= 1 - c->p.damping;
     return DRAPE_OK;

@@ -35,7 +35,7 @@ typedef struct {
     double attach;    /* soft attachment weight, N/m: energy attach/2 |x − target|² */
     double damping;   /* velocity scaled by (1 − damping) after every step, in [0, 1) */
     double margin;    /* collision: distance kept from the collider surface, m */
-    double friction;  /* collision: tangential velocity scaled by (1 − friction), in [0, 1] */
+    double friction;  /* collision: Coulomb coefficient against the surface's motion, in [0, 1] */
 } drape_cloth_params;
 
 /* X [n,3] rest positions, faces [F,3]; springs are the unique triangle edges.

@@ -16,6 +16,7 @@ struct drape_collider {
     int32_t *faces;
     double reach;
     double *v, *vn;        /* [nv,3] positions, unit vertex normals */
+    double *vp;            /* [nv,3] positions before the last update: the surface's step, for its velocity */
     double *lo, *hi;       /* [F,3] triangle boxes */
     drape_grid grid;
     int has_mesh, mesh_ready;
@@ -31,7 +32,7 @@ void drape_collider_free(drape_collider *c)
 {
     if (!c) return;
     free(c->caps);
-    free(c->faces); free(c->v); free(c->vn); free(c->lo); free(c->hi);
+    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi);
     drape_grid_free(&c->grid);
     free(c);
 }
@@ -66,14 +67,15 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
     for (int i = 0; i < 3 * F; i++)
         if (faces[i] < 0 || faces[i] >= nv)
             return drape_fail(err, DRAPE_ERANGE, "collider: face %d refers to vertex %d of %d", i / 3, faces[i], nv);
-    free(c->faces); free(c->v); free(c->vn); free(c->lo); free(c->hi);
+    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi);
     c->faces = malloc((size_t)F * 3 * sizeof *c->faces);
     c->v = malloc((size_t)nv * 3 * sizeof *c->v);
     c->vn = malloc((size_t)nv * 3 * sizeof *c->vn);
+    c->vp = malloc((size_t)nv * 3 * sizeof *c->vp);
     c->lo = malloc((size_t)F * 3 * sizeof *c->lo);
     c->hi = malloc((size_t)F * 3 * sizeof *c->hi);
     c->has_mesh = c->mesh_ready = 0;
-    if (!c->faces || !c->v || !c->vn || !c->lo || !c->hi) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    if (!c->faces || !c->v || !c->vn || !c->vp || !c->lo || !c->hi) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     memcpy(c->faces, faces, (size_t)F * 3 * sizeof *faces);
     c->F = F, c->nv = nv, c->reach = reach, c->has_mesh = 1;
     return DRAPE_OK;
@@ -82,11 +84,10 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
 int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *err)
 {
     if (!c->has_mesh) return drape_fail(err, DRAPE_EINVAL, "collider: no mesh set");
-    for (int i = 0; i < 3 * c->nv; i++) {
+    for (int i = 0; i < 3 * c->nv; i++)
         if (!isfinite(v[i])) return drape_fail(err, DRAPE_ENONFINITE, "collider: mesh vertex %d is NaN or Inf", i / 3);
-        c->v[i] = v[i];
-        c->vn[i] = 0;
-    }
+    /* the first positions have no previous ones: the surface starts at rest */
+    for (int i = 0; i < 3 * c->nv; i++) c->vp[i] = c->mesh_ready ? c->v[i] : v[i], c->v[i] = v[i], c->vn[i] = 0;
     double edge = 0;
     for (int f = 0; f < c->F; f++) {
         const int32_t *t = c->faces + 3 * f;
@@ -140,7 +141,10 @@ static void visit_face(void *ctx, int f)
     }
 }
 
-static double mesh_distance(const drape_collider *c, const double p[3], double q[3], double n[3])
+/* vel (may be NULL): the surface point's velocity, its barycentric share of
+ * the vertices' last step times inv_dt */
+static double mesh_distance(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
+                            double inv_dt)
 {
     mesh_query m = {.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
     double lo[3], hi[3];
@@ -156,6 +160,12 @@ static double mesh_distance(const drape_collider *c, const double p[3], double q
     }
     double l = sqrt(m.best), nl = sqrt(ni[0] * ni[0] + ni[1] * ni[1] + ni[2] * ni[2]);
     memcpy(q, m.q, sizeof m.q);
+    if (vel)
+        for (int d = 0; d < 3; d++) {
+            vel[d] = 0;
+            for (int k = 0; k < 3; k++) vel[d] += m.w[k] * (c->v[3 * t[k] + d] - c->vp[3 * t[k] + d]);
+            vel[d] *= inv_dt;
+        }
     /* outside: the direction away from the surface point is the exact
      * normal of the distance field; inside (or on it): the interpolated one */
     if (dot > 0 && l > 1e-12) {
@@ -184,35 +194,56 @@ static double capsule_distance(const capsule *k, const double p[3], double q[3],
     return l - k->r;
 }
 
-double drape_collider_distance(const drape_collider *c, const double p[3], double q[3], double n[3])
+/* The nearest surface; vel (may be NULL) its velocity there (capsules are still). */
+static double nearest(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
+                      double inv_dt)
 {
     double best = INFINITY;
+    if (vel) vel[0] = vel[1] = vel[2] = 0;
     for (int i = 0; i < c->n_caps; i++) {
         double qq[3], nn[3], d = capsule_distance(&c->caps[i], p, qq, nn);
         if (d < best) best = d, memcpy(q, qq, sizeof qq), memcpy(n, nn, sizeof nn);
     }
     if (c->mesh_ready) {
-        double qq[3], nn[3], d = mesh_distance(c, p, qq, nn);
-        if (d < best) best = d, memcpy(q, qq, sizeof qq), memcpy(n, nn, sizeof nn);
+        double qq[3], nn[3], vv[3], d = mesh_distance(c, p, qq, nn, vel ? vv : NULL, inv_dt);
+        if (d < best) {
+            best = d, memcpy(q, qq, sizeof qq), memcpy(n, nn, sizeof nn);
+            if (vel) memcpy(vel, vv, sizeof vv);
+        }
     }
     return best;
 }
 
+double drape_collider_distance(const drape_collider *c, const double p[3], double q[3], double n[3])
+{
+    return nearest(c, p, q, n, NULL, 0);
+}
+
 int drape_collider_project(const drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
-                           double friction)
+                           double friction, double dt)
 {
     int contacts = 0;
+    double inv_dt = dt > 0 ? 1 / dt : 0;
     for (int i = 0; i < n; i++) {
         if (mask && !mask[i]) continue;
         double *p = x + 3 * i, *u = v + 3 * i;
         int hit = 0;
         for (int pass = 0; pass < 3; pass++) {
-            double q[3], nn[3], d = drape_collider_distance(c, p, q, nn);
+            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt);
             if (!(d < margin)) break;
             hit = 1;
             for (int k = 0; k < 3; k++) p[k] = q[k] + margin * nn[k];
-            double un = u[0] * nn[0] + u[1] * nn[1] + u[2] * nn[2], keep = un > 0 ? un : 0;
-            for (int k = 0; k < 3; k++) u[k] = keep * nn[k] + (1 - friction) * (u[k] - un * nn[k]);
+            /* velocity relative to the surface: an inward normal part is
+             * removed; the normal speed the contact took away (that, or the
+             * push over the step if larger) bounds how much tangential speed
+             * friction takes (Coulomb), so a garment slides down under
+             * gravity and is carried, not held back, by a moving body */
+            double r[3], un = 0, t2 = 0;
+            for (int k = 0; k < 3; k++) r[k] = u[k] - vb[k], un += r[k] * nn[k];
+            for (int k = 0; k < 3; k++) r[k] -= un * nn[k], t2 += r[k] * r[k];
+            double jn = fmax(-un, (margin - d) * inv_dt), t = sqrt(t2);
+            double s = t > friction * jn ? 1 - friction * jn / t : 0;
+            for (int k = 0; k < 3; k++) u[k] = vb[k] + (un > 0 ? un : 0) * nn[k] + s * r[k];
         }
         contacts += hit;
     }

@@ -38,11 +38,14 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
 double drape_collider_distance(const drape_collider *c, const double p[3], double q[3], double n[3]);
 
 /* Contact response for x, v [n,3] (only where mask is NULL or mask[i] != 0):
- * a point closer than margin goes to q + margin·n, its velocity loses its
- * inward normal part and its tangential part is scaled by (1 − friction).
- * Repeated (up to 3 passes) for points that a push moved into another
- * surface. Returns how many points were in contact. */
+ * a point closer than margin goes to q + margin·n. Its velocity relative to
+ * the surface there (the mesh's: its last update's step over dt; dt <= 0 or
+ * a sphere or capsule: still) loses its inward normal part, and Coulomb
+ * friction takes up to friction × the normal speed removed (or the push over
+ * dt, if larger) from its tangential part. Repeated (up to 3 passes) for
+ * points that a push moved into another surface. Returns how many points
+ * were in contact. */
 int drape_collider_project(const drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
-                           double friction);
+                           double friction, double dt);
 
 #endif

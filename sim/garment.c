@@ -234,7 +234,9 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
     for (int i = 0; i < 3 * V; i++) b.X[i] = b.rest[i];
     drape_cloth_params cp = {.dt = 1.0 / (m->cfg.fps * k), .gravity = p->gravity, .iters = p->iters,
                              .ym = p->stretch * l0 * l0, .mass = DRAPE_MASS_AREA, .density = p->density,
-                             .bend = p->bend * l0 * l0, .attach = p->attach, .damping = p->damping,
+                             .bend = p->bend * l0 * l0, .attach = p->attach,
+                             /* per frame, so the drag does not grow with the substeps a motion needs */
+                             .damping = 1 - pow(1 - p->damping, 1.0 / k),
                              .margin = p->margin, .friction = p->friction};
     if ((rc = drape_cloth_create_attached(&b.cloth, b.X, V, g->faces, g->F, NULL, 0, b.att, na, &cp, err)) ||
         (rc = drape_collider_create(&b.col, err)) ||

@@ -23,7 +23,7 @@ typedef struct {
     double bend;         /* N/m: bending springs the same way */
     double attach;       /* N/m: waist attachment weight */
     double attach_band;  /* m: without the bundle's garment.<g>.attach, the attached vertices are those within this of the shaped garment's top */
-    double damping;      /* velocity factor (1 − damping) per substep */
+    double damping;      /* velocity factor (1 − damping) per frame, spread over its substeps */
     double margin;       /* m kept from the body surface */
     double friction;     /* tangential velocity factor (1 − friction) on contact */
     double reach;        /* m: how deep inside the body a vertex is still found */

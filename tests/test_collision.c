@@ -196,3 +196,114 @@ Test(collision, bad_inputs_are_rejected)
     cr_assert_eq(drape_collider_update_mesh(col, v, &e), DRAPE_ENONFINITE);
     drape_collider_free(col);
 }
+
+/* A 4 m square floor at y = 0 (normal +y), shifted by dx along x. */
+static void floor_at(float v[12], double dx)
+{
+    const float q[12] = {-2, 0, -2, -2, 0, 2, 2, 0, 2, 2, 0, -2};
+    for (int i = 0; i < 12; i++) v[i] = q[i] + (i % 3 == 0 ? (float)dx : 0);
+}
+
+/* One contact on the floor: a point 1 mm inside it with velocity u, the
+ * floor having moved by vfloor·dt since its last update. */
+static void contact(double u[3], double vfloor, double friction)
+{
+    static const int32_t faces[6] = {0, 1, 2, 0, 2, 3}; /* counter-clockwise seen from +y */
+    double dt = 0.01, x[3] = {0.3, -0.001, 0.1};
+    float v[12];
+    drape_collider *col;
+    drape_error e = {0};
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_set_mesh(col, faces, 2, 4, 0.1, &e), 0, "%s", e.msg);
+    floor_at(v, 0);
+    cr_assert_eq(drape_collider_update_mesh(col, v, &e), 0, "%s", e.msg);
+    floor_at(v, vfloor * dt);
+    cr_assert_eq(drape_collider_update_mesh(col, v, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_collider_project(col, x, u, NULL, 1, 0.005, friction, dt), 1);
+    cr_assert_float_eq(x[1], 0.005, 1e-9, "pushed to the margin: y %g", x[1]);
+    drape_collider_free(col);
+}
+
+/* Coulomb friction: the tangential speed lost is friction × the normal speed
+ * the contact removed (or the push over dt), not a fixed share of it */
+Test(collision, friction_is_coulomb)
+{
+    /* sliding at 1 m/s, arriving at 0.8 m/s: loses 0.3 × 0.8 */
+    double u[3] = {1, -0.8, 0};
+    contact(u, 0, 0.3);
+    cr_assert_float_eq(u[0], 1 - 0.3 * 0.8, 1e-9, "tangential %g", u[0]);
+    cr_assert_float_eq(u[1], 0, 1e-9, "the inward normal part is removed: %g", u[1]);
+    /* barely arriving: the push (6 mm over 10 ms = 0.6 m/s) bounds it */
+    double w[3] = {1, -0.01, 0};
+    contact(w, 0, 0.3);
+    cr_assert_float_eq(w[0], 1 - 0.3 * 0.6, 1e-9, "tangential %g", w[0]);
+    /* slow enough to stick */
+    double s[3] = {0.1, -1, 0.05};
+    contact(s, 0, 0.3);
+    cr_assert_float_eq(s[0], 0, 1e-9);
+    cr_assert_float_eq(s[2], 0, 1e-9);
+    /* no friction: tangential motion untouched; leaving: the normal part stays */
+    double f[3] = {1, 0.2, -0.5};
+    contact(f, 0, 0);
+    cr_assert_float_eq(f[0], 1, 1e-12);
+    cr_assert_float_eq(f[1], 0.2, 1e-12);
+    cr_assert_float_eq(f[2], -0.5, 1e-12);
+}
+
+/* Friction acts on the velocity relative to the moving surface (its
+ * velocity from float positions: 1e-4 m/s): cloth
+ * moving with the body keeps its speed, cloth at rest on it is dragged along */
+Test(collision, friction_follows_the_moving_surface)
+{
+    double with[3] = {2, -0.5, 0};
+    contact(with, 2, 0.3);
+    cr_assert_float_eq(with[0], 2, 1e-4,  "moving with the floor at 2 m/s: %g", with[0]);
+    double still[3] = {0, -0.5, 0};
+    contact(still, 2, 0.3);
+    /* relative −2 m/s, friction takes 0.3 × 0.6 (the push over dt) */
+    cr_assert_float_eq(still[0], 2 - (2 - 0.3 * 0.6), 1e-4, "dragged by the floor: %g", still[0]);
+    cr_assert_float_eq(still[1], 0, 1e-9);
+}
+
+/* A sheet resting on a floor that slides at constant speed rides along with
+ * it (static friction under gravity); without friction it stays behind. */
+Test(collision, a_sheet_rides_a_moving_floor)
+{
+    static const int32_t faces[6] = {0, 1, 2, 0, 2, 3};
+    int nx = 6;
+    double *X = malloc(sizeof(double) * 3 * nx * nx);
+    int32_t *T = malloc(sizeof(int32_t) * 6 * (nx - 1) * (nx - 1));
+    double moved[2];
+    for (int run = 0; run < 2; run++) {
+        sheet(X, T, nx, 0.3, 0, 0.01, 0);
+        drape_cloth_params p = DROP;
+        p.friction = run ? 0 : 0.5;
+        p.damping = 0;
+        drape_cloth *c;
+        drape_collider *col;
+        drape_error e = {0};
+        float v[12];
+        cr_assert_eq(drape_cloth_create(&c, X, nx * nx, T, 2 * (nx - 1) * (nx - 1), NULL, 0, &p, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_collider_create(&col, &e), 0);
+        cr_assert_eq(drape_collider_set_mesh(col, faces, 2, 4, 0.1, &e), 0, "%s", e.msg);
+        floor_at(v, 0);
+        cr_assert_eq(drape_collider_update_mesh(col, v, &e), 0, "%s", e.msg);
+        drape_cloth_set_collider(c, col);
+        for (int s = 0; s < 30; s++) cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg); /* settle */
+        double x0 = drape_cloth_positions(c)[0], speed = 0.5;
+        for (int s = 1; s <= 60; s++) {
+            floor_at(v, speed * p.dt * s);
+            cr_assert_eq(drape_collider_update_mesh(col, v, &e), 0, "%s", e.msg);
+            cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg);
+        }
+        moved[run] = drape_cloth_positions(c)[0] - x0;
+        drape_cloth_free(c);
+        drape_collider_free(col);
+    }
+    double floor_moved = 0.5 * DROP.dt * 60;
+    cr_assert_float_eq(moved[0], floor_moved, 0.1 * floor_moved, "with friction the sheet moved %g m, the floor %g m",
+                       moved[0], floor_moved);
+    cr_assert_lt(fabs(moved[1]), 0.01, "without friction the sheet moved %g m", moved[1]);
+    free(X);
+    free(T);
+}
