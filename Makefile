@@ -177,7 +177,8 @@ model: all
 	@mkdir -p $(TRAIN_DIR)
 	test -f $(TRAIN_DIR)/base.safetensors || $(PYTHON) train/train.py init --preset default --garments $(MODEL_GARMENTS) \
 	    --out $(TRAIN_DIR)/base.safetensors
-	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data $(DATASET_ARGS) --drape $(BUILD)/drape
+	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data $(DATASET_ARGS) --drape $(BUILD)/drape \
+	    --replace-stale
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out $(TRAIN_DIR)/stage1.safetensors \
 	    --ckpt $(TRAIN_DIR)/ckpt.pt --resume $(TRAIN_ARGS)
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/stage1.safetensors --data $(TRAIN_DIR)/data --out models/default.safetensors \
@@ -185,7 +186,7 @@ model: all
 
 eval: all
 	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(DATASET_ARGS) \
-	    --drape $(BUILD)/drape
+	    --drape $(BUILD)/drape --replace-stale
 	$(PYTHON) train/eval.py --model models/default.safetensors --data $(BUILD)/eval-data --drape $(BUILD)/drape
 
 # On a lent GPU, one command: the CUDA tests (device and host-body ones), the

@@ -35,6 +35,23 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
                 "--train-seeds 1 --test-seeds 0 --seconds 0.7 --jobs 2 --drape %s",
                 py(), base, data, bin());
     cr_assert(rc == 0 && strstr(log_, ": skip") && !strstr(log_, ": ok"), "rerun did work again:\n%s", log_);
+    /* another teacher (here: another clip length) is refused, not mixed in */
+    char stale[300];
+    snprintf(stale, sizeof stale, "%s", tu_tmp("ds_stale"));
+    rc = tu_run(log_, sizeof log_, "cp -r %s %s", data, stale);
+    cr_assert_eq(rc, 0, "%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
+                "--train-seeds 1 --test-seeds 0 --seconds 0.5 --jobs 2 --drape %s",
+                py(), base, stale, bin());
+    cr_assert(rc != 0 && strstr(log_, "another teacher") && strstr(log_, "seconds 0.7 -> 0.5"),
+              "a dataset of another teacher was not refused:\n%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
+                "--train-seeds 1 --test-seeds 0 --seconds 0.5 --jobs 2 --drape %s --replace-stale",
+                py(), base, stale, bin());
+    cr_assert(rc == 0 && strstr(log_, "stale files") && strstr(log_, ": ok") && !strstr(log_, ": skip"),
+              "--replace-stale did not regenerate:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
                 "%s train/train.py fit --base %s --data %s --out %s --steps 12 --frames 6 --lr 3e-3 --threads 1 --w-phys 1e-3 "
                 "--w-edge 0.1 --log-every 4",

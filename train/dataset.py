@@ -13,9 +13,14 @@ in `test` when its betas or its motion is held out, so the test split mixes
 unseen shapes, unseen motions and both. Generation runs --jobs teacher
 processes at a time and is resumable: finished sequences are skipped, each
 output is written to a temporary name and renamed when complete. DIR/
-manifest.json lists the sequences with their split.
+manifest.json lists the sequences with their split and what made them (the
+teacher's version, its arguments, the clip length, the base bundle's
+SHA-256): a DIR made by another teacher is refused, not silently mixed in,
+unless --replace-stale, which deletes its sequences first.
 """
 import argparse
+import glob
+import hashlib
 import json
 import os
 import subprocess
@@ -35,6 +40,38 @@ except ImportError:  # pragma: no cover - older trees
 import assets  # noqa: E402
 
 DEFAULT_KINDS = ["walk", "run", "turn", "jump", "arm_swings", "idle", "stop"]
+# The teacher's behaviour, bumped when `drape sim garment` changes what it
+# computes: 1 world-frame friction and damping per substep; 2 Coulomb
+# friction against the body's motion, damping per frame (docs/training.md).
+TEACHER_VERSION = 2
+
+
+def teacher_of(a):
+    with open(a.base, "rb") as f:
+        sha = hashlib.sha256(f.read()).hexdigest()
+    return {"version": TEACHER_VERSION, "sim_args": a.sim_args, "seconds": a.seconds, "base_sha256": sha}
+
+
+def check_stale(a, teacher):
+    """Refuse (or with --replace-stale, clear) sequences another teacher made."""
+    seq_files = glob.glob(os.path.join(a.out, "seq", "*.npy"))
+    if not seq_files:
+        return None
+    try:
+        with open(os.path.join(a.out, "manifest.json")) as f:
+            old = json.load(f).get("teacher", {"version": 1})
+    except (OSError, ValueError):
+        old = {"version": "unknown (no readable manifest.json)"}
+    if old == teacher:
+        return None
+    diff = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in teacher.items() if old.get(k) != v)
+    if not a.replace_stale:
+        return (f"dataset: {a.out} holds {len(seq_files)} files from another teacher ({diff}); "
+                "remove it, choose another --out, or pass --replace-stale")
+    for p in seq_files:
+        os.remove(p)
+    print(f"dataset: removed {len(seq_files)} stale files from {a.out} ({diff})", file=sys.stderr)
+    return None
 
 
 def make_motion(kind, seed, seconds, fps):
@@ -125,19 +162,28 @@ def main(argv=None):
     ap.add_argument("--sim-args", default="")
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    ap.add_argument("--replace-stale", action="store_true",
+                    help="delete sequences that another teacher (version, sim args, length, base) made")
     a = ap.parse_args(argv)
     cfg, _ = read_bundle(a.base)
     seqs = plan(cfg, a)
+    teacher = teacher_of(a)
+    if a.dry_run:
+        n_test = sum(s["split"] == "test" for s in seqs)
+        print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test)", file=sys.stderr)
+        return 0
+    stale = check_stale(a, teacher)
+    if stale:
+        print(stale, file=sys.stderr)
+        return 2
     os.makedirs(os.path.join(a.out, "seq"), exist_ok=True)
     manifest = {"base": os.path.abspath(a.base), "fps": cfg["fps"], "seconds": a.seconds,
-                "sim_args": a.sim_args, "sequences": seqs}
+                "sim_args": a.sim_args, "teacher": teacher, "sequences": seqs}
     with open(os.path.join(a.out, "manifest.json.tmp"), "w") as f:
         json.dump(manifest, f, indent=1)
     os.replace(os.path.join(a.out, "manifest.json.tmp"), os.path.join(a.out, "manifest.json"))
     n_test = sum(s["split"] == "test" for s in seqs)
     print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test) in {a.out}", file=sys.stderr)
-    if a.dry_run:
-        return 0
     if a.only:
         seqs = [s for s in seqs if s["split"] == a.only]
     t0, done, failed = time.time(), 0, 0
