@@ -75,7 +75,8 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
     c->lo = malloc((size_t)F * 3 * sizeof *c->lo);
     c->hi = malloc((size_t)F * 3 * sizeof *c->hi);
     c->has_mesh = c->mesh_ready = 0;
-    if (!c->faces || !c->v || !c->vn || !c->vp || !c->lo || !c->hi) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    if (!c->faces || !c->v || !c->vn || !c->vp || !c->lo || !c->hi)
+        return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     memcpy(c->faces, faces, (size_t)F * 3 * sizeof *faces);
     c->F = F, c->nv = nv, c->reach = reach, c->has_mesh = 1;
     return DRAPE_OK;
