@@ -172,6 +172,8 @@ TRAIN_ARGS ?= --steps 5000 --frames 8 --lr 1e-3 --w-edge 0.1 --threads 2
 # then a fine-tune that holds edges to the teacher's lengths, with a stronger
 # penetration term and the cloth's stretching and bending energies
 FINETUNE_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.3 --w-phys 1e-3 --threads 2
+# and a second one with the penetration weight raised again (docs/training.md)
+FINETUNE2_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.5 --w-phys 1e-3 --threads 2
 TRAIN_DIR ?= build/train
 model: all
 	@mkdir -p $(TRAIN_DIR)
@@ -181,8 +183,10 @@ model: all
 	    --replace-stale
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out $(TRAIN_DIR)/stage1.safetensors \
 	    --ckpt $(TRAIN_DIR)/ckpt.pt --resume $(TRAIN_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/stage1.safetensors --data $(TRAIN_DIR)/data --out models/default.safetensors \
-	    $(FINETUNE_ARGS)
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/stage1.safetensors --data $(TRAIN_DIR)/data \
+	    --out $(TRAIN_DIR)/finetune1.safetensors $(FINETUNE_ARGS)
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune1.safetensors --data $(TRAIN_DIR)/data \
+	    --out models/default.safetensors $(FINETUNE2_ARGS)
 
 eval: all
 	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(DATASET_ARGS) \
