@@ -250,14 +250,14 @@ Test(collision, friction_is_coulomb)
     cr_assert_float_eq(f[2], -0.5, 1e-12);
 }
 
-/* Friction acts on the velocity relative to the moving surface (its
- * velocity from float positions: 1e-4 m/s): cloth
- * moving with the body keeps its speed, cloth at rest on it is dragged along */
+/* Friction acts on the velocity relative to the moving surface: cloth moving
+ * with the body keeps its speed, cloth at rest on it is dragged along (the
+ * surface's velocity comes from float positions: within 1e-4 m/s) */
 Test(collision, friction_follows_the_moving_surface)
 {
     double with[3] = {2, -0.5, 0};
     contact(with, 2, 0.3);
-    cr_assert_float_eq(with[0], 2, 1e-4,  "moving with the floor at 2 m/s: %g", with[0]);
+    cr_assert_float_eq(with[0], 2, 1e-4, "moving with the floor at 2 m/s: %g", with[0]);
     double still[3] = {0, -0.5, 0};
     contact(still, 2, 0.3);
     /* relative −2 m/s, friction takes 0.3 × 0.6 (the push over dt) */

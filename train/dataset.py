@@ -167,11 +167,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     cfg, _ = read_bundle(a.base)
     seqs = plan(cfg, a)
-    teacher = teacher_of(a)
+    n_test = sum(s["split"] == "test" for s in seqs)
+    print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test) in {a.out}", file=sys.stderr)
     if a.dry_run:
-        n_test = sum(s["split"] == "test" for s in seqs)
-        print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test)", file=sys.stderr)
         return 0
+    teacher = teacher_of(a)
     stale = check_stale(a, teacher)
     if stale:
         print(stale, file=sys.stderr)
@@ -182,8 +182,6 @@ def main(argv=None):
     with open(os.path.join(a.out, "manifest.json.tmp"), "w") as f:
         json.dump(manifest, f, indent=1)
     os.replace(os.path.join(a.out, "manifest.json.tmp"), os.path.join(a.out, "manifest.json"))
-    n_test = sum(s["split"] == "test" for s in seqs)
-    print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test) in {a.out}", file=sys.stderr)
     if a.only:
         seqs = [s for s in seqs if s["split"] == a.only]
     t0, done, failed = time.time(), 0, 0
