@@ -467,9 +467,13 @@ def make_dress(body, resolution, y_top=1.32, y_hem=0.35, clearance=0.02, y_flare
     return _panel_tube(radius, np.linspace(y_top, y_hem, n_rows), n_cols)
 
 
-def make_tshirt(body, resolution, y_hem=0.78, clearance=0.02, sleeve=0.2, r_sleeve=(0.085, 0.07),
+def make_tshirt(body, resolution, y_hem=0.90, clearance=0.02, sleeve=0.2, r_sleeve=(0.085, 0.07),
                 neck=(0.10, 0.125, 0.08), lift=0.02):
     """A T-shirt with short sleeves, sewn from a front and a back panel.
+
+    Hip length (y_hem 0.90, above the crotch): a hem the thighs reach is
+    pushed about by the legs, and where it settles then depends on the
+    motion's history, which a model of three frames cannot know.
 
     Each panel is a T on one (row i, column j) grid: rows 0..n_up are the
     shoulder region and the sleeves (row 0 the shoulder/sleeve-top seam, row
