@@ -175,7 +175,7 @@ FINETUNE_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.3 --w-
 # then the penetration weight raised again, then the edge term and it
 # together (docs/training.md: each step's effect on the held-out goals)
 FINETUNE2_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.5 --w-phys 1e-3 --threads 2
-FINETUNE3_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.3 --w-pen 1.0 --w-phys 1e-3 --threads 2
+FINETUNE3_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.3 --w-pen 1.0 --w-phys 1e-3 --pen-nn pred --threads 2
 TRAIN_DIR ?= build/train
 model: all
 	@mkdir -p $(TRAIN_DIR)

@@ -54,10 +54,11 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
               "--replace-stale did not regenerate:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
                 "%s train/train.py fit --base %s --data %s --out %s --steps 12 --frames 6 --lr 3e-3 --threads 1 --w-phys 1e-3 "
-                "--w-edge 0.1 --log-every 4",
+                "--w-edge 0.1 --pen-nn pred --log-every 4",
                 py(), base, data, model);
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
-    cr_assert(strstr(log_, " edge ") && strstr(log_, " phys "), "the edge and physics terms are not in the loss:\n%s", log_);
+    cr_assert(strstr(log_, " edge ") && strstr(log_, " phys ") && strstr(log_, " pen "),
+              "the edge, penetration and physics terms are not in the loss:\n%s", log_);
     double before = 0, after = 0;
     const char *p = strstr(log_, "fixed-batch loss before ");
     cr_assert_not_null(p, "%s", log_);

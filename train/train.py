@@ -6,12 +6,14 @@
     # 3. training; writes OUT (the bundle of DESIGN 3) at every checkpoint
     /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
         [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] \
-        [--w-lap 1] [--w-pen 1] [--w-edge 0] [--w-phys 0] [--device cpu|cuda] [--threads N]
+        [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-phys 0] [--device cpu|cuda] [--threads N]
 
 Loss per step (one identity, a batch of frames of one training sequence):
     L = |x − x*|² (mean over vertices, m²; --pos-loss robust: 2s·(√(|x − x*|² + ε²) − ε), s 25 mm, ε 1 mm)
       + w_lap · |L x − L x*|²          (uniform Laplacian, prediction vs teacher)
-      + w_pen · collision(x) / V       (cubic penalty against the posed body, physics.py)
+      + w_pen · collision(x) / V       (cubic penalty against the posed body, physics.py; each vertex
+                                        against the body vertex nearest the teacher's vertex, or with
+                                        --pen-nn pred nearest its own, which the collision metric counts)
       + w_edge · mean_e ((|e(x)| − |e(x*)|) / l0_e)²   (edge lengths, prediction vs teacher)
       + w_phys · (stretch + bending) / V   (physics.py, HOOD's StVK and dihedral terms; off by default)
 The network starts at plain skinning: the last layers of Bone-Net, the conv
@@ -138,6 +140,11 @@ def batch(seq, rng, n, device):
     return as_t(P[idx]), as_t(Tr[idx]), as_t(seq["sim"][idx]), idx
 
 
+def _nearest(body, x):
+    """Nearest body vertex of each x vertex [V] (one frame, no gradient)."""
+    return torch.from_numpy(cKDTree(body.detach().cpu().numpy()).query(x.detach().cpu().numpy())[1].astype(np.int64))
+
+
 def body_nn(seq, idx, body, tgt):
     """Nearest posed-body vertex of each teacher vertex, per frame [n,V];
     cached per (sequence, frame): the teacher and the body do not change."""
@@ -145,8 +152,7 @@ def body_nn(seq, idx, body, tgt):
     out = []
     for j, t in enumerate(idx):
         if t not in cache:
-            cache[t] = torch.from_numpy(cKDTree(body[j].detach().cpu().numpy()).query(
-                tgt[j].detach().cpu().numpy())[1].astype(np.int64))
+            cache[t] = _nearest(body[j], tgt[j])
         out.append(cache[t])
     return torch.stack(out).to(tgt.device)
 
@@ -190,7 +196,10 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         L["edge"] = (((lx - lt) / l0) ** 2).mean()
     if a.w_pen or a.w_phys:
         body, normals = posed_body(model, ident, P[:, 2], Tr[:, 2])
-        nn = body_nn(seq, idx, body, tgt)
+        # the body vertex nearest the teacher's vertex (cached), or nearest
+        # the prediction's (what the collision metric counts; found per step)
+        nn = (body_nn(seq, idx, body, tgt) if a.pen_nn == "teacher"
+              else torch.stack([_nearest(body[j], x[j]) for j in range(len(x))]).to(x.device))
         L["pen"] = physics.collision(x, body, normals, nn=nn) / x.shape[1]  # per vertex
     if a.w_phys:
         # the cloth's own energies, per vertex: stretching and bending pull
@@ -266,7 +275,7 @@ def cmd_fit(a):
     model.net.train()
     t0, first, hist = time.time(), step, []
     info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
-            "w_edge": a.w_edge, "pos_loss": a.pos_loss,
+            "w_edge": a.w_edge, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn,
             "w_phys": a.w_phys, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
     while step < a.steps:
         seq = train.seqs[rng.integers(len(train.seqs))]
@@ -321,6 +330,7 @@ def main(argv=None):
     p.add_argument("--w-pen", type=float, default=0.1)
     p.add_argument("--w-edge", type=float, default=0.0)
     p.add_argument("--pos-loss", choices=("mse", "robust"), default="mse")
+    p.add_argument("--pen-nn", choices=("teacher", "pred"), default="teacher")
     p.add_argument("--w-phys", type=float, default=0.0)
     p.add_argument("--ckpt", default="")
     p.add_argument("--ckpt-every", type=int, default=100)
