@@ -197,7 +197,9 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
     if a.w_pen or a.w_phys:
         body, normals = posed_body(model, ident, P[:, 2], Tr[:, 2])
         # the body vertex nearest the teacher's vertex (cached), or nearest
-        # the prediction's (what the collision metric counts; found per step)
+        # the prediction's (what the collision metric counts; found per step
+        # with a k-d tree, not physics.collision's cdist: 0.47 s a step
+        # against 1.2 on the default model)
         nn = (body_nn(seq, idx, body, tgt) if a.pen_nn == "teacher"
               else torch.stack([_nearest(body[j], x[j]) for j in range(len(x))]).to(x.device))
         L["pen"] = physics.collision(x, body, normals, nn=nn) / x.shape[1]  # per vertex
