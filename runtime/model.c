@@ -127,6 +127,17 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
         rc = drape_fail(err, DRAPE_EFORMAT, "drape.config: only \"up\": \"y\" and \"units\": \"m\" are supported");
         goto out;
     }
+    /* train/ can try module A on a longer pose history (reference.history);
+     * this runtime, its server state and the wire protocol keep DESIGN 2.4's
+     * three frames, so such a bundle is refused by name, not by a shape. */
+    int hist[8], n_hist = 0;
+    if (json_object_get(o, "history") &&
+        (cfg_int_array(o, "history", 1, 8, 0, 1000, hist, &n_hist, err) || n_hist != 3 || hist[0] != 2 ||
+         hist[1] != 1 || hist[2] != 0)) {
+        rc = drape_fail(err, DRAPE_EFORMAT, "drape.config: 'history' must be [2, 1, 0] (frames t-2, t-1, t): "
+                                            "this runtime serves three-frame models only");
+        goto out;
+    }
     rc = DRAPE_OK;
 out:
     json_decref(o);

@@ -15,6 +15,15 @@ static char log_[16384];
 static const char *py(void) { return getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3"; }
 static const char *bin(void) { return getenv("DRAPE_BIN") ? getenv("DRAPE_BIN") : "build/drape"; }
 
+/* train/dataset.py on the tiny plan: one walk of SECONDS on one training shape. */
+static int tiny_dataset(const char *base, const char *out, const char *seconds, const char *extra)
+{
+    return tu_run(log_, sizeof log_,
+                  "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
+                  "--train-seeds 1 --test-seeds 0 --seconds %s --jobs 2 --drape %s %s",
+                  py(), base, out, seconds, bin(), extra);
+}
+
 Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
 {
     char base[300], data[300], model[300];
@@ -24,32 +33,20 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --seed 3 --out %s", py(),
                     base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
-                "--train-seeds 1 --test-seeds 0 --seconds 0.7 --jobs 2 --drape %s",
-                py(), base, data, bin());
+    rc = tiny_dataset(base, data, "0.7", "");
     cr_assert_eq(rc, 0, "dataset failed:\n%s", log_);
     /* resumable: a second run has nothing to do */
-    rc = tu_run(log_, sizeof log_,
-                "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
-                "--train-seeds 1 --test-seeds 0 --seconds 0.7 --jobs 2 --drape %s",
-                py(), base, data, bin());
+    rc = tiny_dataset(base, data, "0.7", "");
     cr_assert(rc == 0 && strstr(log_, ": skip") && !strstr(log_, ": ok"), "rerun did work again:\n%s", log_);
     /* another teacher (here: another clip length) is refused, not mixed in */
     char stale[300];
     snprintf(stale, sizeof stale, "%s", tu_tmp("ds_stale"));
     rc = tu_run(log_, sizeof log_, "cp -r %s %s", data, stale);
     cr_assert_eq(rc, 0, "%s", log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
-                "--train-seeds 1 --test-seeds 0 --seconds 0.5 --jobs 2 --drape %s",
-                py(), base, stale, bin());
+    rc = tiny_dataset(base, stale, "0.5", "");
     cr_assert(rc != 0 && strstr(log_, "another teacher") && strstr(log_, "seconds 0.7 -> 0.5"),
               "a dataset of another teacher was not refused:\n%s", log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
-                "--train-seeds 1 --test-seeds 0 --seconds 0.5 --jobs 2 --drape %s --replace-stale",
-                py(), base, stale, bin());
+    rc = tiny_dataset(base, stale, "0.5", "--replace-stale");
     cr_assert(rc == 0 && strstr(log_, "stale files") && strstr(log_, ": ok") && !strstr(log_, ": skip"),
               "--replace-stale did not regenerate:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
@@ -89,6 +86,55 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     cr_assert_leq(d, 1e-4, "C and PyTorch differ by %g m on the trained bundle", d);
     drape_npy_free(&c);
     drape_npy_free(&r);
+}
+
+/* train.py init --set: network sizes over the preset's, and a pose history
+ * longer than DESIGN 2.4's three frames, which PyTorch trains and the C
+ * runtime refuses by name (docs/training.md: the history experiment). */
+Test(train, init_set_sizes_and_a_longer_history)
+{
+    char base[300], data[300], model[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("hbase.safetensors"));
+    snprintf(data, sizeof data, "%s", tu_tmp("hds"));
+    snprintf(model, sizeof model, "%s", tu_tmp("htrained.safetensors"));
+    int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --set nosuch=3 --out %s",
+                    py(), base);
+    cr_assert(rc != 0 && strstr(log_, "--set nosuch=3") && strstr(log_, "bones"), "a bad --set was not named:\n%s", log_);
+    /* the teacher (drape sim, the C runtime's loader) runs on a three-frame
+     * base with the same assets; the network trains on the longer history */
+    rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --seed 3 --out %s", py(), base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    rc = tiny_dataset(base, data, "0.4", "");
+    cr_assert_eq(rc, 0, "dataset failed:\n%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s train/train.py init --preset tiny --garments skirt --seed 3 --set bones=12 --set hidden=24 "
+                "--set history=4,2,1,0 --out %s",
+                py(), base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 --log-every 1", py(),
+                base, data, model);
+    cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
+    /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */
+    rc = tu_run(log_, sizeof log_,
+                "%s -c \"import sys; sys.path.insert(0, 'train'); from bundle import read_bundle; "
+                "c, t = read_bundle('%s'); print('history', c['history'], 'bones', c['bones'], 'hidden', c['hidden'], "
+                "'in', t['bonenet.in_mean'].shape[0], t['bonenet.0.weight'].shape[1])\"",
+                py(), model);
+    cr_assert_eq(rc, 0, "%s", log_);
+    cr_assert(strstr(log_, "history [4, 2, 1, 0] bones 12 hidden 24 in 252 252"), "%s", log_);
+    char pin[300], pout[300];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("hp.npy"));
+    snprintf(pout, sizeof pout, "%s", tu_tmp("ho.npy"));
+    float poses[3 * 75] = {0};
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(pin, poses, 2, (int64_t[]){3, 75}, &e), 0, "%s", e.msg);
+    rc = tu_run(log_, sizeof log_, "%s infer --model %s --garment skirt --poses %s --out %s", bin(), model, pin, pout);
+    cr_assert(rc != 0 && strstr(log_, "'history' must be [2, 1, 0]"), "the C runtime did not name the history:\n%s",
+              log_);
+    rc = tu_run(log_, sizeof log_, "%s train/reference.py infer --model %s --garment skirt --poses %s --out %s", py(),
+                model, pin, pout);
+    cr_assert_eq(rc, 0, "the reference runs a longer history:\n%s", log_);
 }
 
 Test(train, physics_terms_behave)

@@ -89,13 +89,14 @@ class Heads(nn.Module):
 class BoneNet(nn.Module):
     """4 linear layers 15B -> H -> H -> H -> 9B plus the input normalisation."""
 
-    def __init__(self, bones, hidden):
+    def __init__(self, bones, hidden, frames=3):
         super().__init__()
-        sizes = [15 * bones, hidden, hidden, hidden, 9 * bones]
+        d_in = (2 * frames - 1) * 3 * bones  # 15B for three frames
+        sizes = [d_in, hidden, hidden, hidden, 9 * bones]
         for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
             self.add_module(str(i), nn.Linear(a, b))
-        self.register_buffer("in_mean", torch.zeros(15 * bones))
-        self.register_buffer("in_std", torch.ones(15 * bones))
+        self.register_buffer("in_mean", torch.zeros(d_in))
+        self.register_buffer("in_std", torch.ones(d_in))
 
     def forward(self, x, film):
         """x [N,15B] raw inputs, film [6H] -> (out [N,9B], h3 [N,H])."""
@@ -115,7 +116,7 @@ class DrapeNet(nn.Module):
     def __init__(self, cfg, dw_hidden=64):
         super().__init__()
         B, H = cfg["bones"], cfg["hidden"]
-        self.bonenet = BoneNet(B, H)
+        self.bonenet = BoneNet(B, H, len(history(cfg)))
         self.pose_embed = nn.Linear(H, cfg["pose_dim"])
         self.modulator = mlp([cfg["z_dim"], H, H, 6 * H])
         chans = [3 + cfg["feat_dim"] + cfg["pose_dim"] + 1] + list(cfg["conv"])
@@ -384,21 +385,22 @@ class Drape:
         N, B = poses.shape[0], len(ident["c"])
         J, c, g = ident["J"], ident["c"], ident["g"]
 
-        R = rodrigues(poses.reshape(N, 3, 24, 3)).to(F32)  # [N,3,24,3,3]
-        A = skinning_transforms(R.reshape(N * 3, 24, 3, 3), trans.reshape(N * 3, 3), J, self.parents)
-        Tb = torch.einsum("bk,nkij->nbij", G["bone_joint_w"], A).reshape(N, 3, B, 3, 4)
+        nf = poses.shape[1]
+        R = rodrigues(poses.reshape(N, nf, 24, 3)).to(F32)  # [N,F,24,3,3]
+        A = skinning_transforms(R.reshape(N * nf, 24, 3, 3), trans.reshape(N * nf, 3), J, self.parents)
+        Tb = torch.einsum("bk,nkij->nbij", G["bone_joint_w"], A).reshape(N, nf, B, 3, 4)
         p = (Tb[..., :3] @ c[:, :, None])[..., 0] + Tb[..., 3]  # p̃ [N,3,B,3]
-        Ry = heading(R[:, 2, 0])  # from frame t's root
-        o = J[0] + trans[:, 2]  # H_t origin [N,3]
+        Ry = heading(R[:, -1, 0])  # from frame t's root
+        o = J[0] + trans[:, -1]  # H_t origin [N,3]
         # q = H_t⁻¹ p̃ = Ry^T (p̃ - o); row vectors: (p̃ - o) @ Ry.
         q = torch.einsum("nfbi,nij->nfbj", p - o[:, None, None], Ry)
         # T̂_b = H_t⁻¹ T̃_b^t as a 3x4: rotation Ry^T R̃, translation Ry^T (t̃ - o).
         RyT = Ry.transpose(1, 2)
-        That_R = RyT[:, None] @ Tb[:, 2, :, :, :3]
-        That_t = (RyT[:, None] @ (Tb[:, 2, :, :, 3] - o[:, None])[..., None])[..., 0]
+        That_R = RyT[:, None] @ Tb[:, -1, :, :, :3]
+        That_t = (RyT[:, None] @ (Tb[:, -1, :, :, 3] - o[:, None])[..., None])[..., 0]
 
-        q0, q1, q2 = (q[:, i].reshape(N, 3 * B) for i in range(3))
-        x = torch.cat([q0, q1, q2, q1 - q0, q2 - q1], 1)
+        qs = [q[:, i].reshape(N, 3 * B) for i in range(nf)]
+        x = torch.cat(qs + [b - a for a, b in zip(qs[:-1], qs[1:])], 1)
         out = {"bonenet_in": x}
         if lbs_only:
             MR, Mt = That_R, That_t
@@ -408,7 +410,7 @@ class Drape:
             out["bonenet_out"] = bo
             bo = bo.reshape(N, B, 9)
             dR, tau = rot6d(bo[..., :6]), bo[..., 6:9]
-            qt = q[:, 2]
+            qt = q[:, -1]
             # x ↦ ΔR (T̂ x − q) + q + τ, composed into one 3x4 per bone.
             MR = dR @ That_R
             Mt = (dR @ (That_t - qt)[..., None])[..., 0] + qt + tau
@@ -484,18 +486,24 @@ class Drape:
 # Command line
 
 
-def frame_windows(seq):
-    """[T,75] -> poses [T,3,72], trans [T,3,3] with frames max(t-2,0), max(t-1,0), t."""
+def history(cfg):
+    """The frames module A sees, as offsets back from t, oldest first: DESIGN
+    2.4's (t-2, t-1, t) unless the config's "history" says otherwise."""
+    return tuple(cfg.get("history", (2, 1, 0)))
+
+
+def frame_windows(seq, offsets=(2, 1, 0)):
+    """[T,75] -> poses [T,F,72], trans [T,F,3] with frames max(t-o,0) for each offset o."""
     T = len(seq)
     t = np.arange(T)
-    win = np.stack([np.maximum(t - 2, 0), np.maximum(t - 1, 0), t], 1)
+    win = np.stack([np.maximum(t - o, 0) for o in offsets], 1)
     return seq[win, :72], seq[win, 72:75]
 
 
 def infer(model, garment, betas, seq, lbs_only=False, chunk=None):
     """Run module B once and module A over a [T,75] sequence; returns numpy dicts."""
     ident = model.identity(garment, betas, lbs_only)
-    poses, trans = frame_windows(np.asarray(seq, np.float32))
+    poses, trans = frame_windows(np.asarray(seq, np.float32), history(model.cfg))
     if chunk is None:
         # Bound the conv stack's activations to about 1 GiB.
         hu, wu = model.cfg["uv_size"]

@@ -1,7 +1,8 @@
 """Training modules A and B end to end against the `sim` teacher.
 
     # 1. a base bundle: procedural body + garments, an untrained network
-    /usr/bin/python3 train/train.py init --preset default --garments skirt,dress,tshirt --out BASE.safetensors
+    /usr/bin/python3 train/train.py init --preset default --garments skirt,dress,tshirt --out BASE.safetensors \
+        [--set bones=64 --set hidden=256 ...]
     # 2. the teacher dataset (train/dataset.py) on that base
     # 3. training; writes OUT (the bundle of DESIGN 3) at every checkpoint
     /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
@@ -76,6 +77,17 @@ _frames = Drape.frames.__wrapped__
 
 def cmd_init(a):
     net_cfg, resolution = TRAIN_PRESETS[a.preset]
+    net_cfg = dict(net_cfg)
+    for kv in a.set:  # network sizes over the preset's: --set bones=64 --set conv=16,32,3
+        k, _, v = kv.partition("=")
+        if k == "history":  # module A's frames, offsets back from t (reference.history)
+            net_cfg[k] = [2, 1, 0]
+        if k not in net_cfg or not v:
+            raise SystemExit(f"train init: --set {kv}: expected KEY=VALUE with KEY one of {', '.join(sorted(net_cfg))}")
+        try:
+            net_cfg[k] = [int(x) for x in v.split(",")] if isinstance(net_cfg[k], list) else int(v)
+        except ValueError:
+            raise SystemExit(f"train init: --set {kv}: not an integer (list)")
     rng = np.random.default_rng(a.seed)
     cfg = {"format_version": 1, "fps": 30, "betas": assets.NUM_BETAS, **net_cfg, "beta_range": [-3, 3],
            "garments": a.garments.split(","), "up": "y", "units": "m", "preset": a.preset, "seed": a.seed,
@@ -134,7 +146,7 @@ def laplacian(x, edges, deg):
 
 def batch(seq, rng, n, device):
     """n random frames of a sequence: windows (poses [n,3,72], trans [n,3,3]) and targets [n,V,3]."""
-    P, Tr = frame_windows(seq["poses"])
+    P, Tr = frame_windows(seq["poses"], seq["_history"])
     idx = rng.choice(len(P), size=min(n, len(P)), replace=False)
     as_t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(device)
     return as_t(P[idx]), as_t(Tr[idx]), as_t(seq["sim"][idx]), idx
@@ -195,7 +207,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         lt = (tgt[:, edges[:, 1]] - tgt[:, edges[:, 0]]).norm(dim=-1)
         L["edge"] = (((lx - lt) / l0) ** 2).mean()
     if a.w_pen or a.w_phys:
-        body, normals = posed_body(model, ident, P[:, 2], Tr[:, 2])
+        body, normals = posed_body(model, ident, P[:, -1], Tr[:, -1])
         # the body vertex nearest the teacher's vertex (cached), or nearest
         # the prediction's (what the collision metric counts; found per step
         # with a k-d tree, not physics.collision's cdist: 0.47 s a step
@@ -237,6 +249,8 @@ def cmd_fit(a):
     model = Drape(cfg, base_t, device)
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
+    for s in train.seqs:
+        s["_history"] = reference.history(cfg)
     rng = np.random.default_rng(a.seed)
     tables = {}
     for g in garments:
@@ -319,6 +333,8 @@ def main(argv=None):
     p.add_argument("--preset", choices=sorted(TRAIN_PRESETS), default="default")
     p.add_argument("--garments", default="skirt,miniskirt")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a network size of the preset (bones, hidden, conv=16,32,3, ...)")
     p.add_argument("--out", required=True)
     p = sub.add_parser("fit")
     p.add_argument("--base", required=True)
