@@ -112,8 +112,15 @@ Test(train, init_set_sizes_and_a_longer_history)
                 py(), base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
-                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 --log-every 1", py(),
-                base, data, model);
+                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 "
+                "--garment-weights coat=2",
+                py(), base, data, model);
+    cr_assert(rc != 0 && strstr(log_, "--garment-weights") && strstr(log_, "skirt"), "a bad weight was not named:\n%s",
+              log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 --log-every 1 "
+                "--garment-weights skirt=2",
+                py(), base, data, model);
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */
     rc = tu_run(log_, sizeof log_,

@@ -7,7 +7,13 @@
     # 3. training; writes OUT (the bundle of DESIGN 3) at every checkpoint
     /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
         [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] \
-        [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-phys 0] [--device cpu|cuda] [--threads N]
+        [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-phys 0] [--device cpu|cuda] [--threads N] \
+        [--garment-weights dress=2]   (sample a garment's sequences more often)
+
+`init --set history=16,8,4,2,1,0` gives module A a longer pose history than
+DESIGN 2.4's three frames (reference.history), for experiments: PyTorch
+trains and runs it, the C runtime refuses such a bundle by name
+(docs/training.md, "What holds the dress back").
 
 Loss per step (one identity, a batch of frames of one training sequence):
     L = |x − x*|² (mean over vertices, m²; --pos-loss robust: 2s·(√(|x − x*|² + ε²) − ε), s 25 mm, ε 1 mm)
@@ -293,8 +299,15 @@ def cmd_fit(a):
     info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
             "w_edge": a.w_edge, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn,
             "w_phys": a.w_phys, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
+    # sequence sampling: uniform, or each garment's sequences weighted (--garment-weights dress=2)
+    gw = dict((k, float(v)) for k, v in (kv.split("=") for kv in a.garment_weights.split(",") if kv))
+    unknown = sorted(set(gw) - set(garments))
+    if unknown or any(w <= 0 for w in gw.values()):
+        raise SystemExit(f"train: --garment-weights: expected GARMENT=WEIGHT > 0 with GARMENT one of {', '.join(garments)}")
+    sp = np.array([gw.get(s["garment"], 1.0) for s in train.seqs])
+    sp /= sp.sum()
     while step < a.steps:
-        seq = train.seqs[rng.integers(len(train.seqs))]
+        seq = train.seqs[rng.choice(len(train.seqs), p=sp) if gw else rng.integers(len(train.seqs))]
         P, Tr, tgt, idx = batch(seq, rng, a.frames, device)
         total, L, err = losses(model, seq, P, Tr, tgt, idx, a, tables)
         opt.zero_grad()
@@ -350,6 +363,8 @@ def main(argv=None):
     p.add_argument("--pos-loss", choices=("mse", "robust"), default="mse")
     p.add_argument("--pen-nn", choices=("teacher", "pred"), default="teacher")
     p.add_argument("--w-phys", type=float, default=0.0)
+    p.add_argument("--garment-weights", default="", metavar="G=W,...",
+                   help="sample garment G's sequences W times as often (default: every sequence alike)")
     p.add_argument("--ckpt", default="")
     p.add_argument("--ckpt-every", type=int, default=100)
     p.add_argument("--resume", action="store_true")
