@@ -100,6 +100,10 @@ Test(train, init_set_sizes_and_a_longer_history)
     int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --set nosuch=3 --out %s",
                     py(), base);
     cr_assert(rc != 0 && strstr(log_, "--set nosuch=3") && strstr(log_, "bones"), "a bad --set was not named:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --set history=1,2,0 --out %s",
+                py(), base);
+    cr_assert(rc != 0 && strstr(log_, "--set history=1,2,0") && strstr(log_, "decreasing"),
+              "a history out of order was not named:\n%s", log_);
     /* the teacher (drape sim, the C runtime's loader) runs on a three-frame
      * base with the same assets; the network trains on the longer history */
     rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --seed 3 --out %s", py(), base);
@@ -117,6 +121,12 @@ Test(train, init_set_sizes_and_a_longer_history)
                 py(), base, data, model);
     cr_assert(rc != 0 && strstr(log_, "--garment-weights") && strstr(log_, "skirt"), "a bad weight was not named:\n%s",
               log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 "
+                "--garment-weights skirt=heavy",
+                py(), base, data, model);
+    cr_assert(rc != 0 && strstr(log_, "--garment-weights skirt=heavy") && !strstr(log_, "Traceback"),
+              "a malformed weight was not named:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
                 "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 --log-every 1 "
                 "--garment-weights skirt=2",

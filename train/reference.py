@@ -99,7 +99,7 @@ class BoneNet(nn.Module):
         self.register_buffer("in_std", torch.ones(d_in))
 
     def forward(self, x, film):
-        """x [N,15B] raw inputs, film [6H] -> (out [N,9B], h3 [N,H])."""
+        """x [N,(2F-1)3B] raw inputs (15B for three frames), film [6H] -> (out [N,9B], h3 [N,H])."""
         h = (x - self.in_mean) / self.in_std
         for i in range(3):
             gamma = 1 + film[2 * i * self.hidden:(2 * i + 1) * self.hidden]
@@ -374,9 +374,10 @@ class Drape:
     def frames(self, ident, poses, trans, lbs_only=False):
         """Module A (DESIGN 2.4) for N frames of one identity.
 
-        poses [N,3,72] and trans [N,3,3] hold frames (t-2, t-1, t). Returns a
+        poses [N,F,72] and trans [N,F,3] hold the frames of history(cfg), t
+        last: (t-2, t-1, t) unless the config says otherwise. Returns a
         dict: world [N,V,3], phat [N,V,3] and delta [N,V,3] (in H_t),
-        bonenet_in [N,15B] (raw, before normalisation) and bonenet_out [N,9B]
+        bonenet_in [N,(2F-1)3B] (raw, before normalisation) and bonenet_out [N,9B]
         (absent with lbs_only).
         """
         G, S, net = self.garments[ident["garment"]], self.static(ident["garment"]), self.net
@@ -389,7 +390,7 @@ class Drape:
         R = rodrigues(poses.reshape(N, nf, 24, 3)).to(F32)  # [N,F,24,3,3]
         A = skinning_transforms(R.reshape(N * nf, 24, 3, 3), trans.reshape(N * nf, 3), J, self.parents)
         Tb = torch.einsum("bk,nkij->nbij", G["bone_joint_w"], A).reshape(N, nf, B, 3, 4)
-        p = (Tb[..., :3] @ c[:, :, None])[..., 0] + Tb[..., 3]  # p̃ [N,3,B,3]
+        p = (Tb[..., :3] @ c[:, :, None])[..., 0] + Tb[..., 3]  # p̃ [N,F,B,3]
         Ry = heading(R[:, -1, 0])  # from frame t's root
         o = J[0] + trans[:, -1]  # H_t origin [N,3]
         # q = H_t⁻¹ p̃ = Ry^T (p̃ - o); row vectors: (p̃ - o) @ Ry.

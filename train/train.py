@@ -94,6 +94,9 @@ def cmd_init(a):
             net_cfg[k] = [int(x) for x in v.split(",")] if isinstance(net_cfg[k], list) else int(v)
         except ValueError:
             raise SystemExit(f"train init: --set {kv}: not an integer (list)")
+        h = net_cfg.get("history", [0])
+        if h[-1] != 0 or any(x <= y for x, y in zip(h, h[1:])):
+            raise SystemExit(f"train init: --set {kv}: offsets back from t, decreasing, the last 0 (16,8,4,2,1,0)")
     rng = np.random.default_rng(a.seed)
     cfg = {"format_version": 1, "fps": 30, "betas": assets.NUM_BETAS, **net_cfg, "beta_range": [-3, 3],
            "garments": a.garments.split(","), "up": "y", "units": "m", "preset": a.preset, "seed": a.seed,
@@ -150,9 +153,10 @@ def laplacian(x, edges, deg):
     return s / deg[None, :, None] - x
 
 
-def batch(seq, rng, n, device):
-    """n random frames of a sequence: windows (poses [n,3,72], trans [n,3,3]) and targets [n,V,3]."""
-    P, Tr = frame_windows(seq["poses"], seq["_history"])
+def batch(seq, rng, n, device, offsets):
+    """n random frames of a sequence: windows (poses [n,F,72], trans [n,F,3]) of
+    the frames t - offsets, and targets [n,V,3]."""
+    P, Tr = frame_windows(seq["poses"], offsets)
     idx = rng.choice(len(P), size=min(n, len(P)), replace=False)
     as_t = lambda x: torch.from_numpy(np.ascontiguousarray(x)).to(device)
     return as_t(P[idx]), as_t(Tr[idx]), as_t(seq["sim"][idx]), idx
@@ -180,7 +184,7 @@ def input_stats(model, data, rng, n=256):
     with torch.no_grad():
         for s in data.seqs:
             ident = _identity(model, s["garment"], s["betas"], lbs_only=True)
-            P, Tr, _, _ = batch(s, rng, max(4, n // len(data.seqs)), model.device)
+            P, Tr, _, _ = batch(s, rng, max(4, n // len(data.seqs)), model.device, reference.history(model.cfg))
             xs.append(_frames(model, ident, P, Tr, lbs_only=True)["bonenet_in"].double().cpu())
     x = torch.cat(xs)
     return x.mean(0).float(), torch.clamp(x.std(0), min=1e-3).float()
@@ -255,8 +259,6 @@ def cmd_fit(a):
     model = Drape(cfg, base_t, device)
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
-    for s in train.seqs:
-        s["_history"] = reference.history(cfg)
     rng = np.random.default_rng(a.seed)
     tables = {}
     for g in garments:
@@ -286,7 +288,8 @@ def cmd_fit(a):
     # a fixed batch (the same frames every time): its loss before and after
     # this run says whether training helped, independent of batch sampling
     fixed_rng = np.random.default_rng(12345)
-    fixed = [(sq, *batch(sq, fixed_rng, a.frames, device)) for sq in train.seqs[:4]]
+    offsets = reference.history(cfg)
+    fixed = [(sq, *batch(sq, fixed_rng, a.frames, device, offsets)) for sq in train.seqs[:4]]
 
     def fixed_loss():
         with torch.no_grad():
@@ -300,15 +303,19 @@ def cmd_fit(a):
             "w_edge": a.w_edge, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn,
             "w_phys": a.w_phys, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
     # sequence sampling: uniform, or each garment's sequences weighted (--garment-weights dress=2)
-    gw = dict((k, float(v)) for k, v in (kv.split("=") for kv in a.garment_weights.split(",") if kv))
-    unknown = sorted(set(gw) - set(garments))
-    if unknown or any(w <= 0 for w in gw.values()):
-        raise SystemExit(f"train: --garment-weights: expected GARMENT=WEIGHT > 0 with GARMENT one of {', '.join(garments)}")
+    # (the uniform draw stays rng.integers, so runs without weights repeat earlier ones)
+    try:
+        gw = {k: float(v) for k, v in (kv.split("=") for kv in a.garment_weights.split(",") if kv)}
+    except ValueError:
+        gw = {"": 0}
+    if set(gw) - set(garments) or any(not w > 0 for w in gw.values()):
+        raise SystemExit(f"train: --garment-weights {a.garment_weights}: expected GARMENT=WEIGHT,... with WEIGHT > 0 "
+                         f"and GARMENT one of {', '.join(garments)}")
     sp = np.array([gw.get(s["garment"], 1.0) for s in train.seqs])
     sp /= sp.sum()
     while step < a.steps:
         seq = train.seqs[rng.choice(len(train.seqs), p=sp) if gw else rng.integers(len(train.seqs))]
-        P, Tr, tgt, idx = batch(seq, rng, a.frames, device)
+        P, Tr, tgt, idx = batch(seq, rng, a.frames, device, offsets)
         total, L, err = losses(model, seq, P, Tr, tgt, idx, a, tables)
         opt.zero_grad()
         total.backward()
