@@ -24,6 +24,12 @@ static int tiny_dataset(const char *base, const char *out, const char *seconds, 
                   py(), base, out, seconds, bin(), extra);
 }
 
+/* train/train.py fit of BASE on DATA into MODEL with ARGS. */
+static int tiny_fit(const char *base, const char *data, const char *model, const char *args)
+{
+    return tu_run(log_, sizeof log_, "%s train/train.py fit --base %s --data %s --out %s %s", py(), base, data, model, args);
+}
+
 Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
 {
     char base[300], data[300], model[300];
@@ -49,10 +55,8 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     rc = tiny_dataset(base, stale, "0.5", "--replace-stale");
     cr_assert(rc == 0 && strstr(log_, "stale files") && strstr(log_, ": ok") && !strstr(log_, ": skip"),
               "--replace-stale did not regenerate:\n%s", log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/train.py fit --base %s --data %s --out %s --steps 12 --frames 6 --lr 3e-3 --threads 1 --w-phys 1e-3 "
-                "--w-edge 0.1 --pen-nn pred --log-every 4",
-                py(), base, data, model);
+    rc = tiny_fit(base, data, model,
+                  "--steps 12 --frames 6 --lr 3e-3 --threads 1 --w-phys 1e-3 --w-edge 0.1 --pen-nn pred --log-every 4");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     cr_assert(strstr(log_, " edge ") && strstr(log_, " phys ") && strstr(log_, " pen "),
               "the edge, penetration and physics terms are not in the loss:\n%s", log_);
@@ -115,22 +119,13 @@ Test(train, init_set_sizes_and_a_longer_history)
                 "--set history=4,2,1,0 --out %s",
                 py(), base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 "
-                "--garment-weights coat=2",
-                py(), base, data, model);
+    rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --garment-weights coat=2");
     cr_assert(rc != 0 && strstr(log_, "--garment-weights") && strstr(log_, "skirt"), "a bad weight was not named:\n%s",
               log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 "
-                "--garment-weights skirt=heavy",
-                py(), base, data, model);
+    rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --garment-weights skirt=heavy");
     cr_assert(rc != 0 && strstr(log_, "--garment-weights skirt=heavy") && !strstr(log_, "Traceback"),
               "a malformed weight was not named:\n%s", log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/train.py fit --base %s --data %s --out %s --steps 3 --frames 4 --threads 1 --log-every 1 "
-                "--garment-weights skirt=2",
-                py(), base, data, model);
+    rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --log-every 1 --garment-weights skirt=2");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */
     rc = tu_run(log_, sizeof log_,
