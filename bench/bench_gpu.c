@@ -64,17 +64,18 @@ static void rig_close(rig *r)
     drape_backend_free(r->be);
 }
 
-/* frames [n] of the rig's identities with fixed random poses; outs owned by caller */
+/* frames [n] of the rig's identities with fixed random poses (the model's
+ * history frames of avatar a at poses + HIST_FLOATS·a); outs owned by caller */
+#define HIST_FLOATS (DRAPE_MAX_HISTORY * 75)
 static void make_frames(drape_frame *fr, float *poses, float **outs, const rig *r, const drape_model *m, int n)
 {
     for (int a = 0; a < n; a++) {
         fr[a] = (drape_frame){.id = r->ids[a % r->n_ids], .out = outs[a]};
-        for (int k = 0; k < 3; k++) {
-            fr[a].pose[k] = poses + 225 * a + 75 * k;
-            fr[a].trans[k] = poses + 225 * a + 75 * k + 72;
+        for (int k = 0; k < m->cfg.n_hist; k++) {
+            fr[a].pose[k] = poses + HIST_FLOATS * a + 75 * k;
+            fr[a].trans[k] = poses + HIST_FLOATS * a + 75 * k + 72;
         }
     }
-    (void)m;
 }
 
 /* median ms per frame over reps runs of the batch (after one warm-up) */
@@ -139,9 +140,9 @@ static int bench_bundle(const char *path, int threads)
     const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int Vmax = 0;
     for (int i = 0; i < m->cfg.n_garments; i++) Vmax = m->garments[i].V > Vmax ? m->garments[i].V : Vmax;
-    static float poses[MAXN * 225];
+    static float poses[MAXN * HIST_FLOATS];
     unsigned s = 1;
-    for (int i = 0; i < MAXN * 225; i++) poses[i] = 0.3f * rnd(&s);
+    for (int i = 0; i < MAXN * HIST_FLOATS; i++) poses[i] = 0.3f * rnd(&s);
     float *outs[MAXN], *ref[32];
     for (int a = 0; a < MAXN; a++) outs[a] = malloc(sizeof(float) * 3 * Vmax);
     for (int a = 0; a < 32; a++) ref[a] = malloc(sizeof(float) * 3 * Vmax);

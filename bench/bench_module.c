@@ -63,14 +63,14 @@ static int bench_c(const char *path, int threads, figures *f, int *reps_b)
     }
     f->b = median(tb, *reps_b);
     /* module A: MAXB avatars over those identities, each with its own poses */
-    static float poses[MAXB][3][75];
+    static float poses[MAXB][DRAPE_MAX_HISTORY][75];
     drape_frame fr[MAXB];
     float *out[MAXB];
     for (int a = 0; a < MAXB; a++) {
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < m->cfg.n_hist; k++)
             for (int i = 0; i < 75; i++) poses[a][k][i] = 0.3f * rnd(&s);
         fr[a] = (drape_frame){.id = ids[a % *reps_b]};
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < m->cfg.n_hist; k++) {
             fr[a].pose[k] = poses[a][k];
             fr[a].trans[k] = poses[a][k] + 72;
         }

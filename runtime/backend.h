@@ -25,11 +25,18 @@ typedef struct {
 /* One frame of one avatar: DESIGN 2.4's inputs and its output. */
 typedef struct {
     const drape_identity *id;
-    const float *pose[3];  /* [72] each: frames t−2, t−1, t */
-    const float *trans[3]; /* [3] each */
+    /* [72] and [3] each: the frames of the model's history (cfg.hist,
+     * oldest first, t last; DESIGN 2.4's t−2, t−1, t by default); a frame
+     * before the first of a sequence is the first (drape_history_index) */
+    const float *pose[DRAPE_MAX_HISTORY];
+    const float *trans[DRAPE_MAX_HISTORY];
     int lbs_only;          /* plain skinning baseline (DESIGN 2.4, last paragraph) */
     float *out;            /* [V,3] world positions, written by run */
 } drape_frame;
+
+/* The frame `offset` back from frame t of a sequence that starts at frame 0:
+ * before the start it is the first frame (as train/reference.frame_windows). */
+static inline long long drape_history_index(long long t, int offset) { return t >= offset ? t - offset : 0; }
 
 /* kind: "cpu", "cuda" or "auto" (cuda when built and a device is present).
  * "cuda" without a device (or in a build without nvcc) is DRAPE_ENOTSUP. */

@@ -127,16 +127,20 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
         rc = drape_fail(err, DRAPE_EFORMAT, "drape.config: only \"up\": \"y\" and \"units\": \"m\" are supported");
         goto out;
     }
-    /* train/ can try module A on a longer pose history (reference.history);
-     * this runtime, its server state and the wire protocol keep DESIGN 2.4's
-     * three frames, so such a bundle is refused by name, not by a shape. */
-    int hist[8], n_hist = 0;
-    if (json_object_get(o, "history") &&
-        (cfg_int_array(o, "history", 1, 8, 0, 1000, hist, &n_hist, err) || n_hist != 3 || hist[0] != 2 ||
-         hist[1] != 1 || hist[2] != 0)) {
-        rc = drape_fail(err, DRAPE_EFORMAT, "drape.config: 'history' must be [2, 1, 0] (frames t-2, t-1, t): "
-                                            "this runtime serves three-frame models only");
-        goto out;
+    /* module A's pose history: DESIGN 2.4's three frames unless the bundle
+     * says otherwise (docs/conventions.md, "history") */
+    c->n_hist = 3;
+    c->hist[0] = 2, c->hist[1] = 1, c->hist[2] = 0;
+    if (json_object_get(o, "history")) {
+        if ((rc = cfg_int_array(o, "history", 2, DRAPE_MAX_HISTORY, 0, DRAPE_MAX_HISTORY_SPAN - 1, c->hist,
+                                &c->n_hist, err)))
+            goto out;
+        for (int i = 0; i < c->n_hist; i++)
+            if ((i + 1 < c->n_hist && c->hist[i] <= c->hist[i + 1]) || (i + 1 == c->n_hist && c->hist[i] != 0)) {
+                rc = drape_fail(err, DRAPE_EFORMAT, "drape.config: 'history' must be offsets back from t, "
+                                                    "decreasing, the last 0 (for example [16, 8, 4, 2, 1, 0])");
+                goto out;
+            }
     }
     rc = DRAPE_OK;
 out:
@@ -273,9 +277,10 @@ static int build_wants(want_list *l, drape_model *m, const drape_st *st, drape_e
         }
     }
     /* module A */
-    if ((rc = want_add(l, (const void **)&m->in_mean, 1, 1, (const int64_t[]){15 * B}, "bonenet.in_mean")) ||
-        (rc = want_add(l, (const void **)&m->in_std, 1, 1, (const int64_t[]){15 * B}, "bonenet.in_std")) ||
-        (rc = add_linear(l, &m->bonenet[0], 15 * B, H, "bonenet.0")) ||
+    int64_t X = drape_bonenet_in(c);
+    if ((rc = want_add(l, (const void **)&m->in_mean, 1, 1, (const int64_t[]){X}, "bonenet.in_mean")) ||
+        (rc = want_add(l, (const void **)&m->in_std, 1, 1, (const int64_t[]){X}, "bonenet.in_std")) ||
+        (rc = add_linear(l, &m->bonenet[0], X, H, "bonenet.0")) ||
         (rc = add_linear(l, &m->bonenet[1], H, H, "bonenet.1")) ||
         (rc = add_linear(l, &m->bonenet[2], H, H, "bonenet.2")) ||
         (rc = add_linear(l, &m->bonenet[3], H, 9 * B, "bonenet.3")) ||
@@ -347,7 +352,7 @@ static int check_values(const drape_model *m, drape_error *err)
         if (m->parents[k] < 0 || m->parents[k] >= k)
             return drape_fail(err, DRAPE_ERANGE, "tensor 'body.parents': parent of joint %d must be in [0, %d)", k, k);
     if ((rc = check_index(m->body_faces, 3 * (int64_t)m->Fb, m->Nb, "body.faces", err))) return rc;
-    for (int i = 0; i < 15 * c->bones; i++)
+    for (int i = 0; i < drape_bonenet_in(c); i++)
         if (!(m->in_std[i] > 0))
             return drape_fail(err, DRAPE_ERANGE, "tensor 'bonenet.in_std': element %d must be > 0", i);
     for (int gi = 0; gi < c->n_garments; gi++) {

@@ -19,6 +19,10 @@
 #define DRAPE_MAX_CONV 16
 #define DRAPE_MAX_GARMENTS 64
 #define DRAPE_NAME_MAX 64
+/* module A's pose history (DESIGN 2.4; docs/conventions.md): at most this
+ * many frames, reaching at most DRAPE_MAX_HISTORY_SPAN - 1 frames back */
+#define DRAPE_MAX_HISTORY 8
+#define DRAPE_MAX_HISTORY_SPAN 64
 
 typedef struct {
     int format_version, fps;
@@ -31,6 +35,8 @@ typedef struct {
     int n_conv, conv[DRAPE_MAX_CONV];
     int latent;         /* d_h */
     int blocks, knn;
+    int n_hist, hist[DRAPE_MAX_HISTORY]; /* frames module A sees, offsets back from t, oldest
+                                            first, the last 0: DESIGN 2.4's {2, 1, 0} by default */
     float beta_min, beta_max;
     int n_garments;
     char garments[DRAPE_MAX_GARMENTS][DRAPE_NAME_MAX];
@@ -92,7 +98,7 @@ typedef struct {
     int32_t *body_edges;       /* [n,2] derived */
     drape_garment garments[DRAPE_MAX_GARMENTS];
     /* module A */
-    const float *in_mean, *in_std; /* [15B] */
+    const float *in_mean, *in_std; /* [drape_bonenet_in(cfg)] */
     drape_linear bonenet[4], pose_embed, modulator[3];
     drape_conv conv[DRAPE_MAX_CONV];
     /* module B */
@@ -104,6 +110,10 @@ typedef struct {
     size_t arena_bytes, derived_bytes, file_bytes;
     int n_tensors, n_unused_tensors;
 } drape_model;
+
+/* Bone-Net's input width (DESIGN 2.4 step 2): F positions and F - 1
+ * differences per bone for a history of F frames; 15B for three frames */
+static inline int drape_bonenet_in(const drape_config *c) { return (2 * c->n_hist - 1) * 3 * c->bones; }
 
 int drape_model_load(drape_model **out, const char *path, drape_error *err);
 void drape_model_free(drape_model *m);

@@ -16,7 +16,9 @@ int drape_poses_check(const float *poses, int64_t T, drape_error *err)
 int drape_sequence_run(drape_backend *be, const drape_identity *id, const float *poses, int T, int lbs_only,
                        float *out, int batch, drape_error *err)
 {
-    int V3 = 3 * drape_backend_model(be)->garments[drape_identity_garment(id)].V, rc = DRAPE_OK;
+    const drape_model *m = drape_backend_model(be);
+    const drape_config *c = &m->cfg;
+    int V3 = 3 * m->garments[drape_identity_garment(id)].V, rc = DRAPE_OK;
     if (batch < 1) batch = 1;
     drape_frame *fr = malloc((size_t)batch * sizeof *fr);
     if (!fr) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
@@ -24,13 +26,11 @@ int drape_sequence_run(drape_backend *be, const drape_identity *id, const float 
         int n = T - t0 < batch ? T - t0 : batch;
         for (int i = 0; i < n; i++) {
             int t = t0 + i;
-            const float *p[3] = {poses + (size_t)(t >= 2 ? t - 2 : 0) * DRAPE_FRAME_FLOATS,
-                                 poses + (size_t)(t >= 1 ? t - 1 : 0) * DRAPE_FRAME_FLOATS,
-                                 poses + (size_t)t * DRAPE_FRAME_FLOATS};
             fr[i] = (drape_frame){.id = id, .lbs_only = lbs_only};
-            for (int F = 0; F < 3; F++) {
-                fr[i].pose[F] = p[F];
-                fr[i].trans[F] = p[F] + 72;
+            for (int F = 0; F < c->n_hist; F++) {
+                const float *p = poses + (size_t)drape_history_index(t, c->hist[F]) * DRAPE_FRAME_FLOATS;
+                fr[i].pose[F] = p;
+                fr[i].trans[F] = p + 72;
             }
             fr[i].out = out + (size_t)t * V3;
         }

@@ -124,13 +124,15 @@ static enum MHD_Result route_model(draped *d, struct MHD_Connection *c)
     }
     json_t *conv = json_array();
     for (int i = 0; i < cfg->n_conv; i++) json_array_append_new(conv, json_integer(cfg->conv[i]));
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:i,s:i},s:o,s:[s,s,s,s],s:[s,s],"
+    json_t *hist = json_array(); /* the frames /v1/frames' "poses" hold, offsets back from t */
+    for (int i = 0; i < cfg->n_hist; i++) json_array_append_new(hist, json_integer(cfg->hist[i]));
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],s:[s,s],"
                           "s:{s:i,s:i}}",
                           "version", DRAPED_VERSION, "instance", d->instance, "backend", drape_backend_name(d->be),
                           "model", d->cfg.model, "config", "fps", cfg->fps, "betas", cfg->betas, "bones", cfg->bones,
                           "joints", DRAPE_JOINTS, "beta_range", (double)cfg->beta_min, (double)cfg->beta_max,
-                          "hidden", cfg->hidden, "uv", cfg->uv_h, cfg->uv_w, "conv", conv, "skin_k", cfg->skin_k,
-                          "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16", "meshopt",
+                          "hidden", cfg->hidden, "uv", cfg->uv_h, cfg->uv_w, "conv", conv, "history", hist, "skin_k",
+                          cfg->skin_k, "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16", "meshopt",
                           "modes", "neural", "lbs", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
                           (int)d->cfg.max_avatars);
     char digest[17];
@@ -315,7 +317,7 @@ static enum MHD_Result route_identities(draped *d, struct MHD_Connection *c, req
 typedef struct {
     drape_job job;
     drape_idcache_entry *e;
-    float pose[3][75];
+    float pose[DRAPE_MAX_HISTORY][75]; /* the model's history frames, t last */
     int format;
     float *out;
     pthread_mutex_t *mu;
@@ -336,15 +338,22 @@ static void http_item_done(drape_job *j, int status, const drape_error *err)
     pthread_mutex_unlock(it->mu);
 }
 
-/* pose arrays: [72] (all three frames) or [[72],[72],[72]] (t−2, t−1, t) */
-static int parse_frames3(json_t *a, int width, float out[3][75], int off, const char *what, char *msg, size_t cap)
+/* pose arrays: [72] (every history frame the same) or one [72] per frame of
+ * the model's history (cfg.hist, oldest first: t−2, t−1, t by default) */
+static int parse_frames(json_t *a, const drape_config *c, int width, float out[][75], int off, const char *what,
+                        char *msg, size_t cap)
 {
     if (!json_is_array(a)) return snprintf(msg, cap, "'%s' must be an array", what), -1;
     size_t n = json_array_size(a);
-    int nested = n > 0 && json_is_array(json_array_get(a, 0));
-    if (nested && n != 3)
-        return snprintf(msg, cap, "'%s' must hold 3 frames (t-2, t-1, t), not %zu", what, n), -1;
-    for (int f = 0; f < 3; f++) {
+    int nested = n > 0 && json_is_array(json_array_get(a, 0)), nf = c->n_hist;
+    if (nested && n != (size_t)nf) {
+        char frames[96] = "";
+        for (int k = 0, len = 0; k < nf && len < (int)sizeof frames; k++)
+            len += snprintf(frames + len, sizeof frames - (size_t)len, c->hist[k] ? "%st-%d" : "%st", k ? ", " : "",
+                            c->hist[k]);
+        return snprintf(msg, cap, "'%s' must hold %d frames (%s), not %zu", what, nf, frames, n), -1;
+    }
+    for (int f = 0; f < nf; f++) {
         json_t *row = nested ? json_array_get(a, (size_t)f) : a;
         if (!json_is_array(row) || json_array_size(row) != (size_t)width)
             return snprintf(msg, cap, "'%s' frames must have %d numbers", what, width), -1;
@@ -377,11 +386,12 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
             return snprintf(msg, cap, "'mode' must be neural or lbs (physics is not served yet)"), -1;
     }
     memset(it->pose, 0, sizeof it->pose);
-    if (parse_frames3(json_object_get(o, "poses") ? json_object_get(o, "poses") : json_object_get(o, "pose"), 72,
-                      it->pose, 0, "poses", msg, cap))
+    const drape_config *c = &d->model->cfg;
+    if (parse_frames(json_object_get(o, "poses") ? json_object_get(o, "poses") : json_object_get(o, "pose"), c, 72,
+                     it->pose, 0, "poses", msg, cap))
         return -1;
     json_t *tr = json_object_get(o, "trans");
-    if (tr && parse_frames3(tr, 3, it->pose, 72, "trans", msg, cap)) return -1;
+    if (tr && parse_frames(tr, c, 3, it->pose, 72, "trans", msg, cap)) return -1;
     json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
     drape_error err = {0};
     if (id && !json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;
@@ -401,7 +411,7 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
         return snprintf(msg, cap, "%.250s", err.msg), -1;
     }
     it->job.frame.id = drape_idcache_identity(it->e);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < c->n_hist; k++) {
         it->job.frame.pose[k] = it->pose[k];
         it->job.frame.trans[k] = it->pose[k] + 72;
     }

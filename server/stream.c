@@ -51,22 +51,24 @@ struct avatar {
     drape_avatar_key key;
     drape_idcache_entry *e;
     int V, format, mode, binary;
-    float hist[2][75];
-    int nhist;
+    uint64_t n_seen; /* poses received: the next one is frame n_seen of the stream */
     drape_job job;
-    float jpose[3][75];
+    float jpose[DRAPE_MAX_HISTORY][75]; /* the window of the frame in flight */
     uint64_t jseq, next_seq;
     int64_t j_recv_ns;
     float *out;
     int inflight, status;
     drape_error err;
     int pending;
-    float ppose[3][75];
+    float ppose[DRAPE_MAX_HISTORY][75]; /* the window of the pending frame */
     uint64_t pseq;
     int64_t p_recv_ns;
     uint64_t dropped;
     int closed;
     avatar *next, *rnext;
+    /* the last hist[0] + 1 poses (75 floats each), frame i at i % that:
+     * enough for every offset of the model's history (DESIGN 2.4) */
+    float ring[][75];
 };
 
 /* ---- sending ---- */
@@ -155,11 +157,12 @@ static void job_done(drape_job *j, int status, const drape_error *err)
 
 static void submit(stream_conn *sc, avatar *a, float (*pose)[75], uint64_t seq, int64_t recv_ns)
 {
-    memcpy(a->jpose, pose, sizeof a->jpose);
+    int nf = sc->d->model->cfg.n_hist;
+    memcpy(a->jpose, pose, sizeof(float) * 75 * (size_t)nf);
     a->jseq = seq;
     a->j_recv_ns = recv_ns;
     a->job.frame.id = drape_idcache_identity(a->e);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < nf; k++) {
         a->job.frame.pose[k] = a->jpose[k];
         a->job.frame.trans[k] = a->jpose[k] + 72;
     }
@@ -268,7 +271,7 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
         send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
         return;
     }
-    avatar *a = calloc(1, sizeof *a);
+    avatar *a = calloc(1, sizeof *a + sizeof(float[75]) * (size_t)(d->model->cfg.hist[0] + 1));
     int g = drape_idcache_entry_garment(e);
     int V = d->model->garments[g].V;
     if (a) a->out = malloc(sizeof(float) * 3 * (size_t)V);
@@ -307,16 +310,17 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     COUNT(sc->d->met.poses_total);
     uint64_t seq = m->has_seq ? m->seq : a->next_seq;
     a->next_seq = seq + 1;
-    float cur[75];
+    /* the pose joins the ring; the window takes the model's history offsets
+     * back from it, the first pose standing in for frames before it */
+    const drape_config *c = &sc->d->model->cfg;
+    int span = c->hist[0] + 1;
+    long long t = (long long)a->n_seen++;
+    float *cur = a->ring[t % span];
     memcpy(cur, m->pose, sizeof(float) * 72);
     memcpy(cur + 72, m->trans, sizeof(float) * 3);
-    float win[3][75];
-    memcpy(win[2], cur, sizeof cur);
-    memcpy(win[1], a->nhist >= 1 ? a->hist[1] : cur, sizeof cur);
-    memcpy(win[0], a->nhist >= 2 ? a->hist[0] : win[1], sizeof cur);
-    memcpy(a->hist[0], a->hist[1], sizeof cur);
-    memcpy(a->hist[1], cur, sizeof cur);
-    if (a->nhist < 2) a->nhist++;
+    float win[DRAPE_MAX_HISTORY][75];
+    for (int k = 0; k < c->n_hist; k++)
+        memcpy(win[k], a->ring[drape_history_index(t, c->hist[k]) % span], sizeof win[k]);
     if (!a->inflight) {
         submit(sc, a, win, seq, now);
         return;
@@ -326,7 +330,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
         COUNT(sc->d->met.dropped_total);
     }
     a->pending = 1;
-    memcpy(a->ppose, win, sizeof win);
+    memcpy(a->ppose, win, sizeof(float) * 75 * (size_t)c->n_hist);
     a->pseq = seq;
     a->p_recv_ns = now;
 }

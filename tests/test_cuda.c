@@ -73,7 +73,7 @@ Test(cuda_host, bone_input_matches_transforms)
     float *q = malloc(sizeof(float) * 3 * B);
     for (int b = 0; b < B; b++)
         hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, g->bones + 3 * b, g->bone_joint_w + 24 * b, m->in_mean,
-                      m->in_std, b, B);
+                      m->in_std, b, B, 3);
     /* independently: blend, move, express in the heading frame */
     for (int b = 0; b < B; b++) {
         float qs[3][3];
@@ -477,13 +477,14 @@ static void module_a_case(const char *bundle, int precision, int n)
     int G = m->cfg.n_garments;
     drape_identity *ic[2] = {tu_identity(cpu, 0, b0, 2), tu_identity(cpu, G - 1, b1, 4)};
     drape_identity *ig[2] = {tu_identity(gpu, 0, b0, 2), tu_identity(gpu, G - 1, b1, 4)};
-    float *poses = malloc(sizeof(float) * 75 * (n + 2));
-    tu_random_poses(poses, n + 2, 0.35f, 0.25f, 60 + n);
+    int nf = m->cfg.n_hist;
+    float *poses = malloc(sizeof(float) * 75 * (n + nf - 1));
+    tu_random_poses(poses, n + nf - 1, 0.35f, 0.25f, 60 + n);
     drape_frame *fc = calloc((size_t)n, sizeof *fc), *fg = calloc((size_t)n, sizeof *fg);
     for (int f = 0; f < n; f++) {
         int which = f % 2, V = m->garments[drape_identity_garment(ic[which])].V;
         fc[f] = (drape_frame){.id = ic[which], .lbs_only = f % 5 == 3, .out = malloc(sizeof(float) * 3 * V)};
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < nf; k++) {
             fc[f].pose[k] = poses + 75 * (f + k);
             fc[f].trans[k] = poses + 75 * (f + k) + 72;
         }
@@ -533,6 +534,7 @@ Test(cuda, module_a_tiny_fp32) { module_a_case("tiny_random", 0, 7); }
 Test(cuda, module_a_small_fp32) { module_a_case("small_random", 0, 9); }
 Test(cuda, module_a_paper_fp32) { module_a_case("paper_random", 0, 3); }
 Test(cuda, module_a_small_tf32) { module_a_case("small_random", 1, 6); }
+Test(cuda, module_a_longer_history_fp32) { module_a_case("tinyhist_random", 0, 7); }
 Test(cuda, module_a_small_bf16) { module_a_case("small_random", 2, 6); }
 Test(cuda, module_a_paper_tf32) { module_a_case("paper_random", 1, 2); }
 
@@ -634,14 +636,16 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
     const drape_config *c = &m->cfg;
     const drape_garment *g = &m->garments[id->base.garment];
     int B = c->bones, H = c->hidden, V = g->V, k = c->skin_k, Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, L = c->n_conv;
-    float A[3 * 288], G[288], Hf[12], Hinv[12];
-    for (int F = 0; F < 3; F++) hd_fk(A + 288 * F, G, fr->pose[F], fr->trans[F], id->J, m->parents);
-    hd_heading(Hf, fr->pose[2], fr->trans[2], id->J);
+    int nf = c->n_hist;
+    float A[DRAPE_MAX_HISTORY * 288], G[288], Hf[12], Hinv[12];
+    for (int F = 0; F < nf; F++) hd_fk(A + 288 * F, G, fr->pose[F], fr->trans[F], id->J, m->parents);
+    hd_heading(Hf, fr->pose[nf - 1], fr->trans[nf - 1], id->J);
     hd_inverse_rigid(Hinv, Hf);
-    float *X = malloc(sizeof(float) * 15 * B), *T_hat = malloc(sizeof(float) * 12 * B), *q = malloc(sizeof(float) * 3 * B);
+    float *X = malloc(sizeof(float) * drape_bonenet_in(c)), *T_hat = malloc(sizeof(float) * 12 * B);
+    float *q = malloc(sizeof(float) * 3 * B);
     for (int b = 0; b < B; b++)
         hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->in_mean,
-                      m->in_std, b, B);
+                      m->in_std, b, B, nf);
     float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *net = malloc(sizeof(float) * 9 * B);
     float *phi = malloc(sizeof(float) * c->pose_dim), *M = malloc(sizeof(float) * 12 * B);
     const float *in = X;
@@ -712,11 +716,11 @@ static void pipeline_case(const char *bundle, int garment)
     float betas[3] = {1.2f, -0.7f, 0.4f};
     drape_identity *id = tu_identity(cpu, garment, betas, 3);
     int V = m->garments[garment].V;
-    float poses[4 * 75], *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
-    tu_random_poses(poses, 4, 0.35f, 0.25f, 90);
+    float poses[(DRAPE_MAX_HISTORY + 1) * 75], *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
+    tu_random_poses(poses, m->cfg.n_hist + 1, 0.35f, 0.25f, 90);
     for (int lbs = 0; lbs < 2; lbs++) {
         drape_frame fr = {.id = id, .lbs_only = lbs, .out = want};
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < m->cfg.n_hist; k++) {
             fr.pose[k] = poses + 75 * (k + 1);
             fr.trans[k] = poses + 75 * (k + 1) + 72;
         }
@@ -736,6 +740,7 @@ static void pipeline_case(const char *bundle, int garment)
 
 Test(cuda_host, module_a_pipeline_matches_cpu_tiny) { pipeline_case("tiny_random", 0); }
 Test(cuda_host, module_a_pipeline_matches_cpu_small) { pipeline_case("small_random", 1); }
+Test(cuda_host, module_a_pipeline_matches_cpu_longer_history) { pipeline_case("tinyhist_random", 1); }
 
 /* ---------------- host: the whole of module B from the bodies ---------------- */
 

@@ -166,24 +166,51 @@ static void config_with(char *out, size_t cap, const char *extra)
     drape_st_free(st);
 }
 
-Test(model, history_other_than_three_frames_is_refused)
+Test(model, pose_history_is_read_and_checked)
 {
     const char *p = tu_tmp("history.safetensors");
     char cfg[4096];
-    /* DESIGN 2.4's window said explicitly: loads */
-    config_with(cfg, sizeof cfg, "\"history\": [2, 1, 0]");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
     drape_model *m = NULL;
     drape_error e = {0};
-    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    /* absent: DESIGN 2.4's three frames */
+    cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.n_hist == 3 && m->cfg.hist[0] == 2 && m->cfg.hist[1] == 1 && m->cfg.hist[2] == 0);
+    cr_assert_eq(drape_bonenet_in(&m->cfg), 15 * m->cfg.bones);
     drape_model_free(m);
-    /* a longer window (train/ can make one) is named, not met with a shape error */
+    /* said explicitly: the same */
+    config_with(cfg, sizeof cfg, "\"history\": [2, 1, 0]");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    cr_assert_eq(m->cfg.n_hist, 3);
+    drape_model_free(m);
+    /* a longer one, with its wider Bone-Net input */
+    cr_assert_eq(drape_model_load(&m, tu_bundle("tinyhist_random"), &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.n_hist == 4 && m->cfg.hist[0] == 6 && m->cfg.hist[1] == 3 && m->cfg.hist[2] == 1 &&
+              m->cfg.hist[3] == 0);
+    cr_assert_eq(drape_bonenet_in(&m->cfg), 7 * 3 * m->cfg.bones);
+    drape_model_free(m);
+    /* a history the tensors were not made for: a shape error naming them */
     config_with(cfg, sizeof cfg, "\"history\": [16, 8, 4, 2, 1, 0]");
     tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
-    expect_load_fails(p, DRAPE_EFORMAT, "'history' must be [2, 1, 0]");
-    config_with(cfg, sizeof cfg, "\"history\": \"long\"");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
-    expect_load_fails(p, DRAPE_EFORMAT, "'history'");
+    expect_load_fails(p, DRAPE_ESHAPE, "bonenet.in_mean");
+    /* malformed ones, each named */
+    static const struct { const char *h; int code; const char *msg; } bad[] = {
+        {"[1, 2, 0]", DRAPE_EFORMAT, "decreasing"},
+        {"[2, 1]", DRAPE_EFORMAT, "the last 0"},
+        {"[2, 2, 0]", DRAPE_EFORMAT, "decreasing"},
+        {"[64, 0]", DRAPE_ERANGE, "[0, 63]"},
+        {"[-1, 0]", DRAPE_ERANGE, "'history'"},
+        {"[0]", DRAPE_EFORMAT, "2 to 8"},
+        {"[9, 8, 7, 6, 5, 4, 3, 2, 0]", DRAPE_EFORMAT, "2 to 8"},
+        {"\"long\"", DRAPE_EFORMAT, "'history'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char kv[128];
+        snprintf(kv, sizeof kv, "\"history\": %s", bad[i].h);
+        config_with(cfg, sizeof cfg, kv);
+        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        expect_load_fails(p, bad[i].code, bad[i].msg);
+    }
 }
 
 Test(model, rejects_truncated_bundle)

@@ -172,6 +172,19 @@ Test(server, stream_many_avatars_json_and_msgpack)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* A model with a longer pose history than DESIGN 2.4's three frames: the
+ * stream's per-avatar history and /v1/frames' explicit windows follow it. */
+Test(server, longer_pose_history_streams_as_drape_infer_runs)
+{
+    tu_server s = tu_draped_start("tinyhist_random", "--max-delay-us 1000");
+    char args[512];
+    snprintf(args, sizeof args, "matches_infer '%s' 6,3,1,0 10", tu_bundle("tinyhist_random"));
+    scenario(&s, args);
+    curl(&s, "", "/v1/model");
+    cr_assert(strstr(out, "\"history\": [6, 3, 1, 0]") || strstr(out, "\"history\":[6,3,1,0]"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, formats_agree_within_bounds)
 {
     tu_server s = tu_draped_start("tiny_random", "");

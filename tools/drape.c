@@ -52,7 +52,9 @@ static int cmd_info(int argc, char **argv)
     printf("format     %d   fps %d   units m, y up\n", c->format_version, c->fps);
     printf("body       %d vertices, %d faces, %d betas in [%g, %g]\n", m->Nb, m->Fb, c->betas, c->beta_min, c->beta_max);
     printf("bones      %d (skin_k %d)\n", c->bones, c->skin_k);
-    printf("bone-net   hidden %d, z_dim %d, pose_dim %d\n", c->hidden, c->z_dim, c->pose_dim);
+    printf("bone-net   hidden %d, z_dim %d, pose_dim %d, history t", c->hidden, c->z_dim, c->pose_dim);
+    for (int i = c->n_hist - 2; i >= 0; i--) printf(", t-%d", c->hist[i]);
+    printf("\n");
     printf("uv         %d x %d, feat_dim %d, conv [", c->uv_h, c->uv_w, c->feat_dim);
     for (int i = 0; i < c->n_conv; i++) printf(i ? ", %d" : "%d", c->conv[i]);
     printf("]\nencoder    latent %d, blocks %d, knn %d\n", c->latent, c->blocks, c->knn);

@@ -21,7 +21,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assets  # noqa: E402
 from bundle import write_bundle  # noqa: E402
-from reference import Drape, frame_windows, network_names, skin_weights  # noqa: E402
+from reference import Drape, frame_windows, history, network_names, skin_weights  # noqa: E402
 
 # docs/conventions.md, "Bundle" presets.
 PRESETS = {
@@ -33,9 +33,15 @@ PRESETS = {
                   uv_size=[512, 512], conv=[64, 128, 128, 64, 3], latent=128, blocks=15, knn=4),
     # The default model's assets ("default" resolution: garments of 2k-8k
     # vertices); the network sizes are a starting point for training.
+    # tiny with a longer pose history, gaps and all (t-6, t-3, t-1, t): the
+    # runtime's history paths against the reference's (docs/conventions.md)
+    "tinyhist": dict(bones=8, skin_k=4, hidden=32, z_dim=16, pose_dim=4, feat_dim=4,
+                     uv_size=[32, 32], conv=[8, 8, 3], latent=16, blocks=2, knn=2, history=[6, 3, 1, 0]),
     "default": dict(bones=32, skin_k=8, hidden=128, z_dim=64, pose_dim=16, feat_dim=16,
                     uv_size=[256, 256], conv=[32, 64, 64, 32, 3], latent=64, blocks=4, knn=4),
 }
+# Presets whose assets are another preset's (the same body and garments).
+ASSET_RESOLUTION = {"tinyhist": "tiny"}
 GARMENT_NAMES = ["skirt", "miniskirt"]
 # Presets that carry other garments than GARMENT_NAMES (the test presets keep
 # exactly those two, so their bundles do not change).
@@ -94,10 +100,12 @@ def init_network(cfg, rng, zero):
 
 
 def sample_windows(cfg, rng, n):
-    """n three-frame windows of random plausible motion: poses [n,3,72], trans [n,3,3]."""
-    seqs = [assets.random_motion(rng, 3, fps=cfg["fps"]) for _ in range(n)]
-    poses, trans = zip(*(frame_windows(s) for s in seqs))
-    return np.stack(poses)[:, 2], np.stack(trans)[:, 2]  # the full window of the last frame
+    """n history windows (three frames unless the config says otherwise) of
+    random plausible motion: poses [n,F,72], trans [n,F,3]."""
+    offsets = history(cfg)
+    seqs = [assets.random_motion(rng, offsets[0] + 1, fps=cfg["fps"]) for _ in range(n)]
+    poses, trans = zip(*(frame_windows(s, offsets) for s in seqs))
+    return np.stack(poses)[:, -1], np.stack(trans)[:, -1]  # the full window of the last frame
 
 
 def _factor(target, spread):
@@ -166,7 +174,7 @@ def calibrate(cfg, t, rng, log):
 def make_bundle(preset, seed, weights, log=print):
     rng = np.random.default_rng(seed)
     cfg = make_config(preset, seed, weights)
-    t = asset_tensors(cfg, preset, rng)
+    t = asset_tensors(cfg, ASSET_RESOLUTION.get(preset, preset), rng)
     net = init_network(cfg, rng, weights == "zero")
     if weights == "random":
         net = calibrate(cfg, {**t, **net}, rng, log)

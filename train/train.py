@@ -94,9 +94,11 @@ def cmd_init(a):
             net_cfg[k] = [int(x) for x in v.split(",")] if isinstance(net_cfg[k], list) else int(v)
         except ValueError:
             raise SystemExit(f"train init: --set {kv}: not an integer (list)")
-        h = net_cfg.get("history", [0])
+        h = net_cfg.get("history", [2, 1, 0])
         if h[-1] != 0 or any(x <= y for x, y in zip(h, h[1:])):
             raise SystemExit(f"train init: --set {kv}: offsets back from t, decreasing, the last 0 (16,8,4,2,1,0)")
+        if not 2 <= len(h) <= 8 or h[0] > 63:  # the runtime's bounds (docs/conventions.md, "history")
+            raise SystemExit(f"train init: --set {kv}: 2 to 8 frames, reaching at most 63 frames back")
     rng = np.random.default_rng(a.seed)
     cfg = {"format_version": 1, "fps": 30, "betas": assets.NUM_BETAS, **net_cfg, "beta_range": [-3, 3],
            "garments": a.garments.split(","), "up": "y", "units": "m", "preset": a.preset, "seed": a.seed,

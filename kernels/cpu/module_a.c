@@ -13,7 +13,7 @@ static int grow(cpu_backend *be, int n, drape_error *err)
     if (n <= be->cap) return DRAPE_OK;
     const drape_config *c = &be->base.model->cfg;
     int B = c->bones, H = c->hidden;
-    size_t sizes[8] = {(size_t)15 * B, (size_t)H, (size_t)H, (size_t)9 * B, (size_t)c->pose_dim,
+    size_t sizes[8] = {(size_t)drape_bonenet_in(c), (size_t)H, (size_t)H, (size_t)9 * B, (size_t)c->pose_dim,
                        (size_t)12 * B, (size_t)3 * B, 12};
     float **bufs[8] = {&be->X, &be->h1, &be->h2, &be->net, &be->phi, &be->T_hat, &be->q, &be->Hf};
     for (int i = 0; i < 8; i++) {
@@ -25,18 +25,20 @@ static int grow(cpu_backend *be, int n, drape_error *err)
     return DRAPE_OK;
 }
 
-/* Step 1–2 for one frame: bone transforms in H_t and the Bone-Net input. */
+/* Step 1–2 for one frame: bone transforms in H_t and the Bone-Net input
+ * X [(2F−1)·3B]: the F history frames' bone positions, then the F − 1
+ * differences of consecutive ones (oldest first). */
 static void frame_bones(float *X, float *T_hat, float *q_t, float *Hf, const drape_model *m, const drape_frame *fr)
 {
     const drape_config *c = &m->cfg;
     const cpu_identity *id = (const cpu_identity *)fr->id;
     const drape_garment *g = &m->garments[id->base.garment];
-    int B = c->bones;
+    int B = c->bones, nf = c->n_hist, t = nf - 1;
     float Hinv[12], A[DRAPE_JOINTS * 12];
-    drape_heading(Hf, fr->pose[2], fr->trans[2], id->J);
+    drape_heading(Hf, fr->pose[t], fr->trans[t], id->J);
     drape_tf_inverse_rigid(Hinv, Hf);
-    float *q[3] = {X, X + 3 * B, X + 6 * B}; /* first three input blocks */
-    for (int F = 0; F < 3; F++) {
+    for (int F = 0; F < nf; F++) {
+        float *q = X + (size_t)3 * B * F;
         drape_fk(A, fr->pose[F], fr->trans[F], id->J, m->parents);
         for (int b = 0; b < B; b++) {
             float T[12] = {0}, p[3];
@@ -45,16 +47,15 @@ static void frame_bones(float *X, float *T_hat, float *q_t, float *Hf, const dra
                 if (w[k] != 0)
                     for (int i = 0; i < 12; i++) T[i] += w[k] * A[12 * k + i];
             drape_tf_apply(p, T, id->c + 3 * b);
-            drape_tf_apply(q[F] + 3 * b, Hinv, p);
-            if (F == 2) drape_tf_compose(T_hat + 12 * b, Hinv, T);
+            drape_tf_apply(q + 3 * b, Hinv, p);
+            if (F == t) drape_tf_compose(T_hat + 12 * b, Hinv, T);
         }
     }
-    memcpy(q_t, q[2], (size_t)3 * B * sizeof *q_t);
-    for (int i = 0; i < 3 * B; i++) {
-        X[9 * B + i] = q[1][i] - q[0][i];
-        X[12 * B + i] = q[2][i] - q[1][i];
-    }
-    for (int i = 0; i < 15 * B; i++) X[i] = (X[i] - m->in_mean[i]) / m->in_std[i];
+    memcpy(q_t, X + (size_t)3 * B * t, (size_t)3 * B * sizeof *q_t);
+    for (int F = 0; F < t; F++)
+        for (int i = 0; i < 3 * B; i++)
+            X[(size_t)3 * B * (nf + F) + i] = X[(size_t)3 * B * (F + 1) + i] - X[(size_t)3 * B * F + i];
+    for (int i = 0; i < drape_bonenet_in(c); i++) X[i] = (X[i] - m->in_mean[i]) / m->in_std[i];
 }
 
 /* Steps 7–9: displacement δ [V,3] from the conv stack over the UV atlas. */
@@ -84,10 +85,10 @@ int cpu_module_a(cpu_backend *be, drape_frame *frames, int n, drape_error *err)
     int B = c->bones, H = c->hidden, rc = grow(be, n, err);
     if (rc) return rc;
     for (int f = 0; f < n; f++)
-        frame_bones(be->X + (size_t)f * 15 * B, be->T_hat + (size_t)f * 12 * B, be->q + (size_t)f * 3 * B,
+        frame_bones(be->X + (size_t)f * drape_bonenet_in(c), be->T_hat + (size_t)f * 12 * B, be->q + (size_t)f * 3 * B,
                     be->Hf + 12 * f, m, &frames[f]);
 
-    /* Bone-Net over the batch: 15B → H → H → H (FiLM, ReLU) → 9B; φ from h₃ */
+    /* Bone-Net over the batch: (2F−1)·3B → H → H → H (FiLM, ReLU) → 9B; φ from h₃ */
     float *in = be->X, *hs[2] = {be->h1, be->h2};
     for (int l = 0; l < 3; l++) {
         float *h = hs[l & 1];

@@ -580,15 +580,15 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
 {
     if (n <= be->cap) return DRAPE_OK;
     const drape_config *c = &be->base.model->cfg;
-    int cap = n > 2 * be->cap ? n : 2 * be->cap, B = c->bones, H = c->hidden;
+    int cap = n > 2 * be->cap ? n : 2 * be->cap, B = c->bones, H = c->hidden, nf = c->n_hist;
     size_t nv = (size_t)cap * be->Vmax * 3;
     free_batch(be);
-    size_t sp = align_up((size_t)cap * 225 * 4), sf = align_up((size_t)cap * sizeof(cu_frame));
+    size_t sp = align_up((size_t)cap * nf * 75 * 4), sf = align_up((size_t)cap * sizeof(cu_frame));
     be->stage_bytes = sp + sf + align_up((size_t)cap * sizeof(cu_uv_slot));
     void *stage_dev = NULL;
     carve_item it[] = {
-        {&stage_dev, be->stage_bytes},          {&be->A, (size_t)cap * 3 * 288 * 4},   {&be->Hf, (size_t)cap * 48},
-        {&be->Hinv, (size_t)cap * 48},           {&be->X, (size_t)cap * 15 * B * 4},    {&be->h1, (size_t)cap * H * 4},
+        {&stage_dev, be->stage_bytes},          {&be->A, (size_t)cap * nf * 288 * 4},   {&be->Hf, (size_t)cap * 48},
+        {&be->Hinv, (size_t)cap * 48},           {&be->X, (size_t)cap * drape_bonenet_in(c) * 4},    {&be->h1, (size_t)cap * H * 4},
         {&be->h2, (size_t)cap * H * 4},          {&be->net, (size_t)cap * 9 * B * 4},   {&be->phi, (size_t)cap * c->pose_dim * 4},
         {&be->T_hat, (size_t)cap * B * 48},      {&be->q, (size_t)cap * B * 12},        {&be->M, (size_t)cap * B * 48},
         {&be->p, nv * 4},                        {&be->out, nv * 4},
@@ -693,9 +693,9 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
     CU(cudaMemcpyAsync(be->d_poses, be->h_stage, be->stage_bytes, cudaMemcpyHostToDevice, s));
 
     /* steps 1–2, then Bone-Net over the batch (FiLM + ReLU fused) */
-    cu_fk(be->A, be->Hf, be->Hinv, be->d_poses, be->d_frames, be->d_parents, n, s);
+    cu_fk(be->A, be->Hf, be->Hinv, be->d_poses, be->d_frames, be->d_parents, n, c->n_hist, s);
     cu_bone_input(be->X, be->T_hat, be->q, be->A, be->Hinv, be->d_frames, be->d_garments, dev_f(be, m->in_mean),
-                  dev_f(be, m->in_std), n, B, s);
+                  dev_f(be, m->in_std), n, B, c->n_hist, s);
     LAUNCHED();
     const float *in = be->X;
     float *hs2[2] = {be->h1, be->h2};
@@ -778,15 +778,16 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
 
     /* stage: poses, frame descriptors, UV slots (row offsets restart per chunk) */
     float *hp = (float *)be->h_stage;
-    cu_frame *hf = (cu_frame *)(be->h_stage + align_up((size_t)be->cap * 225 * 4));
+    int nf = c->n_hist;
+    cu_frame *hf = (cu_frame *)(be->h_stage + align_up((size_t)be->cap * nf * 75 * 4));
     cu_uv_slot *hs = (cu_uv_slot *)((unsigned char *)hf + align_up((size_t)be->cap * sizeof(cu_frame)));
     int off = 0, ns = 0, Vmax = 1;
     for (int f = 0; f < n; f++) {
         const cuda_identity *id = (const cuda_identity *)frames[f].id;
         int gi = id->base.garment, V = m->garments[gi].V;
-        for (int k = 0; k < 3; k++) {
-            memcpy(hp + 225 * f + 75 * k, frames[f].pose[k], 72 * sizeof(float));
-            memcpy(hp + 225 * f + 75 * k + 72, frames[f].trans[k], 3 * sizeof(float));
+        for (int k = 0; k < nf; k++) {
+            memcpy(hp + (size_t)75 * (nf * f + k), frames[f].pose[k], 72 * sizeof(float));
+            memcpy(hp + (size_t)75 * (nf * f + k) + 72, frames[f].trans[k], 3 * sizeof(float));
         }
         hf[f] = cu_frame{id->film, id->skin_w, id->g, id->c, id->J, id->F_cov, gi, frames[f].lbs_only != 0, V, off};
         off += V;

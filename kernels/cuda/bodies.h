@@ -24,6 +24,7 @@
 #endif
 
 #define HD_JOINTS 24
+#define HD_MAX_HISTORY 8 /* DRAPE_MAX_HISTORY */
 
 /* ---- rigid transforms: 3×4 row-major [R | t] ---- */
 
@@ -113,31 +114,33 @@ static inline DRAPE_HD void hd_heading(float *H, const float *pose, const float 
     for (int i = 0; i < 12; i++) H[i] = h[i];
 }
 
-/* One thread per (frame, bone b) — DESIGN 2.4 steps 1–2. A [3][24,12] the
- * frame's skinning transforms (t−2, t−1, t), Hinv [12] its inverse heading,
- * c_b [3] the retargeted bone, w_b [24] its joint weights. Writes bone b's
- * entries of the normalized Bone-Net input X [15B], T̂_b [12] and q_b [3]. */
+/* One thread per (frame, bone b) — DESIGN 2.4 steps 1–2. A [nf][24,12] the
+ * skinning transforms of the frame's nf history frames (oldest first, t
+ * last), Hinv [12] its inverse heading, c_b [3] the retargeted bone, w_b
+ * [24] its joint weights. Writes bone b's entries of the normalized
+ * Bone-Net input X [(2nf−1)·3B] (nf positions, then nf − 1 differences),
+ * T̂_b [12] and q_b [3]. */
 static inline DRAPE_HD void hd_bone_input(float *X, float *T_hat_b, float *q_b, const float *A, const float *Hinv,
                                           const float *c_b, const float *w_b, const float *mean, const float *std,
-                                          int b, int B)
+                                          int b, int B, int nf)
 {
-    float q[3][3];
-    for (int F = 0; F < 3; F++) {
+    float q[HD_MAX_HISTORY][3];
+    for (int F = 0; F < nf; F++) {
         float T[12] = {0}, p[3];
         for (int k = 0; k < HD_JOINTS; k++)
             if (w_b[k] != 0)
                 for (int i = 0; i < 12; i++) T[i] += w_b[k] * A[F * HD_JOINTS * 12 + 12 * k + i];
         hd_apply(p, T, c_b);
         hd_apply(q[F], Hinv, p);
-        if (F == 2) hd_compose(T_hat_b, Hinv, T);
+        if (F == nf - 1) hd_compose(T_hat_b, Hinv, T);
     }
     for (int d = 0; d < 3; d++) {
-        float v[5] = {q[0][d], q[1][d], q[2][d], q[1][d] - q[0][d], q[2][d] - q[1][d]};
-        for (int blk = 0; blk < 5; blk++) {
+        for (int blk = 0; blk < 2 * nf - 1; blk++) {
+            float v = blk < nf ? q[blk][d] : q[blk - nf + 1][d] - q[blk - nf][d];
             int i = 3 * B * blk + 3 * b + d;
-            X[i] = (v[blk] - mean[i]) / std[i];
+            X[i] = (v - mean[i]) / std[i];
         }
-        q_b[d] = q[2][d];
+        q_b[d] = q[nf - 1][d];
     }
 }
 

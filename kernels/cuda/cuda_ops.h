@@ -53,12 +53,13 @@ static inline unsigned blocks_for(int64_t count)
 
 /* ---- module A (ops_a.cu) ---- */
 
-/* A [n,3,24,12], Hf [n,12], Hinv [n,12]; poses [n,3,75] (pose 72 | trans 3) */
+/* A [n,nf,24,12], Hf [n,12], Hinv [n,12]; poses [n,nf,75] (pose 72 | trans 3):
+ * the nf frames of the model's history, t last */
 void cu_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame *fr, const int32_t *parents, int n,
-           cudaStream_t s);
-/* X [n,15B], T_hat [n,B,12], q [n,B,3] from A, Hinv; gs [n_garments] */
+           int nf, cudaStream_t s);
+/* X [n,(2nf−1)·3B], T_hat [n,B,12], q [n,B,3] from A, Hinv; gs [n_garments] */
 void cu_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
-                   const cu_garment *gs, const float *mean, const float *std, int n, int B, cudaStream_t s);
+                   const cu_garment *gs, const float *mean, const float *std, int n, int B, int nf, cudaStream_t s);
 /* y [n,d] ← y + b (ReLU if relu) */
 void cu_bias_act(float *y, const float *b, int n, int d, int relu, cudaStream_t s);
 /* h [n,H] ← ReLU((1 + Δγ_l) ⊙ (h + b) + β_l), FiLM of each row's identity */

@@ -6,16 +6,16 @@
 #include "bodies.h"
 #include "cuda_ops.h"
 
-/* A [n,3,24,12], Hf [n,12], Hinv [n,12]: one thread per (frame, step) */
+/* A [n,nf,24,12], Hf [n,12], Hinv [n,12]: one thread per (frame, history step) */
 __global__ void k_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame *fr, const int32_t *parents,
-                     int n)
+                     int n, int nf)
 {
-    FOR_EACH(i, (int64_t)n * 3) {
-        int f = (int)(i / 3), F = (int)(i % 3);
-        const float *ps = poses + (size_t)f * 225 + 75 * F, *J = fr[f].J;
+    FOR_EACH(i, (int64_t)n * nf) {
+        int f = (int)(i / nf), F = (int)(i % nf);
+        const float *ps = poses + (size_t)75 * i, *J = fr[f].J;
         float G[HD_JOINTS * 12];
         hd_fk(A + (size_t)i * HD_JOINTS * 12, G, ps, ps + 72, J, parents);
-        if (F == 2) {
+        if (F == nf - 1) {
             hd_heading(Hf + 12 * f, ps, ps + 72, J);
             hd_inverse_rigid(Hinv + 12 * f, Hf + 12 * f);
         }
@@ -23,28 +23,29 @@ __global__ void k_fk(float *A, float *Hf, float *Hinv, const float *poses, const
 }
 
 void cu_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame *fr, const int32_t *parents, int n,
-           cudaStream_t s)
+           int nf, cudaStream_t s)
 {
     /* few threads with a large local array each: small blocks */
-    k_fk<<<(3 * n + 63) / 64, 64, 0, s>>>(A, Hf, Hinv, poses, fr, parents, n);
+    k_fk<<<(nf * n + 63) / 64, 64, 0, s>>>(A, Hf, Hinv, poses, fr, parents, n, nf);
 }
 
-/* X [n,15B], T_hat [n,B,12], q [n,B,3]: one thread per (frame, bone) */
+/* X [n,(2nf−1)·3B], T_hat [n,B,12], q [n,B,3]: one thread per (frame, bone) */
 __global__ void k_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
-                             const cu_garment *gs, const float *mean, const float *std, int n, int B)
+                             const cu_garment *gs, const float *mean, const float *std, int n, int B, int nf)
 {
     FOR_EACH(i, (int64_t)n * B) {
         int f = (int)(i / B), b = (int)(i % B);
         const cu_frame *x = &fr[f];
-        hd_bone_input(X + (size_t)f * 15 * B, T_hat + 12 * i, q + 3 * i, A + (size_t)f * 3 * HD_JOINTS * 12,
-                      Hinv + 12 * f, x->c + 3 * b, gs[x->garment].bone_joint_w + (size_t)b * HD_JOINTS, mean, std, b, B);
+        hd_bone_input(X + (size_t)f * (2 * nf - 1) * 3 * B, T_hat + 12 * i, q + 3 * i,
+                      A + (size_t)f * nf * HD_JOINTS * 12, Hinv + 12 * f, x->c + 3 * b,
+                      gs[x->garment].bone_joint_w + (size_t)b * HD_JOINTS, mean, std, b, B, nf);
     }
 }
 
 void cu_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
-                   const cu_garment *gs, const float *mean, const float *std, int n, int B, cudaStream_t s)
+                   const cu_garment *gs, const float *mean, const float *std, int n, int B, int nf, cudaStream_t s)
 {
-    k_bone_input<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(X, T_hat, q, A, Hinv, fr, gs, mean, std, n, B);
+    k_bone_input<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(X, T_hat, q, A, Hinv, fr, gs, mean, std, n, B, nf);
 }
 
 __global__ void k_bias_act(float *y, const float *b, int n, int d, int relu)

@@ -469,6 +469,79 @@ async def idle(seconds="2.5"):
     print(json.dumps({"close": 1008}))
 
 
+async def matches_infer(model, history, poses="10"):
+    """Two avatars streamed paced through a model whose pose history is
+    `history` (offsets back from t, e.g. 6,3,1,0): each avatar's frames
+    equal `drape infer` on its pose sequence, so the server's per-avatar
+    history is the sequence's (frames before the first are the first), and
+    one avatar's poses never reach the other's window. Then POST /v1/frames
+    with frame t's window said explicitly gives the same vertices, and a
+    window of the wrong length is refused by name."""
+    import subprocess
+    import tempfile
+    import urllib.error
+    import urllib.request
+    offs, T = [int(x) for x in history.split(",")], int(poses)
+    betas = {0: [0.5, -1.0], 1: [-1.5, 0.8, 0.3]}
+    seq = {a: np.array([pose(t, 3 * a) + [0.02 * t * (a + 1), 0.0, -0.01 * t] for t in range(T)], np.float32)
+           for a in betas}
+    c = await connect(False)
+    ids = {}
+    for a in betas:
+        await c.send({"op": "open", "avatar": a, "garment": GARMENT, "betas": betas[a], "format": "f32"})
+        m = await c.recv()
+        check(m["op"] == "opened", f"expected opened, got {m}")
+        ids[a] = m["identity"]
+    got = {a: [] for a in betas}
+    for t in range(T):
+        for a in betas:
+            await c.send({"op": "pose", "avatar": a, "seq": t, "pose": seq[a][t, :72].tolist(),
+                          "trans": seq[a][t, 72:].tolist()})
+        for _ in betas:
+            m = await c.recv()
+            check(m["op"] == "frame", f"expected frame, got {m}")
+            got[m["avatar"]].append(decode(m).copy())
+    await c.ws.close()
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for a in betas:
+            pin, pout = os.path.join(tmp, f"p{a}.npy"), os.path.join(tmp, f"o{a}.npy")
+            np.save(pin, seq[a])
+            r = subprocess.run([os.environ.get("DRAPE_BIN", "build/drape"), "infer", "--model", model, "--garment",
+                                GARMENT, "--betas", ",".join(map(str, betas[a])), "--poses", pin, "--out", pout],
+                               capture_output=True, text=True)
+            check(r.returncode == 0, f"drape infer failed: {r.stderr}")
+            want = np.load(pout)
+            d = float(np.abs(np.stack(got[a]) - want).max())
+            worst = max(worst, d)
+            check(d < 1e-4, f"avatar {a}: streamed frames differ from drape infer by {d} m")
+        # the stateless API: frame t of avatar 1, its window said explicitly
+        base = URL.replace("ws://", "http://").rsplit("/v1/", 1)[0]
+        t = T - 1
+        win = [seq[1][max(t - o, 0)] for o in offs]
+
+        def post(body):
+            req = urllib.request.Request(base + "/v1/frames", json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req) as r:
+                    return r.status, json.loads(r.read())
+            except urllib.error.HTTPError as e:
+                return e.code, json.loads(e.read())
+        st, body = post({"identity": ids[1], "poses": [w[:72].tolist() for w in win],
+                         "trans": [w[72:].tolist() for w in win]})
+        check(st == 200, f"/v1/frames: {st} {body}")
+        x = np.array(body["frames"][0]["data"], np.float32).reshape(-1, 3)
+        want = np.load(os.path.join(tmp, "o1.npy"))[t]
+        d = float(np.abs(x - want).max())
+        check(d < 1e-4, f"/v1/frames with the explicit window differs from drape infer by {d} m")
+        st, body = post({"identity": ids[1], "poses": [w[:72].tolist() for w in win[1:]]})
+        msg = body.get("error", {}).get("message", "")
+        named = ", ".join(f"t-{o}" if o else "t" for o in offs)
+        check(st == 400 and f"must hold {len(offs)} frames ({named})" in msg, f"short window: {st} {body}")
+    print(json.dumps({"frames": T * len(betas), "max_diff_m": worst}))
+
+
 def main():
     scen = sys.argv[2]
     args = sys.argv[3:]
