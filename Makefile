@@ -168,6 +168,9 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 MODEL_GARMENTS ?= skirt,dress,tshirt
 DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 2 --test-seeds 1 \
                 --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 8 --iters 8"
+# the network over the preset's (train.py init --set); the base is made
+# again, and stage 1 starts over, when these or the garments change
+INIT_ARGS ?=
 TRAIN_ARGS ?= --steps 5000 --frames 8 --lr 1e-3 --w-edge 0.1 --threads 2
 # then a fine-tune that holds edges to the teacher's lengths, with a stronger
 # penetration term and the cloth's stretching and bending energies
@@ -181,8 +184,9 @@ FINETUNE4_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.3 --w-pen 2.0 --w
 TRAIN_DIR ?= build/train
 model: all
 	@mkdir -p $(TRAIN_DIR)
-	test -f $(TRAIN_DIR)/base.safetensors || $(PYTHON) train/train.py init --preset default --garments $(MODEL_GARMENTS) \
-	    --out $(TRAIN_DIR)/base.safetensors
+	echo '$(MODEL_GARMENTS) $(INIT_ARGS)' | cmp -s - $(TRAIN_DIR)/base.args || { rm -f $(TRAIN_DIR)/ckpt.pt && \
+	    $(PYTHON) train/train.py init --preset default --garments $(MODEL_GARMENTS) $(INIT_ARGS) \
+	    --out $(TRAIN_DIR)/base.safetensors && echo '$(MODEL_GARMENTS) $(INIT_ARGS)' > $(TRAIN_DIR)/base.args; }
 	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data $(DATASET_ARGS) --drape $(BUILD)/drape \
 	    --replace-stale
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out $(TRAIN_DIR)/stage1.safetensors \

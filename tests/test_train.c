@@ -118,6 +118,14 @@ Test(train, init_set_sizes_and_a_longer_history)
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tiny_dataset(base, data, "0.4", "");
     cr_assert_eq(rc, 0, "dataset failed:\n%s", log_);
+    /* the same assets with another network: the teacher's sequences stand */
+    rc = tu_run(log_, sizeof log_,
+                "%s train/train.py init --preset tiny --garments skirt --seed 3 --set history=4,2,1,0 --out %s", py(),
+                base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    rc = tiny_dataset(base, data, "0.4", "");
+    cr_assert(rc == 0 && strstr(log_, ": skip") && !strstr(log_, ": ok"),
+              "a new pose history made the teacher's sequences stale:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
                 "%s train/train.py init --preset tiny --garments skirt --seed 3 --set bones=12 --set hidden=24 "
                 "--set history=4,2,1,0 --out %s",

@@ -14,8 +14,8 @@ unseen shapes, unseen motions and both. Generation runs --jobs teacher
 processes at a time and is resumable: finished sequences are skipped, each
 output is written to a temporary name and renamed when complete. DIR/
 manifest.json lists the sequences with their split and what made them (the
-teacher's version, its arguments, the clip length, the base bundle's
-SHA-256): a DIR made by another teacher is refused, not silently mixed in,
+teacher's version, its arguments, the clip length, the SHA-256 of the base
+bundle's body and garment tensors): a DIR made by another teacher is refused, not silently mixed in,
 unless --replace-stale, which deletes its sequences first.
 """
 import argparse
@@ -47,9 +47,17 @@ TEACHER_VERSION = 2
 
 
 def teacher_of(a):
-    with open(a.base, "rb") as f:
-        sha = hashlib.sha256(f.read()).hexdigest()
-    return {"version": TEACHER_VERSION, "sim_args": a.sim_args, "seconds": a.seconds, "base_sha256": sha}
+    """What made the sequences: the teacher and its settings, and the body and
+    garments it draped (their tensors only: the network's sizes and pose
+    history do not change what the teacher computes)."""
+    _, t = read_bundle(a.base)
+    h = hashlib.sha256()
+    for k in sorted(t):
+        if k.startswith(("body.", "garment.")):
+            v = np.ascontiguousarray(t[k])
+            h.update(f"{k}|{v.dtype.str}|{v.shape}|".encode())
+            h.update(v.tobytes())
+    return {"version": TEACHER_VERSION, "sim_args": a.sim_args, "seconds": a.seconds, "assets_sha256": h.hexdigest()}
 
 
 def check_stale(a, teacher):
