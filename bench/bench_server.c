@@ -65,8 +65,11 @@ static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
     drape_frame fr[MAX_BATCH];
     for (int i = 0; i < MAX_BATCH; i++) {
         poses[i][16 * 3 + 2] = 0.01f * (float)i;
-        fr[i] = (drape_frame){id, {poses[i], poses[i], poses[i]}, {poses[i] + 72, poses[i] + 72, poses[i] + 72}, 0,
-                              out + (size_t)i * V * 3};
+        fr[i] = (drape_frame){.id = id, .out = out + (size_t)i * V * 3};
+        for (int k = 0; k < m->cfg.n_hist; k++) { /* a held pose: every history frame the same */
+            fr[i].pose[k] = poses[i];
+            fr[i].trans[k] = poses[i] + 72;
+        }
     }
     drape_backend_run(be, fr, MAX_BATCH, &e); /* warm */
     int n = 0;
