@@ -171,7 +171,7 @@ DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --tr
 # the network over the preset's (train.py init --set); the base is made
 # again, and stage 1 starts over, when these or the garments change
 INIT_ARGS ?=
-TRAIN_ARGS ?= --steps 5000 --frames 8 --lr 1e-3 --w-edge 0.1 --threads 2
+TRAIN_ARGS ?= --steps 5000 --frames 8 --lr 5e-4 --w-edge 0.1 --threads 2
 # then a fine-tune that holds edges to the teacher's lengths, with a stronger
 # penetration term and the cloth's stretching and bending energies
 FINETUNE_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.3 --w-phys 1e-3 --threads 2
