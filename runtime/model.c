@@ -128,7 +128,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
         goto out;
     }
     /* module A's pose history: DESIGN 2.4's three frames unless the bundle
-     * says otherwise (docs/conventions.md, "history") */
+     * says otherwise (docs/conventions.md, "Pose history") */
     c->n_hist = 3;
     c->hist[0] = 2, c->hist[1] = 1, c->hist[2] = 0;
     if (json_object_get(o, "history")) {

@@ -11,7 +11,8 @@
 int drape_poses_check(const float *poses, int64_t T, drape_error *err);
 
 /* out [T,V,3] world positions for poses [T,75]; frame t uses the frames
- * max(t−o,0) for each offset o of the model's history (cfg.hist). Frames go to the backend `batch` at a time. */
+ * max(t−o,0) for each offset o of the model's history (cfg.hist). Frames
+ * go to the backend `batch` at a time. */
 int drape_sequence_run(drape_backend *be, const drape_identity *id, const float *poses, int T, int lbs_only,
                        float *out, int batch, drape_error *err);
 

@@ -126,13 +126,14 @@ static enum MHD_Result route_model(draped *d, struct MHD_Connection *c)
     for (int i = 0; i < cfg->n_conv; i++) json_array_append_new(conv, json_integer(cfg->conv[i]));
     json_t *hist = json_array(); /* the frames /v1/frames' "poses" hold, offsets back from t */
     for (int i = 0; i < cfg->n_hist; i++) json_array_append_new(hist, json_integer(cfg->hist[i]));
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],s:[s,s],"
-                          "s:{s:i,s:i}}",
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],"
+                          "s:[s,s],s:{s:i,s:i}}",
                           "version", DRAPED_VERSION, "instance", d->instance, "backend", drape_backend_name(d->be),
                           "model", d->cfg.model, "config", "fps", cfg->fps, "betas", cfg->betas, "bones", cfg->bones,
                           "joints", DRAPE_JOINTS, "beta_range", (double)cfg->beta_min, (double)cfg->beta_max,
                           "hidden", cfg->hidden, "uv", cfg->uv_h, cfg->uv_w, "conv", conv, "history", hist, "skin_k",
-                          cfg->skin_k, "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16", "meshopt",
+                          cfg->skin_k, "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16",
+                          "meshopt",
                           "modes", "neural", "lbs", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
                           (int)d->cfg.max_avatars);
     char digest[17];

@@ -716,7 +716,8 @@ static void pipeline_case(const char *bundle, int garment)
     float betas[3] = {1.2f, -0.7f, 0.4f};
     drape_identity *id = tu_identity(cpu, garment, betas, 3);
     int V = m->garments[garment].V;
-    float poses[(DRAPE_MAX_HISTORY + 1) * 75], *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
+    float poses[(DRAPE_MAX_HISTORY + 1) * 75];
+    float *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
     tu_random_poses(poses, m->cfg.n_hist + 1, 0.35f, 0.25f, 90);
     for (int lbs = 0; lbs < 2; lbs++) {
         drape_frame fr = {.id = id, .lbs_only = lbs, .out = want};

@@ -588,8 +588,9 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
     void *stage_dev = NULL;
     carve_item it[] = {
         {&stage_dev, be->stage_bytes},          {&be->A, (size_t)cap * nf * 288 * 4},   {&be->Hf, (size_t)cap * 48},
-        {&be->Hinv, (size_t)cap * 48},           {&be->X, (size_t)cap * drape_bonenet_in(c) * 4},    {&be->h1, (size_t)cap * H * 4},
-        {&be->h2, (size_t)cap * H * 4},          {&be->net, (size_t)cap * 9 * B * 4},   {&be->phi, (size_t)cap * c->pose_dim * 4},
+        {&be->Hinv, (size_t)cap * 48},          {&be->X, (size_t)cap * drape_bonenet_in(c) * 4},
+        {&be->h1, (size_t)cap * H * 4},         {&be->h2, (size_t)cap * H * 4},
+        {&be->net, (size_t)cap * 9 * B * 4},    {&be->phi, (size_t)cap * c->pose_dim * 4},
         {&be->T_hat, (size_t)cap * B * 48},      {&be->q, (size_t)cap * B * 12},        {&be->M, (size_t)cap * B * 48},
         {&be->p, nv * 4},                        {&be->out, nv * 4},
     };
