@@ -184,11 +184,12 @@ FINETUNE4_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.3 --w-pen 2.0 --w
 # then the edge term doubled, which brings the dress's area error under its goal
 FINETUNE5_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-pen 2.0 --w-phys 1e-3 --pen-nn pred --garment-weights dress=2 --threads 2
 TRAIN_DIR ?= build/train
+BASE_KEY = $(MODEL_GARMENTS) $(INIT_ARGS)
 model: all
 	@mkdir -p $(TRAIN_DIR)
-	echo '$(MODEL_GARMENTS) $(INIT_ARGS)' | cmp -s - $(TRAIN_DIR)/base.args || { rm -f $(TRAIN_DIR)/ckpt.pt && \
+	echo '$(BASE_KEY)' | cmp -s - $(TRAIN_DIR)/base.args || { rm -f $(TRAIN_DIR)/ckpt.pt && \
 	    $(PYTHON) train/train.py init --preset default --garments $(MODEL_GARMENTS) $(INIT_ARGS) \
-	    --out $(TRAIN_DIR)/base.safetensors && echo '$(MODEL_GARMENTS) $(INIT_ARGS)' > $(TRAIN_DIR)/base.args; }
+	    --out $(TRAIN_DIR)/base.safetensors && echo '$(BASE_KEY)' > $(TRAIN_DIR)/base.args; }
 	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data $(DATASET_ARGS) --drape $(BUILD)/drape \
 	    --replace-stale
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out $(TRAIN_DIR)/stage1.safetensors \

@@ -15,8 +15,9 @@ processes at a time and is resumable: finished sequences are skipped, each
 output is written to a temporary name and renamed when complete. DIR/
 manifest.json lists the sequences with their split and what made them (the
 teacher's version, its arguments, the clip length, the SHA-256 of the base
-bundle's body and garment tensors): a DIR made by another teacher is refused, not silently mixed in,
-unless --replace-stale, which deletes its sequences first.
+bundle's body and garment tensors): a DIR made by another teacher is
+refused, not silently mixed in, unless --replace-stale, which deletes its
+sequences first.
 """
 import argparse
 import glob

@@ -33,13 +33,12 @@ PRESETS = {
                   uv_size=[512, 512], conv=[64, 128, 128, 64, 3], latent=128, blocks=15, knn=4),
     # The default model's assets ("default" resolution: garments of 2k-8k
     # vertices); the network sizes are a starting point for training.
-    # tiny with a longer pose history, gaps and all (t-6, t-3, t-1, t): the
-    # runtime's history paths against the reference's (docs/conventions.md)
-    "tinyhist": dict(bones=8, skin_k=4, hidden=32, z_dim=16, pose_dim=4, feat_dim=4,
-                     uv_size=[32, 32], conv=[8, 8, 3], latent=16, blocks=2, knn=2, history=[6, 3, 1, 0]),
     "default": dict(bones=32, skin_k=8, hidden=128, z_dim=64, pose_dim=16, feat_dim=16,
                     uv_size=[256, 256], conv=[32, 64, 64, 32, 3], latent=64, blocks=4, knn=4),
 }
+# tiny with a longer pose history, gaps and all (t-6, t-3, t-1, t): the
+# runtime's history paths against the reference's (docs/conventions.md)
+PRESETS["tinyhist"] = dict(PRESETS["tiny"], history=[6, 3, 1, 0])
 # Presets whose assets are another preset's (the same body and garments).
 ASSET_RESOLUTION = {"tinyhist": "tiny"}
 GARMENT_NAMES = ["skirt", "miniskirt"]
