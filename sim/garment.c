@@ -30,7 +30,7 @@ static double cpu_ms(void)
 drape_garment_sim_params drape_garment_sim_defaults(void)
 {
     return (drape_garment_sim_params){
-        .iters = 10, .substeps = 0, .max_substeps = 8, .max_disp = 0.02, .settle = 60, .gravity = 9.81,
+        .iters = 10, .substeps = 0, .max_substeps = 16, .max_disp = 0.01, .settle = 60, .gravity = 9.81,
         .density = 0.15, .stretch = 200, .bend = 2, .attach = 1000, .attach_band = 0.01, .damping = 0.02,
         .margin = 0.005, .friction = 0.3, .reach = 0.08,
     };

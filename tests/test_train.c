@@ -3,6 +3,8 @@
  * lower the loss on a fixed batch, and an exported bundle that the C
  * runtime loads and matches PyTorch on. */
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,4 +180,38 @@ Test(train, physics_terms_behave)
 {
     int rc = tu_run(log_, sizeof log_, "%s train/check_physics.py", py());
     cr_assert_eq(rc, 0, "%s", log_);
+}
+
+/* train/hysteresis.py: the same clip after two preludes, one of them twice.
+ * The teacher is deterministic, so the repeated prelude lands where the
+ * first did; different preludes leave the skirt in different places; a bad
+ * motion name is refused by name. */
+Test(train, hysteresis_measures_what_the_teacher_remembers)
+{
+    char js[300], tiny[300];
+    snprintf(js, sizeof js, "%s", tu_tmp("hyst.json"));
+    snprintf(tiny, sizeof tiny, "%s", tu_bundle("tiny_random"));
+    int rc = tu_run(log_, sizeof log_,
+                    "%s train/hysteresis.py --model %s --garment skirt --drape %s "
+                    "--preludes run:2,jump:4,run:2 --prelude-seconds 0.5 --clip-seconds 0.6 --last 5 --json %s",
+                    py(), tiny, bin(), js);
+    cr_assert_eq(rc, 0, "hysteresis failed:\n%s", log_);
+    json_error_t je;
+    json_t *r = json_load_file(js, 0, &je);
+    cr_assert(r, "%s: %s", js, je.text);
+    json_t *runs = json_object_get(r, "runs");
+    json_t *a = json_object_get(runs, "run:2"), *b = json_object_get(runs, "run:2#3"), *c = json_object_get(runs, "jump:4");
+    cr_assert(a && b && c && json_object_get(runs, "plain"), "runs missing:\n%s", log_);
+    double da = json_real_value(json_object_get(a, "to_plain_mm")), db = json_real_value(json_object_get(b, "to_plain_mm")),
+           dc = json_real_value(json_object_get(c, "to_plain_mm"));
+    cr_assert(da > 0 && dc > 0 && fabs(da - dc) > 0.01, "preludes left no trace: run %g, jump %g mm", da, dc);
+    cr_assert_float_eq(da, db, 1e-9, "the same prelude twice: %g and %g mm", da, db);
+    cr_assert(json_is_integer(json_object_get(a, "pinched_edges")), "%s", log_);
+    double spread = json_real_value(json_object_get(r, "spread_mm"));
+    cr_assert(spread > 0 && spread < 1000, "spread %g mm", spread);
+    json_decref(r);
+    rc = tu_run(log_, sizeof log_, "%s train/hysteresis.py --model %s --garment skirt --preludes sprint:1 --drape %s",
+                py(), tiny, bin());
+    cr_assert(rc != 0 && strstr(log_, "'sprint:1' is not KIND:SEED") && !strstr(log_, "Traceback"),
+              "a bad prelude was not named:\n%s", log_);
 }

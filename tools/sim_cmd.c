@@ -114,7 +114,7 @@ done:
 
 static const char GARMENT_USAGE[] =
     "usage: drape sim garment --model MODEL --garment NAME [--betas b0,...] --poses IN.npy --out OUT.npy\n"
-    "           [--iters 10] [--substeps 0 (auto)] [--max-substeps 8] [--max-disp 0.02] [--settle 60]\n"
+    "           [--iters 10] [--substeps 0 (auto)] [--max-substeps 16] [--max-disp 0.01] [--settle 60]\n"
     "           [--stretch 200] [--bend 2] [--density 0.15] [--attach 1000] [--band 0.01] [--damping 0.02]\n"
     "           [--margin 0.005] [--friction 0.3] [--reach 0.08] [--gravity 9.81]\n";
 

@@ -11,9 +11,9 @@
         [--garment-weights dress=2]   (sample a garment's sequences more often)
 
 `init --set history=16,8,4,2,1,0` gives module A a longer pose history than
-DESIGN 2.4's three frames (reference.history), for experiments: PyTorch
-trains and runs it, the C runtime refuses such a bundle by name
-(docs/training.md, "What holds the dress back").
+DESIGN 2.4's three frames (reference.history; the bundle config's "history",
+docs/conventions.md "Pose history"): PyTorch trains and runs it, and so does
+the C runtime, up to 8 frames reaching 63 back.
 
 Loss per step (one identity, a batch of frames of one training sequence):
     L = |x − x*|² (mean over vertices, m²; --pos-loss robust: 2s·(√(|x − x*|² + ε²) − ε), s 25 mm, ε 1 mm)
