@@ -57,6 +57,14 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     rc = tiny_dataset(base, stale, "0.5", "--replace-stale");
     cr_assert(rc == 0 && strstr(log_, "stale files") && strstr(log_, ": ok") && !strstr(log_, ": skip"),
               "--replace-stale did not regenerate:\n%s", log_);
+    /* a garment's own teacher arguments make another teacher too; a garment
+     * outside the plan is named */
+    rc = tiny_dataset(base, stale, "0.5", "--garment-sim-args 'skirt=--max-substeps 4'");
+    cr_assert(rc != 0 && strstr(log_, "another teacher") && strstr(log_, "garment_sim_args None -> {'skirt'"),
+              "another garment teacher was not refused:\n%s", log_);
+    rc = tiny_dataset(base, stale, "0.5", "--garment-sim-args 'dress=--iters 3'");
+    cr_assert(rc != 0 && strstr(log_, "--garment-sim-args 'dress=--iters 3'") && strstr(log_, "one of --garments (skirt)"),
+              "a garment outside the plan was not named:\n%s", log_);
     rc = tiny_fit(base, data, model,
                   "--steps 12 --frames 6 --lr 3e-3 --threads 1 --w-phys 1e-3 --w-edge 0.1 --pen-nn pred --log-every 4");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);

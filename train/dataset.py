@@ -3,7 +3,8 @@
     /usr/bin/python3 train/dataset.py --base BASE.safetensors --out DIR \
         [--garments skirt,dress] [--train-betas 6] [--test-betas 2] \
         [--motions walk,run,...] [--train-seeds 3] [--test-seeds 1] \
-        [--seconds 4] [--jobs 2] [--drape build/drape] [--sim-args "--iters 10"]
+        [--seconds 4] [--jobs 2] [--drape build/drape] [--sim-args "--iters 10"] \
+        [--garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01"]
 
 Every sequence is one teacher run: DIR/seq/NAME.poses.npy ([T,75], the
 motion) and DIR/seq/NAME.sim.npy ([T,V,3], the simulated garment). The plan
@@ -58,7 +59,23 @@ def teacher_of(a):
             v = np.ascontiguousarray(t[k])
             h.update(f"{k}|{v.dtype.str}|{v.shape}|".encode())
             h.update(v.tobytes())
-    return {"version": TEACHER_VERSION, "sim_args": a.sim_args, "seconds": a.seconds, "assets_sha256": h.hexdigest()}
+    t = {"version": TEACHER_VERSION, "sim_args": a.sim_args, "seconds": a.seconds, "assets_sha256": h.hexdigest()}
+    if a.garment_sim:  # only when given, so datasets made before the option stay current
+        t["garment_sim_args"] = a.garment_sim
+    return t
+
+
+def garment_sim_args(a):
+    """--garment-sim-args GARMENT=ARGS (repeatable) as {garment: args}; ARGS
+    follow --sim-args on that garment's command line, so they override it."""
+    out = {}
+    for kv in a.garment_sim_args:
+        g, eq, args = kv.partition("=")
+        if not eq or g not in a.garments.split(",") or g in out:
+            raise SystemExit(f"dataset: --garment-sim-args {kv!r}: expected GARMENT=ARGS, once per garment, "
+                             f"GARMENT one of --garments ({a.garments})")
+        out[g] = args
+    return out
 
 
 def check_stale(a, teacher):
@@ -144,7 +161,7 @@ def run_one(seq, a, fps):
     t0 = time.time()
     cmd = [a.drape, "sim", "garment", "--model", a.base, "--garment", seq["garment"],
            "--betas", ",".join(f"{x:g}" for x in seq["betas"]), "--poses", poses_p,
-           "--out", sim_p + ".tmp.npy"] + a.sim_args.split()
+           "--out", sim_p + ".tmp.npy"] + a.sim_args.split() + a.garment_sim.get(seq["garment"], "").split()
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     if r.returncode:
         return seq["name"], "fail: " + (r.stderr.strip().splitlines() or ["?"])[-1], 0.0
@@ -169,11 +186,14 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--drape", default="build/drape")
     ap.add_argument("--sim-args", default="")
+    ap.add_argument("--garment-sim-args", action="append", default=[], metavar="GARMENT=ARGS",
+                    help="more teacher arguments for one garment (after --sim-args, so they win)")
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     ap.add_argument("--replace-stale", action="store_true",
                     help="delete sequences that another teacher (version, sim args, length, base) made")
     a = ap.parse_args(argv)
+    a.garment_sim = garment_sim_args(a)
     cfg, _ = read_bundle(a.base)
     seqs = plan(cfg, a)
     n_test = sum(s["split"] == "test" for s in seqs)
