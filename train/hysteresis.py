@@ -33,11 +33,13 @@ import sys
 import tempfile
 
 import numpy as np
+import torch
 from scipy.spatial.transform import Rotation, Slerp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import motions  # noqa: E402
 from bundle import read_bundle  # noqa: E402
+from reference import unique_edges  # noqa: E402
 
 BLEND = 15  # frames from the prelude's last pose into the clip's first
 
@@ -104,7 +106,7 @@ def main(argv=None):
         # a prelude named twice runs twice: the teacher is deterministic, so the two agree
         runs.append((p if p not in a.preludes.split(",")[:i] else f"{p}#{i + 1}", seq, move))
     faces = t[f"garment.{a.garment}.faces"]
-    edges = np.unique(np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), 1), axis=0)
+    edges = unique_edges(torch.from_numpy(faces.astype(np.int64))).numpy()
     tmp = None
     if a.out is None:
         tmp = tempfile.TemporaryDirectory()
