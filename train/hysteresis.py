@@ -100,11 +100,12 @@ def main(argv=None):
     ck, cs = kind_seed(a.clip)
     clip = motions.generate(ck, a.clip_seconds, cs, fps=fps)[0]
     runs = [("plain", clip.astype(np.float32), np.zeros(3, np.float32))]
-    for i, p in enumerate(a.preludes.split(",")):
+    preludes = a.preludes.split(",")
+    for i, p in enumerate(preludes):
         pk, ps = kind_seed(p)
         seq, move = after(motions.generate(pk, a.prelude_seconds, ps, fps=fps)[0], clip)
         # a prelude named twice runs twice: the teacher is deterministic, so the two agree
-        runs.append((p if p not in a.preludes.split(",")[:i] else f"{p}#{i + 1}", seq, move))
+        runs.append((p if p not in preludes[:i] else f"{p}#{i + 1}", seq, move))
     faces = t[f"garment.{a.garment}.faces"]
     edges = unique_edges(torch.from_numpy(faces.astype(np.int64))).numpy()
     tmp = None
