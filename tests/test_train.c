@@ -147,6 +147,19 @@ Test(train, init_set_sizes_and_a_longer_history)
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --garment-weights skirt=heavy");
     cr_assert(rc != 0 && strstr(log_, "--garment-weights skirt=heavy") && !strstr(log_, "Traceback"),
               "a malformed weight was not named:\n%s", log_);
+    rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --term-scale skirt:stretch=2");
+    cr_assert(rc != 0 && strstr(log_, "--term-scale skirt:stretch=2") && strstr(log_, "pen") && !strstr(log_, "Traceback"),
+              "a bad term was not named:\n%s", log_);
+    rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --term-scale coat:pen=2");
+    cr_assert(rc != 0 && strstr(log_, "--term-scale coat:pen=2") && strstr(log_, "skirt"),
+              "a bad garment was not named:\n%s", log_);
+    /* every term of the only garment scaled to zero: the terms are still
+     * computed (printed), the loss that trains is zero */
+    rc = tiny_fit(base, data, model,
+                  "--steps 2 --frames 4 --threads 1 --log-every 1 --w-pen 1 --w-area 1 "
+                  "--term-scale skirt:pos=0,skirt:lap=0,skirt:pen=0,skirt:area=0");
+    cr_assert(rc == 0 && strstr(log_, "step 1/2 loss 0 (pos ") && !strstr(log_, "(pos 0 ") && strstr(log_, " area "),
+              "scaled terms:\n%s", log_);
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --log-every 1 --garment-weights skirt=2");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */

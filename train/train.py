@@ -7,8 +7,9 @@
     # 3. training; writes OUT (the bundle of DESIGN 3) at every checkpoint
     /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
         [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] \
-        [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-phys 0] [--device cpu|cuda] [--threads N] \
+        [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-area 0] [--w-phys 0] [--device cpu|cuda] [--threads N] \
         [--garment-weights dress=2]   (sample a garment's sequences more often)
+        [--term-scale tshirt:pen=4,tshirt:edge=2]   (one garment's loss term weighted more, or less)
 
 `init --set history=16,8,4,2,1,0` gives module A a longer pose history than
 DESIGN 2.4's three frames (reference.history; the bundle config's "history",
@@ -22,6 +23,7 @@ Loss per step (one identity, a batch of frames of one training sequence):
                                         against the body vertex nearest the teacher's vertex, or with
                                         --pen-nn pred nearest its own, which the collision metric counts)
       + w_edge · mean_e ((|e(x)| − |e(x*)|) / l0_e)²   (edge lengths, prediction vs teacher)
+      + w_area · mean_f ((A_f(x) − A_f(x*)) / A0_f)²   (face areas, prediction vs teacher; off by default)
       + w_phys · (stretch + bending) / V   (physics.py, HOOD's StVK and dihedral terms; off by default)
 The network starts at plain skinning: the last layers of Bone-Net, the conv
 stack, the Δw head and the FiLM modulator are zero, so the first prediction
@@ -192,6 +194,15 @@ def input_stats(model, data, rng, n=256):
     return x.mean(0).float(), torch.clamp(x.std(0), min=1e-3).float()
 
 
+TERMS = ("pos", "lap", "edge", "area", "pen", "phys")
+
+
+def _areas(x, faces):
+    """Face areas [..., F] of positions x [..., V, 3]."""
+    a, b, c = x[..., faces[:, 0], :], x[..., faces[:, 1], :], x[..., faces[:, 2], :]
+    return 0.5 * torch.linalg.cross(b - a, c - a, dim=-1).norm(dim=-1)
+
+
 def losses(model, seq, P, Tr, tgt, idx, a, tables):
     ident = _identity(model, seq["garment"], seq["betas"])
     out = _frames(model, ident, P, Tr)
@@ -218,6 +229,12 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         lx = (x[:, edges[:, 1]] - x[:, edges[:, 0]]).norm(dim=-1)
         lt = (tgt[:, edges[:, 1]] - tgt[:, edges[:, 0]]).norm(dim=-1)
         L["edge"] = (((lx - lt) / l0) ** 2).mean()
+    if a.w_area:
+        # each face's area against the teacher's, relative to its rest area
+        # (DESIGN 4's area error): the edge term leaves a face free to shear
+        faces = model.garments[seq["garment"]]["faces"]
+        A0 = _areas(ident["g"], faces).detach().clamp(min=1e-10)
+        L["area"] = (((_areas(x, faces) - _areas(tgt, faces)) / A0) ** 2).mean()
     if a.w_pen or a.w_phys:
         body, normals = posed_body(model, ident, P[:, -1], Tr[:, -1])
         # the body vertex nearest the teacher's vertex (cached), or nearest
@@ -237,8 +254,10 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
             seq["_cloth"] = physics.Cloth(ident["g"].detach().cpu(), model.garments[seq["garment"]]["faces"].cpu())
         cloth = seq["_cloth"]
         L["phys"] = (cloth.stretch(x) + cloth.bending(x)) / x.shape[1]
-    total = (L["pos"] + a.w_lap * L.get("lap", 0) + a.w_edge * L.get("edge", 0) + a.w_pen * L.get("pen", 0)
-             + a.w_phys * L.get("phys", 0))
+    ts = a.term_scales.get(seq["garment"], {})
+    total = (ts.get("pos", 1.0) * L["pos"] + sum(ts.get(k, 1.0) * w * L[k] for k, w in
+                                                (("lap", a.w_lap), ("edge", a.w_edge), ("area", a.w_area), ("pen", a.w_pen),
+                                                 ("phys", a.w_phys)) if k in L))
     err_mm = (x - tgt).norm(dim=-1).mean() * 1000
     return total, L, err_mm
 
@@ -261,6 +280,20 @@ def cmd_fit(a):
     model = Drape(cfg, base_t, device)
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
+    # per-garment term scales (--term-scale tshirt:pen=4): the shirt's collisions
+    # and strain raised without the skirt's and dress's, which share the network
+    a.term_scales = {}
+    for kv in (x for x in a.term_scale.split(",") if x):
+        g, _, rest = kv.partition(":")
+        term, _, v = rest.partition("=")
+        try:
+            w = float(v)
+        except ValueError:
+            w = -1.0
+        if g not in garments or term not in TERMS or not w >= 0:
+            raise SystemExit(f"train: --term-scale {kv}: expected GARMENT:TERM=SCALE with GARMENT one of "
+                             f"{', '.join(garments)}, TERM one of {', '.join(TERMS)} and SCALE >= 0")
+        a.term_scales.setdefault(g, {})[term] = w
     rng = np.random.default_rng(a.seed)
     tables = {}
     for g in garments:
@@ -302,8 +335,8 @@ def cmd_fit(a):
     model.net.train()
     t0, first, hist = time.time(), step, []
     info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
-            "w_edge": a.w_edge, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn,
-            "w_phys": a.w_phys, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
+            "w_edge": a.w_edge, "w_area": a.w_area, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn,
+            "w_phys": a.w_phys, "term_scale": a.term_scale, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
     # sequence sampling: uniform, or each garment's sequences weighted (--garment-weights dress=2)
     # (the uniform draw stays rng.integers, so runs without weights repeat earlier ones)
     try:
@@ -369,11 +402,14 @@ def main(argv=None):
     p.add_argument("--w-lap", type=float, default=1.0)
     p.add_argument("--w-pen", type=float, default=0.1)
     p.add_argument("--w-edge", type=float, default=0.0)
+    p.add_argument("--w-area", type=float, default=0.0)
     p.add_argument("--pos-loss", choices=("mse", "robust"), default="mse")
     p.add_argument("--pen-nn", choices=("teacher", "pred"), default="teacher")
     p.add_argument("--w-phys", type=float, default=0.0)
     p.add_argument("--garment-weights", default="", metavar="G=W,...",
                    help="sample garment G's sequences W times as often (default: every sequence alike)")
+    p.add_argument("--term-scale", default="", metavar="G:TERM=S,...",
+                   help="multiply loss term TERM (pos, lap, edge, pen, phys) by S on garment G's sequences")
     p.add_argument("--ckpt", default="")
     p.add_argument("--ckpt-every", type=int, default=100)
     p.add_argument("--resume", action="store_true")
