@@ -21,8 +21,9 @@ clip's last LAST frames:
   run's first frame: cloth caught in a crease of the body).
 
 A teacher that forgets gives a spread near zero; docs/training.md ("The
-teacher's T-shirt did not forget") has the measurements that changed the
-dataset's substeps.
+teacher's T-shirt remembered its motion") has the measurements that changed
+the dataset's substeps, and "The teacher's T-shirt rests in more than one
+shape" those that found what the finer teacher still keeps.
 """
 import argparse
 import itertools
