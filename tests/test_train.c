@@ -153,6 +153,9 @@ Test(train, init_set_sizes_and_a_longer_history)
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --term-scale coat:pen=2");
     cr_assert(rc != 0 && strstr(log_, "--term-scale coat:pen=2") && strstr(log_, "skirt"),
               "a bad garment was not named:\n%s", log_);
+    rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --term-scale skirt:lap=2,skirt:pen=inf");
+    cr_assert(rc != 0 && strstr(log_, "--term-scale skirt:pen=inf") && !strstr(log_, "Traceback"),
+              "an infinite scale was not named:\n%s", log_);
     /* every term of the only garment scaled to zero: the terms are still
      * computed (printed), the loss that trains is zero */
     rc = tiny_fit(base, data, model,

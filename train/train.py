@@ -290,9 +290,9 @@ def cmd_fit(a):
             w = float(v)
         except ValueError:
             w = -1.0
-        if g not in garments or term not in TERMS or not w >= 0:
+        if g not in garments or term not in TERMS or not (w >= 0 and np.isfinite(w)):
             raise SystemExit(f"train: --term-scale {kv}: expected GARMENT:TERM=SCALE with GARMENT one of "
-                             f"{', '.join(garments)}, TERM one of {', '.join(TERMS)} and SCALE >= 0")
+                             f"{', '.join(garments)}, TERM one of {', '.join(TERMS)} and SCALE finite, >= 0")
         a.term_scales.setdefault(g, {})[term] = w
     rng = np.random.default_rng(a.seed)
     tables = {}
@@ -409,7 +409,7 @@ def main(argv=None):
     p.add_argument("--garment-weights", default="", metavar="G=W,...",
                    help="sample garment G's sequences W times as often (default: every sequence alike)")
     p.add_argument("--term-scale", default="", metavar="G:TERM=S,...",
-                   help="multiply loss term TERM (pos, lap, edge, pen, phys) by S on garment G's sequences")
+                   help="multiply loss term TERM (pos, lap, edge, area, pen, phys) by S on garment G's sequences")
     p.add_argument("--ckpt", default="")
     p.add_argument("--ckpt-every", type=int, default=100)
     p.add_argument("--resume", action="store_true")
