@@ -100,6 +100,30 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     cr_assert_leq(d, 1e-4, "C and PyTorch differ by %g m on the trained bundle", d);
     drape_npy_free(&c);
     drape_npy_free(&r);
+
+    /* train/eval.py (what `make eval` prints) on the held-out walk: a table
+     * per garment against skinning and the teacher, the goals' verdict
+     * (exit 0 all met, 3 one missed), and the per-sequence JSON */
+    char ej[300];
+    snprintf(ej, sizeof ej, "%s", tu_tmp("eval.json"));
+    rc = tu_run(log_, sizeof log_, "%s train/eval.py --model %s --data %s --drape %s --json %s --jobs 1", py(), model,
+                data, bin(), ej);
+    cr_assert((rc == 0 || rc == 3) && strstr(log_, "### skirt (1 sequences: 1 with unseen shapes") &&
+                  strstr(log_, "| model | ") && strstr(log_, "| lbs | ") && strstr(log_, "| teacher | nan | nan | ") &&
+                  strstr(log_, "model / lbs mean error: "),
+              "eval.py (rc %d):\n%s", rc, log_);
+    cr_assert_eq(rc, strstr(log_, "MISSED") ? 3 : 0, "the exit status does not follow the verdict:\n%s", log_);
+    json_error_t je;
+    json_t *res = json_load_file(ej, 0, &je);
+    cr_assert(res && json_is_array(res) && json_array_size(res) == 1, "%s: %s", ej, res ? "not one sequence" : je.text);
+    json_t *r0 = json_array_get(res, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(r0, "garment")), "skirt");
+    cr_assert(json_real_value(json_object_get(json_object_get(r0, "model"), "mean_mm")) > 0, "no model error in %s", ej);
+    json_decref(res);
+    rc = tu_run(log_, sizeof log_, "%s train/eval.py --model %s --data %s --drape %s --garments skirt,dress --jobs 1",
+                py(), model, data, bin());
+    cr_assert(rc != 0 && rc != 3 && strstr(log_, "--garments skirt,dress: dress not in") && !strstr(log_, "Traceback"),
+              "a garment outside the dataset was not named:\n%s", log_);
 }
 
 /* train.py init --set: network sizes over the preset's, and a pose history
