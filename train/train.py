@@ -197,6 +197,25 @@ def input_stats(model, data, rng, n=256):
 TERMS = ("pos", "lap", "edge", "area", "pen", "phys")
 
 
+def term_scales(spec, garments):
+    """--term-scale tshirt:pen=4,tshirt:edge=2 as {garment: {term: scale}}: the
+    shirt's collisions and strain raised without the skirt's and dress's,
+    which share the network."""
+    out = {}
+    for kv in (x for x in spec.split(",") if x):
+        g, _, rest = kv.partition(":")
+        term, _, v = rest.partition("=")
+        try:
+            w = float(v)
+        except ValueError:
+            w = -1.0
+        if g not in garments or term not in TERMS or not (w >= 0 and np.isfinite(w)):
+            raise SystemExit(f"train: --term-scale {kv}: expected GARMENT:TERM=SCALE with GARMENT one of "
+                             f"{', '.join(garments)}, TERM one of {', '.join(TERMS)} and SCALE finite, >= 0")
+        out.setdefault(g, {})[term] = w
+    return out
+
+
 def _areas(x, faces):
     """Face areas [..., F] of positions x [..., V, 3]."""
     a, b, c = x[..., faces[:, 0], :], x[..., faces[:, 1], :], x[..., faces[:, 2], :]
@@ -280,20 +299,7 @@ def cmd_fit(a):
     model = Drape(cfg, base_t, device)
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
-    # per-garment term scales (--term-scale tshirt:pen=4): the shirt's collisions
-    # and strain raised without the skirt's and dress's, which share the network
-    a.term_scales = {}
-    for kv in (x for x in a.term_scale.split(",") if x):
-        g, _, rest = kv.partition(":")
-        term, _, v = rest.partition("=")
-        try:
-            w = float(v)
-        except ValueError:
-            w = -1.0
-        if g not in garments or term not in TERMS or not (w >= 0 and np.isfinite(w)):
-            raise SystemExit(f"train: --term-scale {kv}: expected GARMENT:TERM=SCALE with GARMENT one of "
-                             f"{', '.join(garments)}, TERM one of {', '.join(TERMS)} and SCALE finite, >= 0")
-        a.term_scales.setdefault(g, {})[term] = w
+    a.term_scales = term_scales(a.term_scale, garments)
     rng = np.random.default_rng(a.seed)
     tables = {}
     for g in garments:
