@@ -232,10 +232,7 @@ eval: all
 # rather than skipping silently.
 gpu-check: all $(BUNDLES)
 	@if [ -z "$(NVCC)" ]; then echo "gpu-check: nvcc not found, no CUDA backend to check"; exit 1; fi
-	@nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "gpu-check: nvidia-smi not found"
-	@set -o pipefail; $(TEST_ENV) $(BUILD)/drape_tests --filter 'cuda*/*' --verbose=1 --jobs 1 2>&1 | grep -v 'is disabled'
-	$(BUILD)/drape_bench_gpu $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
-	DRAPE_BENCH_BACKEND=cuda OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
+	bench/gpu_check.sh $(BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d
 

@@ -1,12 +1,14 @@
 """Benchmark peer for the C runtime: the PyTorch reference's modules A and B.
 
     /usr/bin/python3 train/bench_ref.py --model M.safetensors --garment skirt \
-        --threads N --batches 1,32 --iters K [--betas ...] [--lbs-only] [--device cpu|cuda]
+        --threads N --batches 1,32 --iters K [--betas ...] [--lbs-only] [--device cpu|cuda] [--compile]
 
 Prints one JSON object per line:
   {"what": "moduleB", "ms_per_identity": ...}
   {"what": "moduleA", "batch": b, "ms_per_frame": ..., "ms_per_batch": ...}
-A batch of b is b avatars of one identity, each with its own three poses,
+With --compile module A goes through torch.compile (default mode, one
+compilation per batch shape, not timed; its line carries "compiled": true and
+"compile_s"). A batch of b is b avatars of one identity, each with its own three poses,
 through module A in one call. Everything runs under torch.no_grad() after one
 warm-up call; times are medians over --iters calls.
 """
@@ -48,8 +50,11 @@ def main():
     ap.add_argument("--lbs-only", action="store_true", help="time the plain skinning baseline")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile", action="store_true", help="module A through torch.compile")
     a = ap.parse_args()
 
+    if a.compile and not hasattr(torch, "compile"):
+        sys.exit(f"bench_ref: --compile needs torch.compile (PyTorch 2); this is PyTorch {torch.__version__}")
     torch.set_num_threads(a.threads)
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     model = Drape.load(a.model, a.device)
@@ -68,9 +73,18 @@ def main():
             windows = [frame_windows(assets.random_motion(rng, 3)) for _ in range(b)]
             poses = torch.from_numpy(np.stack([w[0][2] for w in windows])).to(model.device)
             trans = torch.from_numpy(np.stack([w[1][2] for w in windows])).to(model.device)
-            ms = timed(lambda: model.frames(ident, poses, trans, a.lbs_only), a.iters, sync)
+            extra = {}
+            if a.compile:
+                frames = torch.compile(model.frames)  # a new cache per batch shape
+                t0 = time.perf_counter()
+                frames(ident, poses, trans, a.lbs_only)
+                sync()
+                extra = {"compiled": True, "compile_s": round(time.perf_counter() - t0, 1)}
+            else:
+                frames = model.frames
+            ms = timed(lambda: frames(ident, poses, trans, a.lbs_only), a.iters, sync)
             print(json.dumps({"what": "moduleA", "batch": b, "ms_per_frame": round(ms / b, 4),
-                              "ms_per_batch": round(ms, 4), **common}), flush=True)
+                              "ms_per_batch": round(ms, 4), **extra, **common}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,68 @@
+#!/bin/bash
+# `make gpu-check`: everything that needs a GPU, in one run that ends well
+# inside 8 minutes: the device's facts, the CUDA tests, the GPU benchmark
+# (bench_gpu.c: module A and B on the CUDA backend at three precisions, the CPU
+# backend and the PyTorch reference on the same GPU), PyTorch's torch.compile
+# at batch 1 and 256, and draped on the CUDA backend (bench_server.c).
+#
+#   bench/gpu_check.sh [BUILD]     BUILD: the build folder (default build)
+#   env: GPU_CHECK_LOG  folder for one log per step (default BUILD/gpu-check)
+#        GPU_CHECK_SECONDS  the whole run's limit (default 450): a step's own
+#                       limit shrinks to what is left, so the run ends in time
+#        DRAPE_PYTHON   a python3 with torch and numpy (default: python3 if it
+#                       imports torch, else /usr/bin/python3)
+#
+# Every step runs under its own time limit and the script goes on after a
+# failing step, so that one run brings back all it can; it exits with the
+# first failing step's status. Binaries built elsewhere run too: a folder
+# lib/ beside BUILD (bench/gpu_pack.sh fills it) goes on LD_LIBRARY_PATH, and
+# cuBLAS is looked for where CUDA images keep it when the plugin's rpath
+# misses it.
+set -u
+B=${1:-build}
+LOG=${GPU_CHECK_LOG:-$B/gpu-check}
+mkdir -p "$LOG"
+[ -d "$B/../lib" ] && export LD_LIBRARY_PATH="$(cd "$B/../lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if ldd "$B/libdrape_cuda.so" 2>/dev/null | grep -q 'not found'; then
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+             $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, "cu13", "lib") for p in nvidia.__path__))' 2>/dev/null); do
+        [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH="$d:${LD_LIBRARY_PATH:-}" && break
+    done
+fi
+if [ -z "${DRAPE_PYTHON:-}" ]; then
+    if python3 -c 'import torch' 2>/dev/null; then DRAPE_PYTHON=$(command -v python3); else DRAPE_PYTHON=/usr/bin/python3; fi
+fi
+export DRAPE_PYTHON OMP_WAIT_POLICY=passive OPENBLAS_NUM_THREADS=1
+export DRAPE_DATA=$B/data DRAPE_BIN=$B/drape DRAPED_BIN=$B/draped
+MODEL=models/default.safetensors
+[ -e "$MODEL" ] || MODEL=$B/data/small_random.safetensors
+
+first_rc=0
+TOTAL=${GPU_CHECK_SECONDS:-450}
+# step NAME SECONDS CMD...: run CMD under a limit, log to LOG/NAME.log
+step() {
+    local name=$1 limit=$2 rc
+    shift 2
+    [ $((TOTAL - SECONDS)) -lt "$limit" ] && limit=$((TOTAL - SECONDS))
+    if [ "$limit" -le 5 ]; then
+        echo "== $name: not run, the run's ${TOTAL}s are spent"
+        [ "$first_rc" -eq 0 ] && first_rc=124
+        return 0
+    fi
+    echo "== $name ($(date +%T), limit ${limit}s)"
+    timeout -k 5 "$limit" "$@" 2>&1 | tee "$LOG/$name.log"
+    rc=${PIPESTATUS[0]}
+    echo "== $name: exit $rc"
+    [ "$rc" -ne 0 ] && [ "$first_rc" -eq 0 ] && first_rc=$rc
+    return 0
+}
+
+step device 30 bash -c 'nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader;
+    nvcc --version | tail -1; ldd '"$B"'/libdrape_cuda.so | grep -E "cublas|cudart|not found"; ldd '"$B"'/drape_tests '"$B"'/draped | grep "not found"; nproc'
+step tests 180 bash -c '"$0" --filter "cuda*/*" --verbose=1 --jobs 1 2>&1 | grep -v "is disabled"; exit ${PIPESTATUS[0]}' "$B/drape_tests"
+step bench_gpu 200 "$B/drape_bench_gpu" "$B/data/small_random.safetensors" "$B/data/paper_random.safetensors"
+step bench_server 100 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 \
+    "$B/drape_bench_server" "$MODEL" "$B/draped" "$B/drape"
+step torch_compile 120 "$DRAPE_PYTHON" train/bench_ref.py --model "$B/data/paper_random.safetensors" \
+    --device cuda --batches 1,256 --iters 20 --compile
+exit $first_rc
