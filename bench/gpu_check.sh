@@ -3,12 +3,16 @@
 # inside 8 minutes: the device's facts, the CUDA tests, the GPU benchmark
 # (bench_gpu.c: module A and B on the CUDA backend at three precisions, the CPU
 # backend and the PyTorch reference on the same GPU), PyTorch's torch.compile
-# at batch 1 and 256, and draped on the CUDA backend (bench_server.c).
+# at batch 1 and 256, draped on the CUDA backend (bench_server.c), and
+# training on CUDA: the train tests (whose fits take the GPU when there is
+# one) and train.py fit's speed there against the CPU (train_speed.sh).
 #
 #   bench/gpu_check.sh [BUILD]     BUILD: the build folder (default build)
 #   env: GPU_CHECK_LOG  folder for one log per step (default BUILD/gpu-check)
 #        GPU_CHECK_SECONDS  the whole run's limit (default 450): a step's own
 #                       limit shrinks to what is left, so the run ends in time
+#        GPU_CHECK_STEPS    the steps to run (default all: device tests
+#                       bench_gpu bench_server torch_compile train_tests train_speed)
 #        DRAPE_PYTHON   a python3 with torch and numpy (default: python3 if it
 #                       imports torch, else /usr/bin/python3)
 #
@@ -43,6 +47,7 @@ TOTAL=${GPU_CHECK_SECONDS:-450}
 step() {
     local name=$1 limit=$2 rc
     shift 2
+    case " ${GPU_CHECK_STEPS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
     [ $((TOTAL - SECONDS)) -lt "$limit" ] && limit=$((TOTAL - SECONDS))
     if [ "$limit" -le 5 ]; then
         echo "== $name: not run, the run's ${TOTAL}s are spent"
@@ -65,4 +70,6 @@ step bench_server 100 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 \
     "$B/drape_bench_server" "$MODEL" "$B/draped" "$B/drape"
 step torch_compile 120 "$DRAPE_PYTHON" train/bench_ref.py --model "$B/data/paper_random.safetensors" \
     --device cuda --batches 1,256 --iters 20 --compile
+step train_tests 150 "$B/drape_tests" --filter 'train/*' --jobs 4
+step train_speed 200 bench/train_speed.sh "$B" 150
 exit $first_rc

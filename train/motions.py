@@ -86,7 +86,7 @@ class Pose:
     def to_array(self):
         T = len(self.heading)
         R = Rotation.from_euler("zyx", self.ang[..., ::-1].reshape(-1, 3)).as_matrix().reshape(T, 24, 3, 3)
-        head = Rotation.from_euler("y", self.heading).as_matrix()
+        head = Rotation.from_euler("y", self.heading[:, None]).as_matrix()
         R[:, 0] = head @ R[:, 0]
         rv = Rotation.from_matrix(R.reshape(-1, 3, 3)).as_rotvec().reshape(T, 72)
         return np.concatenate([rv, self.trans], 1).astype(np.float32)

@@ -35,7 +35,7 @@ class Cloth:
                           torch.stack([torch.zeros_like(self.area0), (e2 * w).sum(1)], 1)], 1)
         self.Dm_inv = torch.linalg.inv(Dm)
         V = len(rest)
-        m = torch.zeros(V, dtype=rest.dtype)
+        m = torch.zeros(V, dtype=rest.dtype, device=rest.device)
         for i in range(3):
             m.index_add_(0, faces[:, i], density * self.area0 / 3)
         self.mass = m
@@ -44,7 +44,7 @@ class Cloth:
         # interior edges and their opposite vertices
         e = torch.cat([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
         opp = torch.cat([faces[:, 2], faces[:, 0], faces[:, 1]])
-        fid = torch.arange(len(faces)).repeat(3)
+        fid = torch.arange(len(faces), device=faces.device).repeat(3)
         key = torch.sort(e, 1).values
         order = torch.argsort(key[:, 0] * V + key[:, 1])
         k_sorted = key[order]
@@ -72,7 +72,7 @@ class Cloth:
         a, b, c = (x[:, f[:, i]] for i in range(3))
         Ds = torch.stack([b - a, c - a], -1)  # [N,F,3,2]
         Fm = Ds @ self.Dm_inv                  # [N,F,3,2]
-        E = 0.5 * (Fm.transpose(-1, -2) @ Fm - torch.eye(2, dtype=x.dtype))
+        E = 0.5 * (Fm.transpose(-1, -2) @ Fm - torch.eye(2, dtype=x.dtype, device=x.device))
         tr = E[..., 0, 0] + E[..., 1, 1]
         e2 = (E * E).sum((-1, -2))
         return (self.area0 * (self.mu * e2 + 0.5 * self.lam * tr * tr)).sum(1).mean()

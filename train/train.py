@@ -270,7 +270,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         # physics.Cloth for self-supervised runs; with a teacher they only
         # bias toward lower, stiller garments)
         if "_cloth" not in seq:  # rest state: this identity's garment g(β)
-            seq["_cloth"] = physics.Cloth(ident["g"].detach().cpu(), model.garments[seq["garment"]]["faces"].cpu())
+            seq["_cloth"] = physics.Cloth(ident["g"].detach(), model.garments[seq["garment"]]["faces"])
         cloth = seq["_cloth"]
         L["phys"] = (cloth.stretch(x) + cloth.bending(x)) / x.shape[1]
     ts = a.term_scales.get(seq["garment"], {})
@@ -297,6 +297,8 @@ def cmd_fit(a):
     device = a.device if a.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     cfg, base_t = read_bundle(a.base)
     model = Drape(cfg, base_t, device)
+    print(f"train: fitting on {device}" + (f" ({torch.cuda.get_device_name()})" if device.startswith("cuda") else
+                                          f" ({torch.get_num_threads()} threads)"), file=sys.stderr)
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
     a.term_scales = term_scales(a.term_scale, garments)
