@@ -3,7 +3,7 @@
 # preset with `make model`'s INIT_ARGS), per device: one T-shirt walk from the
 # teacher, then STEPS steps of `make model`'s stage 1 settings on CUDA (when
 # present) and on the CPU with all cores and with 2 threads; prints each run's
-# s/step (train.py's progress line, averaged over the last 50 steps).
+# s/step (train.py's progress line: the mean over all its steps).
 #
 #   bench/train_speed.sh [BUILD [STEPS]]    env DRAPE_PYTHON (default /usr/bin/python3)
 set -eu

@@ -373,7 +373,7 @@ def cmd_fit(a):
             hist = []
             terms = " ".join(f"{k} {float(v):.3g}" for k, v in L.items())
             print(f"train: step {step}/{a.steps} loss {tl:.4g} ({terms}) err {te:.2f} mm  "
-                  f"{rate:.2f} s/step  eta {(a.steps - step) * rate / 60:.1f} min", file=sys.stderr, flush=True)
+                  f"{rate:.3g} s/step  eta {(a.steps - step) * rate / 60:.1f} min", file=sys.stderr, flush=True)
         if a.ckpt and (step % a.ckpt_every == 0 or step == a.steps):
             torch.save({"net": model.net.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
                         "step": step, "seed_state": int(rng.integers(1 << 62))}, a.ckpt + ".tmp")
