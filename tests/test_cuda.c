@@ -9,8 +9,10 @@
  * skipped) when no device is present. A few (refusals) run everywhere. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
@@ -852,3 +854,36 @@ static void module_b_pipeline_case(const char *bundle, int garment)
 
 Test(cuda_host, module_b_pipeline_matches_cpu_tiny) { module_b_pipeline_case("tiny_random", 0); }
 Test(cuda_host, module_b_pipeline_matches_cpu_small) { module_b_pipeline_case("small_random", 1); }
+
+/* make gpu-check's script (bench/gpu_check.sh) without a device: the steps
+ * asked for and no others, a log per step, the first failing step's status,
+ * and a deadline that skips the steps it leaves no time for. */
+Test(cuda_host, gpu_check_script_steps_logs_and_deadline)
+{
+    static char out[16384];
+    char build[512], path[600];
+    snprintf(build, sizeof build, "%s", getenv("DRAPE_BIN") ? getenv("DRAPE_BIN") : "build/drape");
+    *(strrchr(build, '/') ? strrchr(build, '/') : build) = 0;
+    const char *logs = tu_tmp("gpu-check-logs"), *empty = tu_tmp("gpu-check-empty");
+
+    int rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=device GPU_CHECK_LOG=%s bench/gpu_check.sh %s", logs, build);
+    cr_assert(rc == 0 && strstr(out, "== device (") && strstr(out, "== device: exit 0") && !strstr(out, "== tests"),
+              "one step asked for (rc %d):\n%s", rc, out);
+    snprintf(path, sizeof path, "%s/device.log", logs);
+    cr_assert(access(path, R_OK) == 0, "no %s", path);
+    snprintf(path, sizeof path, "%s/tests.log", logs);
+    cr_assert(access(path, F_OK) != 0, "a step not asked for left %s", path);
+
+    /* a build folder without the programs: the step fails, the script goes on
+     * to the next step asked for and exits with the first failure's status */
+    rc = tu_run(out, sizeof out, "mkdir -p %s && GPU_CHECK_STEPS='bench_gpu device' GPU_CHECK_LOG=%s bench/gpu_check.sh %s",
+                empty, logs, empty);
+    cr_assert(rc == 127 && strstr(out, "== bench_gpu: exit 127") && strstr(out, "== device: exit 0"),
+              "a failing step (rc %d):\n%s", rc, out);
+
+    rc = tu_run(out, sizeof out, "GPU_CHECK_SECONDS=3 GPU_CHECK_STEPS='device tests' GPU_CHECK_LOG=%s bench/gpu_check.sh %s",
+                logs, build);
+    cr_assert(rc == 124 && strstr(out, "== device: not run, the run's 3s are spent") &&
+                  strstr(out, "== tests: not run"),
+              "the deadline (rc %d):\n%s", rc, out);
+}
