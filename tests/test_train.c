@@ -263,3 +263,34 @@ Test(train, hysteresis_measures_what_the_teacher_remembers)
     cr_assert(rc != 0 && strstr(log_, "'sprint:1' is not KIND:SEED") && !strstr(log_, "Traceback"),
               "a bad prelude was not named:\n%s", log_);
 }
+
+/* train.py attach: a copy of the bundle whose garment the simulator holds at
+ * its hem and cuffs too (what `drape info` and the teacher read); bad
+ * requests named */
+Test(train, attach_holds_more_of_a_garment)
+{
+    char base[300], held[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("abase.safetensors"));
+    snprintf(held, sizeof held, "%s", tu_tmp("aheld.safetensors"));
+    int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt,tshirt --seed 3 --out %s",
+                    py(), base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment tshirt --hem 0.02", py(), base,
+                held);
+    cr_assert(rc == 0 && strstr(log_, "tshirt attached at 22 vertices (6 before"), "hem:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment tshirt --hem 0.02 --cuffs 0.02",
+                py(), held, held);
+    cr_assert(rc == 0 && strstr(log_, "tshirt attached at 38 vertices (22 before"), "cuffs:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s info %s", bin(), held);
+    cr_assert(rc == 0 && strstr(log_, "38 attached in simulation"), "drape info:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment skirt --cuffs 0.02", py(), base,
+                held);
+    cr_assert(rc != 0 && strstr(log_, "skirt has no sleeves"), "cuffs on a skirt:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment tshirt --hem 0.5", py(), base,
+                held);
+    cr_assert(rc != 0 && strstr(log_, "--hem 0.5: expected a band in [0, 0.1] m"), "a wide band:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment dress --hem 0.01", py(), base,
+                held);
+    cr_assert(rc != 0 && strstr(log_, "no garment 'dress'") && strstr(log_, "skirt, tshirt"), "a garment not there:\n%s",
+              log_);
+}

@@ -683,6 +683,20 @@ def attach_vertices(rest, band=0.01):
     return np.flatnonzero(rest[:, 1] >= rest[:, 1].max() - band)
 
 
+def attach_more(rest, hem=0.0, cuffs=0.0):
+    """Vertices to attach beyond attach_vertices: the hem, within `hem` of the
+    lowest rest vertex, and the sleeve cuffs, within `cuffs` of either end of
+    the garment along x (the T-pose's arm axis: only for a garment with
+    sleeves); 0 leaves one out. Sorted indices [A]."""
+    keep = np.zeros(len(rest), bool)
+    if hem > 0:
+        keep |= rest[:, 1] <= rest[:, 1].min() + hem
+    if cuffs > 0:
+        x = rest[:, 0] - np.median(rest[:, 0])
+        keep |= (x >= x.max() - cuffs) | (x <= x.min() + cuffs)
+    return np.flatnonzero(keep)
+
+
 def make_garment(name, body, resolution, bones, k):
     rest, faces, uv, uv_faces = GARMENTS[name](body, resolution)
     g = {"rest": rest, "faces": faces.astype(np.int32), "uv": uv,

@@ -10,6 +10,9 @@
         [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-area 0] [--w-phys 0] [--device cpu|cuda] [--threads N] \
         [--garment-weights dress=2]   (sample a garment's sequences more often)
         [--term-scale tshirt:pen=4,tshirt:edge=2]   (one garment's loss term weighted more, or less)
+    # a copy of a bundle whose garment the simulator holds at more than its
+    # top: the hem and, for a garment with sleeves, the cuffs (bands in m)
+    /usr/bin/python3 train/train.py attach --base IN --out OUT --garment tshirt --hem 0.01 [--cuffs 0.01]
 
 `init --set history=16,8,4,2,1,0` gives module A a longer pose history than
 DESIGN 2.4's three frames (reference.history; the bundle config's "history",
@@ -389,6 +392,29 @@ def cmd_fit(a):
     return 0
 
 
+SLEEVED = ("tshirt",)  # the garments of assets.GARMENTS with sleeves
+
+
+def cmd_attach(a):
+    cfg, t = read_bundle(a.base)
+    if a.garment not in cfg["garments"]:
+        raise SystemExit(f"train attach: no garment {a.garment!r} in {a.base} (it has {', '.join(cfg['garments'])})")
+    for name, band in (("hem", a.hem), ("cuffs", a.cuffs)):
+        if not 0 <= band <= 0.1:
+            raise SystemExit(f"train attach: --{name} {band}: expected a band in [0, 0.1] m")
+    if a.cuffs and a.garment not in SLEEVED:
+        raise SystemExit(f"train attach: --cuffs: {a.garment} has no sleeves (garments with sleeves: {', '.join(SLEEVED)})")
+    key = f"garment.{a.garment}.attach"
+    rest = np.asarray(t[f"garment.{a.garment}.rest"], np.float64)
+    old = t.get(key, assets.attach_vertices(rest))
+    more = assets.attach_more(rest, a.hem, a.cuffs)
+    t[key] = np.union1d(old, more).astype(np.int32)
+    write_bundle(a.out, cfg, t)
+    print(f"train attach: {a.out}: {a.garment} attached at {len(t[key])} vertices ({len(old)} before; "
+          f"hem band {a.hem} m, cuff band {a.cuffs} m)", file=sys.stderr)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -425,8 +451,14 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=0)
+    p = sub.add_parser("attach")
+    p.add_argument("--base", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--garment", required=True)
+    p.add_argument("--hem", type=float, default=0.0)
+    p.add_argument("--cuffs", type=float, default=0.0)
     a = ap.parse_args(argv)
-    return cmd_init(a) if a.cmd == "init" else cmd_fit(a)
+    return {"init": cmd_init, "fit": cmd_fit, "attach": cmd_attach}[a.cmd](a)
 
 
 if __name__ == "__main__":
