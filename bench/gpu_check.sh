@@ -1,6 +1,6 @@
 #!/bin/bash
-# `make gpu-check`: everything that needs a GPU, in one run that ends well
-# inside 8 minutes: the device's facts, the CUDA tests, the GPU benchmark
+# `make gpu-check`: everything that needs a GPU, in one run that ends within
+# GPU_CHECK_SECONDS (7.5 minutes): the device's facts, the CUDA tests, the GPU benchmark
 # (bench_gpu.c: module A and B on the CUDA backend at three precisions, the CPU
 # backend and the PyTorch reference on the same GPU), PyTorch's torch.compile
 # at batch 1 and 256, draped on the CUDA backend (bench_server.c), and

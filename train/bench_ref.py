@@ -75,7 +75,7 @@ def main():
             trans = torch.from_numpy(np.stack([w[1][2] for w in windows])).to(model.device)
             extra = {}
             if a.compile:
-                frames = torch.compile(model.frames)  # a new cache per batch shape
+                frames = torch.compile(model.frames)  # compiled again for each batch shape
                 t0 = time.perf_counter()
                 frames(ident, poses, trans, a.lbs_only)
                 sync()
