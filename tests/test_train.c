@@ -187,6 +187,20 @@ Test(train, init_set_sizes_and_a_longer_history)
                   "--term-scale skirt:pos=0,skirt:lap=0,skirt:pen=0,skirt:area=0");
     cr_assert(rc == 0 && strstr(log_, "step 1/2 loss 0 (pos ") && !strstr(log_, "(pos 0 ") && strstr(log_, " area "),
               "scaled terms:\n%s", log_);
+    /* the robust position loss on the garments named: another first loss;
+     * an unknown garment or kind named */
+    double pos_mse = 0, pos_robust = 0;
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --log-every 1");
+    cr_assert(rc == 0 && strstr(log_, "(pos ") && sscanf(strstr(log_, "(pos ") + 5, "%lf", &pos_mse) == 1, "mse:\n%s", log_);
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --log-every 1 --pos-loss robust:skirt");
+    cr_assert(rc == 0 && strstr(log_, "(pos ") && sscanf(strstr(log_, "(pos ") + 5, "%lf", &pos_robust) == 1,
+              "robust:skirt:\n%s", log_);
+    cr_assert(fabs(pos_robust - pos_mse) > 0.2 * pos_mse, "the robust loss (%g) is the squared one (%g)", pos_robust, pos_mse);
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --pos-loss robust:coat");
+    cr_assert(rc != 0 && strstr(log_, "--pos-loss robust:coat") && strstr(log_, "one of skirt") && !strstr(log_, "Traceback"),
+              "a bad garment for the robust loss was not named:\n%s", log_);
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --pos-loss mse:skirt");
+    cr_assert(rc != 0 && strstr(log_, "--pos-loss mse:skirt"), "mse with garments was not refused:\n%s", log_);
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --log-every 1 --garment-weights skirt=2");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */

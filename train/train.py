@@ -20,7 +20,8 @@ docs/conventions.md "Pose history"): PyTorch trains and runs it, and so does
 the C runtime, up to 8 frames reaching 63 back.
 
 Loss per step (one identity, a batch of frames of one training sequence):
-    L = |x − x*|² (mean over vertices, m²; --pos-loss robust: 2s·(√(|x − x*|² + ε²) − ε), s 25 mm, ε 1 mm)
+    L = |x − x*|² (mean over vertices, m²; --pos-loss robust: 2s·(√(|x − x*|² + ε²) − ε), s 25 mm, ε 1 mm;
+                   robust:tshirt on that garment's sequences alone)
       + w_lap · |L x − L x*|²          (uniform Laplacian, prediction vs teacher)
       + w_pen · collision(x) / V       (cubic penalty against the posed body, physics.py; each vertex
                                         against the body vertex nearest the teacher's vertex, or with
@@ -231,7 +232,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
     x = out["world"]
     edges, deg, _ = tables[seq["garment"]]
     d2 = ((x - tgt) ** 2).sum(-1)
-    if a.pos_loss == "mse":
+    if seq["garment"] not in a.robust_garments:
         L = {"pos": d2.mean()}
     else:
         # the distance itself (pseudo-Huber, 1 mm core), scaled so its
@@ -293,6 +294,18 @@ def export(model, base_t, cfg, path, info):
     os.replace(path + ".tmp", path)
 
 
+def robust_garments(spec, garments):
+    """--pos-loss: mse, robust (every garment) or robust:G,... (those
+    garments; the others keep the squared loss) -> the set of garments whose
+    position loss is the robust one."""
+    kind, _, names = spec.partition(":")
+    chosen = set(names.split(",")) if names else set(garments)
+    if kind not in ("mse", "robust") or (kind == "mse" and names) or chosen - set(garments) or "" in chosen:
+        raise SystemExit(f"train: --pos-loss {spec}: expected mse, robust or robust:GARMENT,... with GARMENT one of "
+                         f"{', '.join(garments)}")
+    return chosen if kind == "robust" else set()
+
+
 def cmd_fit(a):
     torch.manual_seed(a.seed)
     if a.threads:
@@ -305,6 +318,7 @@ def cmd_fit(a):
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
     a.term_scales = term_scales(a.term_scale, garments)
+    a.robust_garments = robust_garments(a.pos_loss, garments)
     rng = np.random.default_rng(a.seed)
     tables = {}
     for g in garments:
@@ -437,7 +451,8 @@ def main(argv=None):
     p.add_argument("--w-pen", type=float, default=0.1)
     p.add_argument("--w-edge", type=float, default=0.0)
     p.add_argument("--w-area", type=float, default=0.0)
-    p.add_argument("--pos-loss", choices=("mse", "robust"), default="mse")
+    p.add_argument("--pos-loss", default="mse", metavar="mse|robust|robust:G,...",
+                   help="the position loss: squared distance, or the robust one on every garment or on those named")
     p.add_argument("--pen-nn", choices=("teacher", "pred"), default="teacher")
     p.add_argument("--w-phys", type=float, default=0.0)
     p.add_argument("--garment-weights", default="", metavar="G=W,...",
