@@ -683,6 +683,9 @@ def attach_vertices(rest, band=0.01):
     return np.flatnonzero(rest[:, 1] >= rest[:, 1].max() - band)
 
 
+SLEEVED = ("tshirt",)  # the garments of GARMENTS with sleeves (attach_more's cuffs)
+
+
 def attach_more(rest, hem=0.0, cuffs=0.0):
     """Vertices to attach beyond attach_vertices: the hem, within `hem` of the
     lowest rest vertex, and the sleeve cuffs, within `cuffs` of either end of

@@ -406,9 +406,6 @@ def cmd_fit(a):
     return 0
 
 
-SLEEVED = ("tshirt",)  # the garments of assets.GARMENTS with sleeves
-
-
 def cmd_attach(a):
     cfg, t = read_bundle(a.base)
     if a.garment not in cfg["garments"]:
@@ -416,11 +413,12 @@ def cmd_attach(a):
     for name, band in (("hem", a.hem), ("cuffs", a.cuffs)):
         if not 0 <= band <= 0.1:
             raise SystemExit(f"train attach: --{name} {band}: expected a band in [0, 0.1] m")
-    if a.cuffs and a.garment not in SLEEVED:
-        raise SystemExit(f"train attach: --cuffs: {a.garment} has no sleeves (garments with sleeves: {', '.join(SLEEVED)})")
+    if a.cuffs and a.garment not in assets.SLEEVED:
+        raise SystemExit(f"train attach: --cuffs: {a.garment} has no sleeves "
+                         f"(garments with sleeves: {', '.join(assets.SLEEVED)})")
     key = f"garment.{a.garment}.attach"
     rest = np.asarray(t[f"garment.{a.garment}.rest"], np.float64)
-    old = t.get(key, assets.attach_vertices(rest))
+    old = t[key] if key in t else assets.attach_vertices(rest)
     more = assets.attach_more(rest, a.hem, a.cuffs)
     t[key] = np.union1d(old, more).astype(np.int32)
     write_bundle(a.out, cfg, t)
