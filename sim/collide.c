@@ -15,17 +15,28 @@ struct drape_collider {
     int F, nv;
     int32_t *faces;
     double reach;
+    double max_edge;       /* longest triangle edge now: bounds a surface point's distance to its face's vertices */
     double *v, *vn;        /* [nv,3] positions, unit vertex normals */
     double *vp;            /* [nv,3] positions before the last update: the surface's step, for its velocity */
     double *lo, *hi;       /* [F,3] triangle boxes */
     drape_grid grid;
     int has_mesh, mesh_ready;
+    double vmargin;        /* < 0: off; else kept from the nearest mesh vertex's tangent plane */
 };
 
 int drape_collider_create(drape_collider **out, drape_error *err)
 {
     *out = calloc(1, sizeof **out);
-    return *out ? DRAPE_OK : drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    if (!*out) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    (*out)->vmargin = -1;
+    return DRAPE_OK;
+}
+
+int drape_collider_set_vertex_margin(drape_collider *c, double margin, drape_error *err)
+{
+    if (!isfinite(margin)) return drape_fail(err, DRAPE_EINVAL, "collider: vertex margin must be finite");
+    c->vmargin = margin < 0 ? -1 : margin;
+    return DRAPE_OK;
 }
 
 void drape_collider_free(drape_collider *c)
@@ -89,7 +100,7 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
         if (!isfinite(v[i])) return drape_fail(err, DRAPE_ENONFINITE, "collider: mesh vertex %d is NaN or Inf", i / 3);
     /* the first positions have no previous ones: the surface starts at rest */
     for (int i = 0; i < 3 * c->nv; i++) c->vp[i] = c->mesh_ready ? c->v[i] : v[i], c->v[i] = v[i], c->vn[i] = 0;
-    double edge = 0;
+    double edge = 0, max_edge = 0;
     for (int f = 0; f < c->F; f++) {
         const int32_t *t = c->faces + 3 * f;
         const double *a = c->v + 3 * t[0], *b = c->v + 3 * t[1], *cc = c->v + 3 * t[2];
@@ -101,7 +112,10 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
             c->lo[3 * f + d] = fmin(a[d], fmin(b[d], cc[d]));
             c->hi[3 * f + d] = fmax(a[d], fmax(b[d], cc[d]));
         }
-        edge += sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+        double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2], l2 = e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2],
+               l3 = (cc[0] - b[0]) * (cc[0] - b[0]) + (cc[1] - b[1]) * (cc[1] - b[1]) + (cc[2] - b[2]) * (cc[2] - b[2]);
+        edge += sqrt(l1);
+        max_edge = fmax(max_edge, fmax(l1, fmax(l2, l3)));
     }
     for (int i = 0; i < c->nv; i++) {
         double *n = c->vn + 3 * i, l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
@@ -109,6 +123,7 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
     }
     /* cells about a triangle wide but no smaller than the reach, so a query
      * box spans at most 3 cells per axis */
+    c->max_edge = sqrt(max_edge);
     double cell = fmax(edge / c->F, c->reach);
     if (drape_grid_build(&c->grid, c->lo, c->hi, c->F, cell)) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     c->mesh_ready = 1;
@@ -177,6 +192,56 @@ static double mesh_distance(const drape_collider *c, const double p[3], double q
     return -l;
 }
 
+typedef struct {
+    const drape_collider *c;
+    const double *p;
+    double best;
+    int idx;
+} vertex_query;
+
+static void visit_face_vertices(void *ctx, int f)
+{
+    vertex_query *m = ctx;
+    const double *lo = m->c->lo + 3 * f, *hi = m->c->hi + 3 * f;
+    double gap = 0;
+    for (int d = 0; d < 3; d++) {
+        double e = lo[d] - m->p[d] > m->p[d] - hi[d] ? lo[d] - m->p[d] : m->p[d] - hi[d];
+        if (e > 0) gap += e * e;
+    }
+    if (gap >= m->best) return;
+    for (int k = 0; k < 3; k++) {
+        int i = m->c->faces[3 * f + k];
+        const double *v = m->c->v + 3 * i;
+        double r = (m->p[0] - v[0]) * (m->p[0] - v[0]) + (m->p[1] - v[1]) * (m->p[1] - v[1]) +
+                   (m->p[2] - v[2]) * (m->p[2] - v[2]);
+        if (r < m->best || (r == m->best && i < m->idx)) m->best = r, m->idx = i;
+    }
+}
+
+/* The collision metric's test (DESIGN 4): the signed height of p over the
+ * tangent plane of its nearest mesh vertex (within bound and the reach;
+ * +INFINITY if none),
+ * n that vertex's normal, vel its velocity. On a coarse body this plane can
+ * lie millimetres outside the triangles (convex spots between vertices, the
+ * armpits), so a point the triangle test keeps at the margin can still read
+ * as inside. */
+static double vertex_plane(const drape_collider *c, const double p[3], double bound, double n[3], double vel[3],
+                           double inv_dt)
+{
+    double r = fmin(bound, c->reach) * (1 + 1e-9), lo[3], hi[3];
+    vertex_query m = {.c = c, .p = p, .best = r * r, .idx = -1};
+    for (int d = 0; d < 3; d++) lo[d] = p[d] - r, hi[d] = p[d] + r;
+    drape_grid_visit(&c->grid, lo, hi, visit_face_vertices, &m);
+    if (m.idx < 0) return INFINITY;
+    double s = 0;
+    for (int d = 0; d < 3; d++) {
+        n[d] = c->vn[3 * m.idx + d];
+        vel[d] = (c->v[3 * m.idx + d] - c->vp[3 * m.idx + d]) * inv_dt;
+        s += n[d] * (p[d] - c->v[3 * m.idx + d]);
+    }
+    return s;
+}
+
 static double capsule_distance(const capsule *k, const double p[3], double q[3], double n[3])
 {
     double ab[3], ap[3], t = 0, abab = 0;
@@ -230,10 +295,20 @@ int drape_collider_project(const drape_collider *c, double *x, double *v, const 
         double *p = x + 3 * i, *u = v + 3 * i;
         int hit = 0;
         for (int pass = 0; pass < 3; pass++) {
-            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt);
-            if (!(d < margin)) break;
+            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt), keep = margin;
+            if (c->vmargin >= 0 && c->mesh_ready) { /* the deeper of the two tests wins */
+                /* the nearest vertex is no farther than the nearest surface point's face's
+                 * (when that surface is the mesh's: no capsule nearer) */
+                double bound = c->n_caps ? c->reach : fabs(d) + c->max_edge;
+                double nv[3], vv[3], s = vertex_plane(c, p, bound, nv, vv, inv_dt);
+                if (c->vmargin - s > margin - d) {
+                    d = s, keep = c->vmargin;
+                    for (int k = 0; k < 3; k++) q[k] = p[k] - s * nv[k], nn[k] = nv[k], vb[k] = vv[k];
+                }
+            }
+            if (!(d < keep)) break;
             hit = 1;
-            for (int k = 0; k < 3; k++) p[k] = q[k] + margin * nn[k];
+            for (int k = 0; k < 3; k++) p[k] = q[k] + keep * nn[k];
             /* velocity relative to the surface: an inward normal part is
              * removed; the normal speed the contact took away (that, or the
              * push over the step if larger) bounds how much tangential speed
@@ -242,7 +317,7 @@ int drape_collider_project(const drape_collider *c, double *x, double *v, const 
             double r[3], un = 0, t2 = 0;
             for (int k = 0; k < 3; k++) r[k] = u[k] - vb[k], un += r[k] * nn[k];
             for (int k = 0; k < 3; k++) r[k] -= un * nn[k], t2 += r[k] * r[k];
-            double jn = fmax(-un, (margin - d) * inv_dt), t = sqrt(t2);
+            double jn = fmax(-un, (keep - d) * inv_dt), t = sqrt(t2);
             double s = t > friction * jn ? 1 - friction * jn / t : 0;
             for (int k = 0; k < 3; k++) u[k] = vb[k] + (un > 0 ? un : 0) * nn[k] + s * r[k];
         }

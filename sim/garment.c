@@ -32,7 +32,7 @@ drape_garment_sim_params drape_garment_sim_defaults(void)
     return (drape_garment_sim_params){
         .iters = 10, .substeps = 0, .max_substeps = 16, .max_disp = 0.01, .settle = 60, .gravity = 9.81,
         .density = 0.15, .stretch = 200, .bend = 2, .attach = 1000, .attach_band = 0.01, .damping = 0.02,
-        .margin = 0.005, .friction = 0.3, .reach = 0.08,
+        .margin = 0.005, .vertex_margin = -1, .friction = 0.3, .reach = 0.08,
     };
 }
 
@@ -138,9 +138,9 @@ static int check_params(const drape_garment_sim_params *p, drape_error *err)
         return drape_fail(err, DRAPE_EINVAL, "garment sim: iters must be in [1, 1000], substeps in [0, 64], "
                                              "max substeps in [1, 64], settle in [0, 100000]");
     if (!(p->max_disp > 0) || !(p->stretch > 0) || !isfinite(p->stretch) || !(p->bend >= 0) || !isfinite(p->bend) ||
-        !(p->reach > p->margin))
+        !(p->reach > p->margin) || !isfinite(p->vertex_margin) || !(p->reach > p->vertex_margin))
         return drape_fail(err, DRAPE_EINVAL, "garment sim: max displacement and stretch must be positive, bend >= 0, "
-                                             "reach greater than the margin");
+                                             "reach greater than the margin and the vertex margin");
     return DRAPE_OK;
 }
 
@@ -240,7 +240,8 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
                              .margin = p->margin, .friction = p->friction};
     if ((rc = drape_cloth_create_attached(&b.cloth, b.X, V, g->faces, g->F, NULL, 0, b.att, na, &cp, err)) ||
         (rc = drape_collider_create(&b.col, err)) ||
-        (rc = drape_collider_set_mesh(b.col, m->body_faces, m->Fb, Nb, p->reach, err))) {
+        (rc = drape_collider_set_mesh(b.col, m->body_faces, m->Fb, Nb, p->reach, err)) ||
+        (rc = drape_collider_set_vertex_margin(b.col, p->vertex_margin, err))) {
         buffers_free(&b);
         return rc;
     }

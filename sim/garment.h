@@ -25,6 +25,8 @@ typedef struct {
     double attach_band;  /* m: without the bundle's garment.<g>.attach, the attached vertices are those within this of the shaped garment's top */
     double damping;      /* velocity factor (1 − damping) per frame, spread over its substeps */
     double margin;       /* m kept from the body surface */
+    double vertex_margin; /* m kept above the nearest body vertex's tangent plane, the collision
+                             metric's test (DESIGN 4); negative: off */
     double friction;     /* tangential velocity factor (1 − friction) on contact */
     double reach;        /* m: how deep inside the body a vertex is still found */
 } drape_garment_sim_params;

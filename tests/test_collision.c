@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../runtime/body.h"
+#include "../runtime/mesh.h"
 #include "../sim/cloth.h"
 #include "../sim/collide.h"
 #include "../sim/garment.h"
@@ -82,27 +83,38 @@ Test(collision, sheet_on_a_capsule)
     free(T);
 }
 
+/* The small bundle's body, arms down a bit and turned by yaw (rad), as a
+ * mesh collider of reach 5 cm; body [Nb,3] gets its positions, at [3] a
+ * point 3 cm over its top at its centre. */
+static drape_collider *posed_body_collider(const drape_model *m, float yaw, float *body, double at[3])
+{
+    float pose[75] = {0};
+    pose[16 * 3 + 2] = -0.3f, pose[17 * 3 + 2] = 0.3f;
+    pose[0 * 3 + 1] = yaw;
+    drape_error e = {0};
+    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, pose, 1, body, &e), 0, "%s", e.msg);
+    double top = -1e9, cx = 0, cz = 0;
+    for (int i = 0; i < m->Nb; i++) top = fmax(top, body[3 * i + 1]), cx += body[3 * i], cz += body[3 * i + 2];
+    at[0] = cx / m->Nb, at[1] = top + 0.03, at[2] = cz / m->Nb;
+    drape_collider *col;
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_set_mesh(col, m->body_faces, m->Fb, m->Nb, 0.05, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_collider_update_mesh(col, body, &e), 0, "%s", e.msg);
+    return col;
+}
+
 /* The posed body of the small bundle as a mesh collider: a sheet dropped on
  * its shoulders never ends up inside. */
 Test(collision, sheet_on_the_posed_body)
 {
     drape_model *m = tu_load("small_random");
-    float pose[75] = {0};
-    pose[16 * 3 + 2] = -0.3f, pose[17 * 3 + 2] = 0.3f; /* arms down a bit */
-    pose[0 * 3 + 1] = 0.4f;                            /* turned */
     float *body = malloc(sizeof(float) * 3 * m->Nb);
-    drape_error e = {0};
-    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, pose, 1, body, &e), 0, "%s", e.msg);
-    double top = -1e9, cx = 0, cz = 0;
-    for (int i = 0; i < m->Nb; i++) top = fmax(top, body[3 * i + 1]), cx += body[3 * i], cz += body[3 * i + 2];
-    drape_collider *col;
-    cr_assert_eq(drape_collider_create(&col, &e), 0);
-    cr_assert_eq(drape_collider_set_mesh(col, m->body_faces, m->Fb, m->Nb, 0.05, &e), 0, "%s", e.msg);
-    cr_assert_eq(drape_collider_update_mesh(col, body, &e), 0, "%s", e.msg);
+    double at[3];
+    drape_collider *col = posed_body_collider(m, 0.4, body, at);
     int nx = 17;
     double *X = malloc(sizeof(double) * 3 * nx * nx);
     int32_t *T = malloc(sizeof(int32_t) * 6 * (nx - 1) * (nx - 1));
-    sheet(X, T, nx, 0.8, cx / m->Nb, top + 0.03, cz / m->Nb); /* over the head, falls onto the shoulders */
+    sheet(X, T, nx, 0.8, at[0], at[1], at[2]); /* over the head, falls onto the shoulders */
     drop_and_check(col, X, T, nx, 60, 1e-3); /* concave spots: a push can end just short of the margin */
     drape_collider_free(col);
     free(X);
@@ -306,4 +318,98 @@ Test(collision, a_sheet_rides_a_moving_floor)
     cr_assert_lt(fabs(moved[1]), 0.01, "without friction the sheet moved %g m", moved[1]);
     free(X);
     free(T);
+}
+
+/* nearest vertex of x among v [n,3] (brute force) */
+static int nearest_vertex(const float *v, int n, const double x[3])
+{
+    int best = 0;
+    double bd = INFINITY;
+    for (int i = 0; i < n; i++) {
+        double d = 0;
+        for (int k = 0; k < 3; k++) d += (x[k] - v[3 * i + k]) * (x[k] - v[3 * i + k]);
+        if (d < bd) bd = d, best = i;
+    }
+    return best;
+}
+
+/* The vertex margin: on a coarse mesh (an octahedron) a point 1 cm over a
+ * face's centre is outside the triangle margin but under the tangent plane
+ * of its nearest vertex, the collision metric's "inside" (DESIGN 4). Off,
+ * nothing moves it; on, it ends the vertex margin above that plane. */
+Test(collision, vertex_margin_keeps_points_out_of_the_metric_half_space)
+{
+    static const float v[18] = {1, 0, 0, -1, 0, 0, 0, 1, 0, 0, -1, 0, 0, 0, 1, 0, 0, -1};
+    static const int32_t f[24] = {0, 2, 4, 2, 1, 4, 1, 3, 4, 3, 0, 4, 2, 0, 5, 1, 2, 5, 3, 1, 5, 0, 3, 5};
+    drape_collider *col;
+    drape_error e = {0};
+    cr_assert_eq(drape_collider_create(&col, &e), 0);
+    cr_assert_eq(drape_collider_set_mesh(col, f, 8, 6, 2.0, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_collider_update_mesh(col, v, &e), 0, "%s", e.msg);
+    double r = 1 / sqrt(3.0) + 0.01, x[3] = {r / sqrt(3.0), r / sqrt(3.0) + 1e-4, r / sqrt(3.0) + 2e-4}, u[3] = {0};
+    double q[3], n[3], x0[3];
+    memcpy(x0, x, sizeof x);
+    cr_assert_float_eq(drape_collider_distance(col, x, q, n), 0.01, 1e-3, "1 cm outside the face");
+    int b = nearest_vertex(v, 6, x);
+    cr_assert_eq(b, 4, "nearest: the +z vertex");
+    cr_assert_lt(x[2] - 1, 0, "under its tangent plane (z = 1)");
+    cr_assert_eq(drape_collider_project(col, x, u, NULL, 1, 0.005, 0, 0.01), 0, "off: no contact");
+    cr_assert(!memcmp(x, x0, sizeof x), "off: the point did not move");
+    cr_assert_eq(drape_collider_set_vertex_margin(col, NAN, &e), DRAPE_EINVAL);
+    cr_assert_eq(drape_collider_set_vertex_margin(col, 0.003, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_collider_project(col, x, u, NULL, 1, 0.005, 0, 0.01), 1, "on: a contact");
+    cr_assert_eq(nearest_vertex(v, 6, x), 4, "pushed along the +z vertex's normal");
+    cr_assert_float_eq(x[2] - 1, 0.003, 1e-9, "at the vertex margin over its plane: %g", x[2] - 1);
+    cr_assert_float_eq(x[0], x0[0], 1e-12, "and only along that normal");
+    cr_assert_geq(drape_collider_distance(col, x, q, n), 0.005, "and still out of the triangles' margin");
+    cr_assert_eq(drape_collider_set_vertex_margin(col, -1, &e), 0);
+    memcpy(x, x0, sizeof x);
+    cr_assert_eq(drape_collider_project(col, x, u, NULL, 1, 0.005, 0, 0.01), 0, "off again");
+    drape_collider_free(col);
+}
+
+/* A sheet dropped on the posed body with the vertex margin on: no vertex
+ * ever reads as inside by the collision metric's test (nearest body vertex,
+ * its normal), which the triangle margin alone does not promise. */
+Test(collision, sheet_on_the_body_passes_the_metric_test)
+{
+    drape_model *m = tu_load("small_random");
+    float *body = malloc(sizeof(float) * 3 * m->Nb), *bn = malloc(sizeof(float) * 3 * m->Nb);
+    double at[3];
+    drape_collider *col = posed_body_collider(m, 0, body, at);
+    drape_mesh_normals(bn, body, m->Nb, m->body_faces, m->Fb);
+    drape_error e = {0};
+    cr_assert_eq(drape_collider_set_vertex_margin(col, 0.003, &e), 0, "%s", e.msg);
+    int nx = 17, n = nx * nx;
+    double *X = malloc(sizeof(double) * 3 * n);
+    int32_t *T = malloc(sizeof(int32_t) * 6 * (nx - 1) * (nx - 1));
+    sheet(X, T, nx, 0.8, at[0], at[1], at[2]);
+    drape_cloth *c;
+    drape_cloth_params thin = DROP;
+    thin.margin = 0.002; /* the triangles' margin alone lets vertices under the metric's planes */
+    cr_assert_eq(drape_cloth_create(&c, X, n, T, 2 * (nx - 1) * (nx - 1), NULL, 0, &thin, &e), 0, "%s", e.msg);
+    drape_cloth_set_collider(c, col);
+    int touched = 0;
+    for (int s = 0; s < 60; s++) {
+        cr_assert_eq(drape_cloth_step(c, &e), 0, "%s", e.msg);
+        const double *x = drape_cloth_positions(c);
+        for (int i = 0; i < n; i++) {
+            const double *p = x + 3 * i;
+            int b = nearest_vertex(body, m->Nb, p);
+            double h = 0, d2 = 0;
+            for (int k = 0; k < 3; k++)
+                h += bn[3 * b + k] * (p[k] - body[3 * b + k]), d2 += (p[k] - body[3 * b + k]) * (p[k] - body[3 * b + k]);
+            if (d2 > 0.05 * 0.05) continue; /* beyond the collider's reach: not near the body */
+            touched += h < 0.01;
+            cr_assert_geq(h, 0.003 - 1e-3, "step %d vertex %d: %g over its nearest body vertex's plane", s, i, h);
+        }
+    }
+    cr_assert_gt(touched, 0, "the sheet never came near the body");
+    drape_cloth_free(c);
+    drape_collider_free(col);
+    free(X);
+    free(T);
+    free(body);
+    free(bn);
+    drape_model_free(m);
 }

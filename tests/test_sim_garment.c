@@ -388,6 +388,9 @@ Test(sim_garment, commands_reject_bad_input)
                          "--iters 0", bin(), M, p), 0);
     cr_assert(strstr(out, "iters"), "%s", out);
     cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
+                         "--vertex-margin 0.2", bin(), M, p), 0);
+    cr_assert(strstr(out, "reach greater than the margin and the vertex margin"), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
                          "--betas 99", bin(), M, p), 0);
     cr_assert(strstr(out, "beta"), "%s", out);
     cr_assert_neq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --poses '%s' --verts '%s'", bin(), M, p,

@@ -116,7 +116,7 @@ static const char GARMENT_USAGE[] =
     "usage: drape sim garment --model MODEL --garment NAME [--betas b0,...] --poses IN.npy --out OUT.npy\n"
     "           [--iters 10] [--substeps 0 (auto)] [--max-substeps 16] [--max-disp 0.01] [--settle 60]\n"
     "           [--stretch 200] [--bend 2] [--density 0.15] [--attach 1000] [--band 0.01] [--damping 0.02]\n"
-    "           [--margin 0.005] [--friction 0.3] [--reach 0.08] [--gravity 9.81]\n";
+    "           [--margin 0.005] [--vertex-margin -1 (off)] [--friction 0.3] [--reach 0.08] [--gravity 9.81]\n";
 
 static int cmd_garment(int argc, char **argv)
 {
@@ -128,7 +128,7 @@ static int cmd_garment(int argc, char **argv)
         {"--iters", &iters, 1}, {"--substeps", &sub, 1}, {"--max-substeps", &maxsub, 1}, {"--settle", &settle, 1},
         {"--max-disp", &p.max_disp, 0}, {"--stretch", &p.stretch, 0}, {"--bend", &p.bend, 0},
         {"--density", &p.density, 0}, {"--attach", &p.attach, 0}, {"--band", &p.attach_band, 0},
-        {"--damping", &p.damping, 0}, {"--margin", &p.margin, 0}, {"--friction", &p.friction, 0},
+        {"--damping", &p.damping, 0}, {"--margin", &p.margin, 0}, {"--vertex-margin", &p.vertex_margin, 0}, {"--friction", &p.friction, 0},
         {"--reach", &p.reach, 0}, {"--gravity", &p.gravity, 0},
     };
     for (int i = 0; i < argc; i += 2) {
