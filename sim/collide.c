@@ -15,7 +15,6 @@ struct drape_collider {
     int F, nv;
     int32_t *faces;
     double reach;
-    double max_edge;       /* longest triangle edge now: bounds a surface point's distance to its face's vertices */
     double *v, *vn;        /* [nv,3] positions, unit vertex normals */
     double *vp;            /* [nv,3] positions before the last update: the surface's step, for its velocity */
     double *lo, *hi;       /* [F,3] triangle boxes */
@@ -100,7 +99,7 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
         if (!isfinite(v[i])) return drape_fail(err, DRAPE_ENONFINITE, "collider: mesh vertex %d is NaN or Inf", i / 3);
     /* the first positions have no previous ones: the surface starts at rest */
     for (int i = 0; i < 3 * c->nv; i++) c->vp[i] = c->mesh_ready ? c->v[i] : v[i], c->v[i] = v[i], c->vn[i] = 0;
-    double edge = 0, max_edge = 0;
+    double edge = 0;
     for (int f = 0; f < c->F; f++) {
         const int32_t *t = c->faces + 3 * f;
         const double *a = c->v + 3 * t[0], *b = c->v + 3 * t[1], *cc = c->v + 3 * t[2];
@@ -112,10 +111,7 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
             c->lo[3 * f + d] = fmin(a[d], fmin(b[d], cc[d]));
             c->hi[3 * f + d] = fmax(a[d], fmax(b[d], cc[d]));
         }
-        double l1 = e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2], l2 = e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2],
-               l3 = (cc[0] - b[0]) * (cc[0] - b[0]) + (cc[1] - b[1]) * (cc[1] - b[1]) + (cc[2] - b[2]) * (cc[2] - b[2]);
-        edge += sqrt(l1);
-        max_edge = fmax(max_edge, fmax(l1, fmax(l2, l3)));
+        edge += sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
     }
     for (int i = 0; i < c->nv; i++) {
         double *n = c->vn + 3 * i, l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
@@ -123,7 +119,6 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
     }
     /* cells about a triangle wide but no smaller than the reach, so a query
      * box spans at most 3 cells per axis */
-    c->max_edge = sqrt(max_edge);
     double cell = fmax(edge / c->F, c->reach);
     if (drape_grid_build(&c->grid, c->lo, c->hi, c->F, cell)) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     c->mesh_ready = 1;
@@ -158,14 +153,15 @@ static void visit_face(void *ctx, int f)
 }
 
 /* vel (may be NULL): the surface point's velocity, its barycentric share of
- * the vertices' last step times inv_dt */
+ * the vertices' last step times inv_dt; *face the nearest triangle (-1: none) */
 static double mesh_distance(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
-                            double inv_dt)
+                            double inv_dt, int *face)
 {
     mesh_query m = {.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
     double lo[3], hi[3];
     for (int d = 0; d < 3; d++) lo[d] = p[d] - c->reach, hi[d] = p[d] + c->reach;
     drape_grid_visit(&c->grid, lo, hi, visit_face, &m);
+    *face = m.face;
     if (m.face < 0) return INFINITY;
     const int32_t *t = c->faces + 3 * m.face;
     double ni[3], dot = 0, r[3];
@@ -219,17 +215,18 @@ static void visit_face_vertices(void *ctx, int f)
 }
 
 /* The collision metric's test (DESIGN 4): the signed height of p over the
- * tangent plane of its nearest mesh vertex (within bound and the reach;
- * +INFINITY if none),
+ * tangent plane of its nearest mesh vertex (within reach; +INFINITY if
+ * none; face >= 0: a triangle whose corners start the search),
  * n that vertex's normal, vel its velocity. On a coarse body this plane can
  * lie millimetres outside the triangles (convex spots between vertices, the
  * armpits), so a point the triangle test keeps at the margin can still read
  * as inside. */
-static double vertex_plane(const drape_collider *c, const double p[3], double bound, double n[3], double vel[3],
+static double vertex_plane(const drape_collider *c, const double p[3], int face, double n[3], double vel[3],
                            double inv_dt)
 {
-    double r = fmin(bound, c->reach) * (1 + 1e-9), lo[3], hi[3];
-    vertex_query m = {.c = c, .p = p, .best = r * r, .idx = -1};
+    vertex_query m = {.c = c, .p = p, .best = c->reach * c->reach, .idx = -1};
+    if (face >= 0) visit_face_vertices(&m, face); /* the nearest triangle's corners bound the search */
+    double r = sqrt(m.best), lo[3], hi[3];
     for (int d = 0; d < 3; d++) lo[d] = p[d] - r, hi[d] = p[d] + r;
     drape_grid_visit(&c->grid, lo, hi, visit_face_vertices, &m);
     if (m.idx < 0) return INFINITY;
@@ -260,20 +257,25 @@ static double capsule_distance(const capsule *k, const double p[3], double q[3],
     return l - k->r;
 }
 
-/* The nearest surface; vel (may be NULL) its velocity there (capsules are still). */
+/* The nearest surface; vel (may be NULL) its velocity there (capsules are
+ * still); *face (may be NULL) the mesh triangle when the mesh's is nearest,
+ * else -1. */
 static double nearest(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
-                      double inv_dt)
+                      double inv_dt, int *face)
 {
     double best = INFINITY;
+    if (face) *face = -1;
     if (vel) vel[0] = vel[1] = vel[2] = 0;
     for (int i = 0; i < c->n_caps; i++) {
         double qq[3], nn[3], d = capsule_distance(&c->caps[i], p, qq, nn);
         if (d < best) best = d, memcpy(q, qq, sizeof qq), memcpy(n, nn, sizeof nn);
     }
     if (c->mesh_ready) {
-        double qq[3], nn[3], vv[3], d = mesh_distance(c, p, qq, nn, vel ? vv : NULL, inv_dt);
+        int f;
+        double qq[3], nn[3], vv[3], d = mesh_distance(c, p, qq, nn, vel ? vv : NULL, inv_dt, &f);
         if (d < best) {
             best = d, memcpy(q, qq, sizeof qq), memcpy(n, nn, sizeof nn);
+            if (face) *face = f;
             if (vel) memcpy(vel, vv, sizeof vv);
         }
     }
@@ -282,7 +284,7 @@ static double nearest(const drape_collider *c, const double p[3], double q[3], d
 
 double drape_collider_distance(const drape_collider *c, const double p[3], double q[3], double n[3])
 {
-    return nearest(c, p, q, n, NULL, 0);
+    return nearest(c, p, q, n, NULL, 0, NULL);
 }
 
 int drape_collider_project(const drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
@@ -295,12 +297,10 @@ int drape_collider_project(const drape_collider *c, double *x, double *v, const 
         double *p = x + 3 * i, *u = v + 3 * i;
         int hit = 0;
         for (int pass = 0; pass < 3; pass++) {
-            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt), keep = margin;
+            int face;
+            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, &face), keep = margin;
             if (c->vmargin >= 0 && c->mesh_ready) { /* the deeper of the two tests wins */
-                /* the nearest vertex is no farther than the nearest surface point's face's
-                 * (when that surface is the mesh's: no capsule nearer) */
-                double bound = c->n_caps ? c->reach : fabs(d) + c->max_edge;
-                double nv[3], vv[3], s = vertex_plane(c, p, bound, nv, vv, inv_dt);
+                double nv[3], vv[3], s = vertex_plane(c, p, face, nv, vv, inv_dt);
                 if (c->vmargin - s > margin - d) {
                     d = s, keep = c->vmargin;
                     for (int k = 0; k < 3; k++) q[k] = p[k] - s * nv[k], nn[k] = nv[k], vb[k] = vv[k];
