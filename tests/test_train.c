@@ -201,6 +201,16 @@ Test(train, init_set_sizes_and_a_longer_history)
               "a bad garment for the robust loss was not named:\n%s", log_);
     rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --pos-loss mse:skirt");
     cr_assert(rc != 0 && strstr(log_, "--pos-loss mse:skirt"), "mse with garments was not refused:\n%s", log_);
+    /* the penetration term's margin: a wider one reaches more vertices, a
+     * bad one is refused */
+    double pen_5mm = 0, pen_3cm = 0;
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --log-every 1");
+    cr_assert(rc == 0 && strstr(log_, " pen ") && sscanf(strstr(log_, " pen ") + 5, "%lf", &pen_5mm) == 1, "%s", log_);
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --log-every 1 --pen-margin 0.03");
+    cr_assert(rc == 0 && strstr(log_, " pen ") && sscanf(strstr(log_, " pen ") + 5, "%lf", &pen_3cm) == 1, "%s", log_);
+    cr_assert_gt(pen_3cm, pen_5mm, "a 3 cm margin (%g) is no stronger than 5 mm (%g)", pen_3cm, pen_5mm);
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --pen-margin -0.01");
+    cr_assert(rc != 0 && strstr(log_, "--pen-margin -0.01") && !strstr(log_, "Traceback"), "%s", log_);
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --log-every 1 --garment-weights skirt=2");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */

@@ -25,7 +25,8 @@ Loss per step (one identity, a batch of frames of one training sequence):
       + w_lap · |L x − L x*|²          (uniform Laplacian, prediction vs teacher)
       + w_pen · collision(x) / V       (cubic penalty against the posed body, physics.py; each vertex
                                         against the body vertex nearest the teacher's vertex, or with
-                                        --pen-nn pred nearest its own, which the collision metric counts)
+                                        --pen-nn pred nearest its own, which the collision metric counts;
+                                        it acts within --pen-margin of the body, 5 mm)
       + w_edge · mean_e ((|e(x)| − |e(x*)|) / l0_e)²   (edge lengths, prediction vs teacher)
       + w_area · mean_f ((A_f(x) − A_f(x*)) / A0_f)²   (face areas, prediction vs teacher; off by default)
       + w_phys · (stretch + bending) / V   (physics.py, HOOD's StVK and dihedral terms; off by default)
@@ -266,7 +267,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         # against 1.2 on the default model)
         nn = (body_nn(seq, idx, body, tgt) if a.pen_nn == "teacher"
               else torch.stack([_nearest(body[j], x[j]) for j in range(len(x))]).to(x.device))
-        L["pen"] = physics.collision(x, body, normals, nn=nn) / x.shape[1]  # per vertex
+        L["pen"] = physics.collision(x, body, normals, eps=a.pen_margin, nn=nn) / x.shape[1]  # per vertex
     if a.w_phys:
         # the cloth's own energies, per vertex: stretching and bending pull
         # a prediction toward an unstretched, smooth garment without the
@@ -307,6 +308,8 @@ def robust_garments(spec, garments):
 
 
 def cmd_fit(a):
+    if not 0 <= a.pen_margin <= 0.05:
+        raise SystemExit(f"train: --pen-margin {a.pen_margin}: expected a margin in [0, 0.05] m")
     torch.manual_seed(a.seed)
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -360,7 +363,7 @@ def cmd_fit(a):
     model.net.train()
     t0, first, hist = time.time(), step, []
     info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
-            "w_edge": a.w_edge, "w_area": a.w_area, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn,
+            "w_edge": a.w_edge, "w_area": a.w_area, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn, "pen_margin": a.pen_margin,
             "w_phys": a.w_phys, "term_scale": a.term_scale, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
     # sequence sampling: uniform, or each garment's sequences weighted (--garment-weights dress=2)
     # (the uniform draw stays rng.integers, so runs without weights repeat earlier ones)
@@ -452,6 +455,8 @@ def main(argv=None):
     p.add_argument("--pos-loss", default="mse", metavar="mse|robust|robust:G,...",
                    help="the position loss: squared distance, or the robust one on every garment or on those named")
     p.add_argument("--pen-nn", choices=("teacher", "pred"), default="teacher")
+    p.add_argument("--pen-margin", type=float, default=0.005,
+                   help="m: the penetration term acts on vertices closer than this to the body (its ε)")
     p.add_argument("--w-phys", type=float, default=0.0)
     p.add_argument("--garment-weights", default="", metavar="G=W,...",
                    help="sample garment G's sequences W times as often (default: every sequence alike)")
