@@ -318,3 +318,27 @@ Test(train, attach_holds_more_of_a_garment)
     cr_assert(rc != 0 && strstr(log_, "no garment 'dress'") && strstr(log_, "skirt, tshirt"), "a garment not there:\n%s",
               log_);
 }
+
+/* train.py arms: a copy of the bundle whose shape space moves the arms
+ * further out with girth and less in with narrow shoulders; check_arms.py
+ * says what changed (the shapedirs' x of betas 1 and 2, on arm vertices) and
+ * that a thick, narrow-shouldered body's lowered arms pass through its trunk
+ * less; bad shifts named */
+Test(train, arms_open_the_armpits)
+{
+    char out[300];
+    snprintf(out, sizeof out, "%s", tu_tmp("arms.safetensors"));
+    const char *small = tu_bundle("small_random");
+    int rc = tu_run(log_, sizeof log_, "%s train/train.py arms --base %s --out %s --girth 0.015 --shoulders -0.006",
+                    py(), small, out);
+    cr_assert(rc == 0 && strstr(log_, "arms out 0.015 m per unit of girth"), "arms:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/check_arms.py %s %s", py(), small, out);
+    cr_assert(rc == 0 && strstr(log_, "arm vertices inside the trunk") && !strstr(log_, "FAILED"), "%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/check_arms.py %s %s", py(), small, small);
+    cr_assert(rc != 0 && strstr(log_, "FAILED: only x of betas 1 and 2 moved"), "an unchanged copy passed:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py arms --base %s --out %s --girth 0.5", py(), small, out);
+    cr_assert(rc != 0 && strstr(log_, "--girth 0.5: expected a shift in [-0.05, 0.05] m") && !strstr(log_, "Traceback"),
+              "a wide shift:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s info %s", bin(), out);
+    cr_assert_eq(rc, 0, "drape loads the copy:\n%s", log_);
+}

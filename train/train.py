@@ -13,6 +13,9 @@
     # a copy of a bundle whose garment the simulator holds at more than its
     # top: the hem and, for a garment with sleeves, the cuffs (bands in m)
     /usr/bin/python3 train/train.py attach --base IN --out OUT --garment tshirt --hem 0.01 [--cuffs 0.01]
+    # a copy of a bundle whose shape space moves the arms further out with
+    # girth (β1) and shoulder width (β2), m per unit (assets.arms_out)
+    /usr/bin/python3 train/train.py arms --base IN --out OUT --girth 0.015 --shoulders -0.006
 
 `init --set history=16,8,4,2,1,0` gives module A a longer pose history than
 DESIGN 2.4's three frames (reference.history; the bundle config's "history",
@@ -430,6 +433,23 @@ def cmd_attach(a):
     return 0
 
 
+def cmd_arms(a):
+    cfg, t = read_bundle(a.base)
+    for name, v in (("girth", a.girth), ("shoulders", a.shoulders)):
+        if not -0.05 <= v <= 0.05:
+            raise SystemExit(f"train arms: --{name} {v}: expected a shift in [-0.05, 0.05] m per unit of beta")
+    D = t["body.shapedirs"]
+    if D.shape[2] != assets.NUM_BETAS:
+        raise SystemExit(f"train arms: {a.base}: the body has {D.shape[2]} betas, not the procedural body's "
+                         f"{assets.NUM_BETAS} (girth beta 1, shoulders beta 2)")
+    extra = assets.arms_out(t["body.v_template"], t["body.weights"], a.girth, a.shoulders)
+    t["body.shapedirs"] = (D + extra).astype(D.dtype)
+    write_bundle(a.out, cfg, t)
+    print(f"train arms: {a.out}: arms out {a.girth} m per unit of girth, {a.shoulders} m per unit of shoulder "
+          f"width (at most {np.abs(extra).max():.3f} m per unit)", file=sys.stderr)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -475,8 +495,13 @@ def main(argv=None):
     p.add_argument("--garment", required=True)
     p.add_argument("--hem", type=float, default=0.0)
     p.add_argument("--cuffs", type=float, default=0.0)
+    p = sub.add_parser("arms")
+    p.add_argument("--base", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--girth", type=float, default=0.0)
+    p.add_argument("--shoulders", type=float, default=0.0)
     a = ap.parse_args(argv)
-    return {"init": cmd_init, "fit": cmd_fit, "attach": cmd_attach}[a.cmd](a)
+    return {"init": cmd_init, "fit": cmd_fit, "attach": cmd_attach, "arms": cmd_arms}[a.cmd](a)
 
 
 if __name__ == "__main__":
