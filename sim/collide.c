@@ -132,17 +132,23 @@ typedef struct {
     int face;
 } mesh_query;
 
+/* squared distance from p to triangle f's box: most candidates end here */
+static double box_gap2(const drape_collider *c, int f, const double p[3])
+{
+    const double *lo = c->lo + 3 * f, *hi = c->hi + 3 * f;
+    double gap = 0;
+    for (int d = 0; d < 3; d++) { /* (no fmax: it is a libm call without -ffast-math) */
+        double e = lo[d] - p[d] > p[d] - hi[d] ? lo[d] - p[d] : p[d] - hi[d];
+        if (e > 0) gap += e * e;
+    }
+    return gap;
+}
+
 static void visit_face(void *ctx, int f)
 {
     mesh_query *m = ctx;
     const int32_t *t = m->c->faces + 3 * f;
-    const double *lo = m->c->lo + 3 * f, *hi = m->c->hi + 3 * f;
-    double gap = 0; /* box distance first: most candidates end here */
-    for (int d = 0; d < 3; d++) { /* (no fmax: it is a libm call without -ffast-math) */
-        double e = lo[d] - m->p[d] > m->p[d] - hi[d] ? lo[d] - m->p[d] : m->p[d] - hi[d];
-        if (e > 0) gap += e * e;
-    }
-    if (gap >= m->best) return;
+    if (box_gap2(m->c, f, m->p) >= m->best) return;
     double q[3], w[3];
     double r = drape_closest_on_triangle(q, w, m->p, m->c->v + 3 * t[0], m->c->v + 3 * t[1], m->c->v + 3 * t[2]);
     if (r < m->best) {
@@ -198,13 +204,7 @@ typedef struct {
 static void visit_face_vertices(void *ctx, int f)
 {
     vertex_query *m = ctx;
-    const double *lo = m->c->lo + 3 * f, *hi = m->c->hi + 3 * f;
-    double gap = 0;
-    for (int d = 0; d < 3; d++) {
-        double e = lo[d] - m->p[d] > m->p[d] - hi[d] ? lo[d] - m->p[d] : m->p[d] - hi[d];
-        if (e > 0) gap += e * e;
-    }
-    if (gap >= m->best) return;
+    if (box_gap2(m->c, f, m->p) >= m->best) return;
     for (int k = 0; k < 3; k++) {
         int i = m->c->faces[3 * f + k];
         const double *v = m->c->v + 3 * i;
