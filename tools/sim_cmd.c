@@ -128,8 +128,8 @@ static int cmd_garment(int argc, char **argv)
         {"--iters", &iters, 1}, {"--substeps", &sub, 1}, {"--max-substeps", &maxsub, 1}, {"--settle", &settle, 1},
         {"--max-disp", &p.max_disp, 0}, {"--stretch", &p.stretch, 0}, {"--bend", &p.bend, 0},
         {"--density", &p.density, 0}, {"--attach", &p.attach, 0}, {"--band", &p.attach_band, 0},
-        {"--damping", &p.damping, 0}, {"--margin", &p.margin, 0}, {"--vertex-margin", &p.vertex_margin, 0}, {"--friction", &p.friction, 0},
-        {"--reach", &p.reach, 0}, {"--gravity", &p.gravity, 0},
+        {"--damping", &p.damping, 0}, {"--margin", &p.margin, 0}, {"--vertex-margin", &p.vertex_margin, 0},
+        {"--friction", &p.friction, 0}, {"--reach", &p.reach, 0}, {"--gravity", &p.gravity, 0},
     };
     for (int i = 0; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -259,17 +259,20 @@ def _shape_dirs(verts, piece_w, pieces, rng):
     return D
 
 
+ARM_JOINTS = range(16, 24)  # SMPL's shoulders, elbows, wrists and hands
+
+
 def arms_out(v_template, weights, girth=0.0, shoulders=0.0):
     """A shape space's extra term [Nb,3,S]: the arms moved out along x by
     `girth` m per unit of β1 and `shoulders` m per unit of β2, beyond what
     _shape_dirs does, each vertex by its skinning weight on the arm joints
-    (16..23), so the shift fades across the welded shoulder. _shape_dirs
+    (ARM_JOINTS), so the shift fades across the welded shoulder. _shape_dirs
     moves the arms 1.7 cm per unit of girth, less than the chest and the arm
     together grow, and 1.7 cm per unit of shoulder width, more than the upper
     torso narrows at the armpit: a thick, narrow-shouldered shape's lowered
     arms pass through its chest (docs/training.md, "Where the T-shirt's
     collisions are")."""
-    arm = np.asarray(weights, np.float64)[:, 16:24].sum(1)
+    arm = np.asarray(weights, np.float64)[:, ARM_JOINTS].sum(1)
     D = np.zeros((len(v_template), 3, NUM_BETAS))
     side = np.sign(np.asarray(v_template, np.float64)[:, 0])
     D[:, 0, 1] = side * girth * arm

@@ -12,10 +12,11 @@ import torch
 from scipy.spatial import cKDTree
 
 import reference
+from assets import ARM_JOINTS
 from bundle import read_bundle
 from train import posed_body
 
-ARM, TRUNK = range(16, 24), (0, 3, 6, 9, 13, 14)
+TRUNK_JOINTS = (0, 3, 6, 9, 13, 14)  # pelvis, spine, the collars
 
 
 def ok(cond, what):
@@ -36,7 +37,7 @@ def arms_in_trunk(path, betas):
     body, normals = posed_body(model, ident, pose, torch.zeros(1, 3))
     x, n = body[0].numpy(), normals[0].numpy()
     dom = b["weights"].numpy().argmax(1)
-    arm, trunk = np.flatnonzero(np.isin(dom, ARM)), np.flatnonzero(np.isin(dom, TRUNK))
+    arm, trunk = np.flatnonzero(np.isin(dom, ARM_JOINTS)), np.flatnonzero(np.isin(dom, TRUNK_JOINTS))
     k = cKDTree(x[trunk]).query(x[arm])[1]
     return int((((x[arm] - x[trunk[k]]) * n[trunk[k]]).sum(1) < 0).sum())
 
@@ -50,7 +51,7 @@ def main(before, after):
     moved = np.abs(d).sum((1, 2)) > 0
     ok(moved.any() and not np.abs(d[:, 1:]).any() and not np.abs(d[:, :, [0] + list(range(3, d.shape[2]))]).any(),
        "only x of betas 1 and 2 moved")
-    armw = t0["body.weights"][:, 16:24].sum(1)
+    armw = t0["body.weights"][:, ARM_JOINTS].sum(1)
     ok(np.all(armw[moved] > 0), f"only arm-weighted vertices moved ({moved.sum()})")
     thick = [0, 3, -3] + [0] * (d.shape[2] - 3)
     n0, n1 = arms_in_trunk(before, thick), arms_in_trunk(after, thick)
