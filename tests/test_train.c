@@ -17,13 +17,20 @@ static char log_[16384];
 static const char *py(void) { return getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3"; }
 static const char *bin(void) { return getenv("DRAPE_BIN") ? getenv("DRAPE_BIN") : "build/drape"; }
 
-/* train/dataset.py on the tiny plan: one walk of SECONDS on one training shape. */
-static int tiny_dataset(const char *base, const char *out, const char *seconds, const char *extra)
+/* train/dataset.py on the tiny plan: one walk of SECONDS on one training
+ * shape and one held-out shape, for each of GARMENTS. */
+static int tiny_dataset_of(const char *garments, const char *base, const char *out, const char *seconds,
+                           const char *extra)
 {
     return tu_run(log_, sizeof log_,
-                  "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 1 --test-betas 1 --motions walk "
+                  "%s train/dataset.py --base %s --out %s --garments %s --train-betas 1 --test-betas 1 --motions walk "
                   "--train-seeds 1 --test-seeds 0 --seconds %s --jobs 2 --drape %s %s",
-                  py(), base, out, seconds, bin(), extra);
+                  py(), base, out, garments, seconds, bin(), extra);
+}
+
+static int tiny_dataset(const char *base, const char *out, const char *seconds, const char *extra)
+{
+    return tiny_dataset_of("skirt", base, out, seconds, extra);
 }
 
 /* train/train.py fit of BASE on DATA into MODEL with ARGS. */
@@ -317,6 +324,34 @@ Test(train, attach_holds_more_of_a_garment)
                 held);
     cr_assert(rc != 0 && strstr(log_, "no garment 'dress'") && strstr(log_, "skirt, tshirt"), "a garment not there:\n%s",
               log_);
+}
+
+/* A garment's own teacher arguments changed: with --replace-stale only its
+ * sequences are made again, the other garment's are kept */
+Test(train, dataset_remakes_only_the_garment_whose_teacher_changed)
+{
+    char base[300], data[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("gbase.safetensors"));
+    snprintf(data, sizeof data, "%s", tu_tmp("gds"));
+    int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt,miniskirt --seed 3 --out %s",
+                    py(), base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.3", "");
+    cr_assert(rc == 0 && strstr(log_, "] skirt-b0-walk-s0: ok") && strstr(log_, "miniskirt-b0-walk-s0: ok"),
+              "dataset failed:\n%s", log_);
+    const char *margs = "--garment-sim-args 'miniskirt=--max-substeps 4'";
+    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.3", margs);
+    cr_assert(rc != 0 && strstr(log_, "holds 4 files from another teacher") && strstr(log_, "garment_sim_args None"),
+              "another garment teacher was not refused:\n%s", log_);
+    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.3", "--replace-stale --garment-sim-args 'miniskirt=--max-substeps 4'");
+    cr_assert(rc == 0 && strstr(log_, "removed 4 stale files (those of miniskirt)"), "not only the miniskirt's:\n%s", log_);
+    cr_assert(strstr(log_, "] skirt-b0-walk-s0: skip") && strstr(log_, "] skirt-b1t-walk-s0: skip") &&
+                  strstr(log_, "miniskirt-b0-walk-s0: ok") && strstr(log_, "miniskirt-b1t-walk-s0: ok"),
+              "the skirt was made again or the miniskirt not:\n%s", log_);
+    /* the clip length is every garment's teacher: all of it is made again */
+    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.2", "--replace-stale --garment-sim-args 'miniskirt=--max-substeps 4'");
+    cr_assert(rc == 0 && strstr(log_, "removed 8 stale files (all)") && !strstr(log_, ": skip"),
+              "a new clip length kept sequences:\n%s", log_);
 }
 
 /* train.py arms: a copy of the bundle whose shape space moves the arms

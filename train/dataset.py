@@ -18,7 +18,8 @@ manifest.json lists the sequences with their split and what made them (the
 teacher's version, its arguments, the clip length, the SHA-256 of the base
 bundle's body and garment tensors): a DIR made by another teacher is
 refused, not silently mixed in, unless --replace-stale, which deletes its
-sequences first.
+sequences first: only those of the garments whose --garment-sim-args
+changed when nothing else did, every sequence otherwise.
 """
 import argparse
 import glob
@@ -79,24 +80,38 @@ def garment_sim_args(a):
 
 
 def check_stale(a, teacher):
-    """Refuse (or with --replace-stale, clear) sequences another teacher made."""
+    """Refuse (or with --replace-stale, clear) sequences another teacher made.
+    When only some garments' own arguments changed, only their sequences are
+    another teacher's: the others' are kept."""
     seq_files = glob.glob(os.path.join(a.out, "seq", "*.npy"))
     if not seq_files:
         return None
     try:
         with open(os.path.join(a.out, "manifest.json")) as f:
-            old = json.load(f).get("teacher", {"version": 1})
-    except (OSError, ValueError):
-        old = {"version": "unknown (no readable manifest.json)"}
+            man = json.load(f)
+        old = man.get("teacher", {"version": 1})
+        garment_of = {s["name"]: s["garment"] for s in man.get("sequences", [])}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        old, garment_of = {"version": "unknown (no readable manifest.json)"}, {}
     if old == teacher:
         return None
     diff = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in teacher.items() if old.get(k) != v)
+    rest = lambda t: {k: v for k, v in t.items() if k != "garment_sim_args"}  # noqa: E731
+    if rest(old) == rest(teacher):
+        ga, gb = old.get("garment_sim_args") or {}, teacher.get("garment_sim_args") or {}
+        changed = sorted(g for g in set(ga) | set(gb) if ga.get(g, "") != gb.get(g, ""))
+        # a file the old manifest does not place under a garment is stale too
+        names = {p: os.path.basename(p).split(".")[0] for p in seq_files}
+        stale = [p for p, n in names.items() if n not in garment_of or garment_of[n] in changed]
+        which = f"those of {', '.join(changed) or 'no garment'}"
+    else:
+        stale, which = seq_files, "all"
     if not a.replace_stale:
-        return (f"dataset: {a.out} holds {len(seq_files)} files from another teacher ({diff}); "
+        return (f"dataset: {a.out} holds {len(stale)} files from another teacher ({diff}); "
                 "remove it, choose another --out, or pass --replace-stale")
-    for p in seq_files:
+    for p in stale:
         os.remove(p)
-    print(f"dataset: removed {len(seq_files)} stale files from {a.out} ({diff})", file=sys.stderr)
+    print(f"dataset: removed {len(stale)} stale files ({which}) from {a.out} ({diff})", file=sys.stderr)
     return None
 
 
