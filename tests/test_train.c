@@ -33,6 +33,14 @@ static int tiny_dataset(const char *base, const char *out, const char *seconds, 
     return tiny_dataset_of("skirt", base, out, seconds, extra);
 }
 
+/* train/train.py init of the tiny preset for GARMENTS into BASE, with ARGS
+ * (--seed, --set). */
+static int tiny_init(const char *garments, const char *args, const char *base)
+{
+    return tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments %s %s --out %s", py(), garments,
+                  args, base);
+}
+
 /* train/train.py fit of BASE on DATA into MODEL with ARGS. */
 static int tiny_fit(const char *base, const char *data, const char *model, const char *args)
 {
@@ -45,8 +53,7 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     snprintf(base, sizeof base, "%s", tu_tmp("base.safetensors"));
     snprintf(data, sizeof data, "%s", tu_tmp("ds"));
     snprintf(model, sizeof model, "%s", tu_tmp("trained.safetensors"));
-    int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --seed 3 --out %s", py(),
-                    base);
+    int rc = tiny_init("skirt", "--seed 3", base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tiny_dataset(base, data, "0.7", "");
     cr_assert_eq(rc, 0, "dataset failed:\n%s", log_);
@@ -142,35 +149,27 @@ Test(train, init_set_sizes_and_a_longer_history)
     snprintf(base, sizeof base, "%s", tu_tmp("hbase.safetensors"));
     snprintf(data, sizeof data, "%s", tu_tmp("hds"));
     snprintf(model, sizeof model, "%s", tu_tmp("htrained.safetensors"));
-    int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --set nosuch=3 --out %s",
-                    py(), base);
+    int rc = tiny_init("skirt", "--set nosuch=3", base);
     cr_assert(rc != 0 && strstr(log_, "--set nosuch=3") && strstr(log_, "bones"), "a bad --set was not named:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --set history=1,2,0 --out %s",
-                py(), base);
+    rc = tiny_init("skirt", "--set history=1,2,0", base);
     cr_assert(rc != 0 && strstr(log_, "--set history=1,2,0") && strstr(log_, "decreasing"),
               "a history out of order was not named:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --set history=64,0 --out %s",
-                py(), base);
+    rc = tiny_init("skirt", "--set history=64,0", base);
     cr_assert(rc != 0 && strstr(log_, "--set history=64,0") && strstr(log_, "63"),
               "a history past the runtime's reach was not named:\n%s", log_);
     /* the teacher's dataset comes from a three-frame base with the same
      * assets; the network trains on the longer history */
-    rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt --seed 3 --out %s", py(), base);
+    rc = tiny_init("skirt", "--seed 3", base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tiny_dataset(base, data, "0.4", "");
     cr_assert_eq(rc, 0, "dataset failed:\n%s", log_);
     /* the same assets with another network: the teacher's sequences stand */
-    rc = tu_run(log_, sizeof log_,
-                "%s train/train.py init --preset tiny --garments skirt --seed 3 --set history=4,2,1,0 --out %s", py(),
-                base);
+    rc = tiny_init("skirt", "--seed 3 --set history=4,2,1,0", base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tiny_dataset(base, data, "0.4", "");
     cr_assert(rc == 0 && strstr(log_, ": skip") && !strstr(log_, ": ok"),
               "a new pose history made the teacher's sequences stale:\n%s", log_);
-    rc = tu_run(log_, sizeof log_,
-                "%s train/train.py init --preset tiny --garments skirt --seed 3 --set bones=12 --set hidden=24 "
-                "--set history=4,2,1,0 --out %s",
-                py(), base);
+    rc = tiny_init("skirt", "--seed 3 --set bones=12 --set hidden=24 --set history=4,2,1,0", base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --garment-weights coat=2");
     cr_assert(rc != 0 && strstr(log_, "--garment-weights") && strstr(log_, "skirt"), "a bad weight was not named:\n%s",
@@ -303,8 +302,7 @@ Test(train, attach_holds_more_of_a_garment)
     char base[300], held[300];
     snprintf(base, sizeof base, "%s", tu_tmp("abase.safetensors"));
     snprintf(held, sizeof held, "%s", tu_tmp("aheld.safetensors"));
-    int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt,tshirt --seed 3 --out %s",
-                    py(), base);
+    int rc = tiny_init("skirt,tshirt", "--seed 3", base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment tshirt --hem 0.02", py(), base,
                 held);
@@ -333,23 +331,25 @@ Test(train, dataset_remakes_only_the_garment_whose_teacher_changed)
     char base[300], data[300];
     snprintf(base, sizeof base, "%s", tu_tmp("gbase.safetensors"));
     snprintf(data, sizeof data, "%s", tu_tmp("gds"));
-    int rc = tu_run(log_, sizeof log_, "%s train/train.py init --preset tiny --garments skirt,miniskirt --seed 3 --out %s",
-                    py(), base);
+    int rc = tiny_init("skirt,miniskirt", "--seed 3", base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
     rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.3", "");
     cr_assert(rc == 0 && strstr(log_, "] skirt-b0-walk-s0: ok") && strstr(log_, "miniskirt-b0-walk-s0: ok"),
               "dataset failed:\n%s", log_);
     const char *margs = "--garment-sim-args 'miniskirt=--max-substeps 4'";
+    char replace[200];
+    snprintf(replace, sizeof replace, "--replace-stale %s", margs);
     rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.3", margs);
     cr_assert(rc != 0 && strstr(log_, "holds 4 files from another teacher") && strstr(log_, "garment_sim_args None"),
               "another garment teacher was not refused:\n%s", log_);
-    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.3", "--replace-stale --garment-sim-args 'miniskirt=--max-substeps 4'");
-    cr_assert(rc == 0 && strstr(log_, "removed 4 stale files (those of miniskirt)"), "not only the miniskirt's:\n%s", log_);
+    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.3", replace);
+    cr_assert(rc == 0 && strstr(log_, "removed 4 stale files (those of miniskirt)"), "not only the miniskirt's:\n%s",
+              log_);
     cr_assert(strstr(log_, "] skirt-b0-walk-s0: skip") && strstr(log_, "] skirt-b1t-walk-s0: skip") &&
                   strstr(log_, "miniskirt-b0-walk-s0: ok") && strstr(log_, "miniskirt-b1t-walk-s0: ok"),
               "the skirt was made again or the miniskirt not:\n%s", log_);
     /* the clip length is every garment's teacher: all of it is made again */
-    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.2", "--replace-stale --garment-sim-args 'miniskirt=--max-substeps 4'");
+    rc = tiny_dataset_of("skirt,miniskirt", base, data, "0.2", replace);
     cr_assert(rc == 0 && strstr(log_, "removed 8 stale files (all)") && !strstr(log_, ": skip"),
               "a new clip length kept sequences:\n%s", log_);
 }
