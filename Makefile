@@ -205,12 +205,10 @@ FINETUNE8_ARGS ?= $(FINETUNE7_ARGS)
 # raised (x12, twice; then x24): its collisions, most of them on the thick
 # training shape's armpits, under the goal (docs/training.md, "The T-shirt
 # sampled more, its penetration term raised")
-FINETUNE9_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-area 1.0 --w-pen 2.0 --w-phys 1e-3 \
-                  --pen-nn pred --garment-weights dress=2,tshirt=2 --threads 2 \
-                  --term-scale skirt:area=0,dress:area=0,tshirt:pen=12,tshirt:edge=2
-FINETUNE10_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-area 1.0 --w-pen 2.0 --w-phys 1e-3 \
-                   --pen-nn pred --garment-weights dress=2,tshirt=2 --threads 2 \
-                   --term-scale skirt:area=0,dress:area=0,tshirt:pen=24,tshirt:edge=2
+FINETUNE_SHIRT_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-area 1.0 --w-pen 2.0 --w-phys 1e-3 \
+                       --pen-nn pred --garment-weights dress=2,tshirt=2 --threads 2
+FINETUNE9_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,tshirt:pen=12,tshirt:edge=2
+FINETUNE10_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,tshirt:pen=24,tshirt:edge=2
 TRAIN_DIR ?= build/train
 BASE_KEY = $(MODEL_GARMENTS) $(INIT_ARGS)
 model: all
