@@ -15,7 +15,7 @@
     /usr/bin/python3 train/train.py attach --base IN --out OUT --garment tshirt --hem 0.01 [--cuffs 0.01]
     # a copy of a bundle whose shape space moves the arms further out with
     # girth (β1) and shoulder width (β2), m per unit (assets.arms_out)
-    /usr/bin/python3 train/train.py arms --base IN --out OUT --girth 0.015 --shoulders -0.006
+    /usr/bin/python3 train/train.py arms --base IN --out OUT --girth 0.005 --shoulders -0.006
 
 `init --set history=16,8,4,2,1,0` gives module A a longer pose history than
 DESIGN 2.4's three frames (reference.history; the bundle config's "history",
