@@ -209,6 +209,70 @@ static int add_mlp_ln(want_list *l, drape_mlp_ln *m, int in, int d, const char *
     return want_add(l, (const void **)&m->ln_b, 1, 1, (const int64_t[]){d}, "%s.norm.bias", prefix);
 }
 
+/* The network's tensors, named `pre` + DESIGN 3's names: "" for the shared
+ * network, "garment.<g>.net." for a garment's own. An own network has the
+ * shared one's shapes (its Δw hidden width is the shared one's too). */
+static int build_net_wants(want_list *l, drape_net *n, const drape_config *c, const drape_st *st, const char *pre)
+{
+    int B = c->bones, H = c->hidden, dh = c->latent, rc;
+    char p[160];
+#define NAME(...) (snprintf(p, sizeof p, "%s", pre), snprintf(p + strlen(p), sizeof p - strlen(p), __VA_ARGS__), p)
+    /* module A */
+    int64_t X = drape_bonenet_in(c);
+    if ((rc = want_add(l, (const void **)&n->in_mean, 1, 1, (const int64_t[]){X}, "%sbonenet.in_mean", pre)) ||
+        (rc = want_add(l, (const void **)&n->in_std, 1, 1, (const int64_t[]){X}, "%sbonenet.in_std", pre)) ||
+        (rc = add_linear(l, &n->bonenet[0], X, H, NAME("bonenet.0"))) ||
+        (rc = add_linear(l, &n->bonenet[1], H, H, NAME("bonenet.1"))) ||
+        (rc = add_linear(l, &n->bonenet[2], H, H, NAME("bonenet.2"))) ||
+        (rc = add_linear(l, &n->bonenet[3], H, 9 * B, NAME("bonenet.3"))) ||
+        (rc = add_linear(l, &n->pose_embed, H, c->pose_dim, NAME("pose_embed"))) ||
+        (rc = add_linear(l, &n->modulator[0], c->z_dim, H, NAME("modulator.0"))) ||
+        (rc = add_linear(l, &n->modulator[1], H, H, NAME("modulator.1"))) ||
+        (rc = add_linear(l, &n->modulator[2], H, 6 * H, NAME("modulator.2"))))
+        return rc;
+    int cin = 3 + c->feat_dim + c->pose_dim + 1;
+    for (int i = 0; i < c->n_conv; i++) {
+        drape_conv *cv = &n->conv[i];
+        cv->in = cin;
+        cv->out = c->conv[i];
+        if ((rc = want_add(l, (const void **)&cv->w, 1, 4, (const int64_t[]){cv->out, cin, 3, 3}, "%sconv.%d.weight", pre,
+                           i)) ||
+            (rc = want_add(l, (const void **)&cv->b, 1, 1, (const int64_t[]){cv->out}, "%sconv.%d.bias", pre, i)))
+            return rc;
+        cin = cv->out;
+    }
+    /* module B */
+    n->edge_mlp = calloc((size_t)c->blocks + 1, sizeof *n->edge_mlp);
+    n->node_mlp = calloc((size_t)c->blocks + 1, sizeof *n->node_mlp);
+    if (!n->edge_mlp || !n->node_mlp) return DRAPE_ENOMEM;
+    if ((rc = add_mlp_ln(l, &n->node_embed, 8, dh, NAME("encoder.node_embed"))) ||
+        (rc = add_mlp_ln(l, &n->edge_embed, 7, dh, NAME("encoder.edge_embed"))))
+        return rc;
+    for (int i = 0; i < c->blocks; i++) {
+        if ((rc = add_mlp_ln(l, &n->edge_mlp[i], 3 * dh, dh, NAME("encoder.blocks.%d.edge_mlp", i)))) return rc;
+        if ((rc = add_mlp_ln(l, &n->node_mlp[i], 2 * dh, dh, NAME("encoder.blocks.%d.node_mlp", i)))) return rc;
+    }
+    const drape_tensor *dw0 = drape_st_find(st, "heads.dw.0.weight");
+    int dw_hidden = dw0 && dw0->ndim == 2 && dw0->shape[0] >= 1 && dw0->shape[0] <= 4096 ? (int)dw0->shape[0] : 64;
+    if ((rc = add_linear(l, &n->head_z[0], dh, dh, NAME("heads.z.0"))) ||
+        (rc = add_linear(l, &n->head_z[1], dh, c->z_dim, NAME("heads.z.1"))) ||
+        (rc = add_linear(l, &n->head_dw[0], dh, dw_hidden, NAME("heads.dw.0"))) ||
+        (rc = add_linear(l, &n->head_dw[1], dw_hidden, B, NAME("heads.dw.1"))) ||
+        (rc = add_linear(l, &n->head_feat, dh, c->feat_dim, NAME("heads.feat"))))
+        return rc;
+#undef NAME
+    return DRAPE_OK;
+}
+
+/* Whether the bundle has a tensor whose name starts with p. */
+static int has_prefix(const drape_st *st, const char *p)
+{
+    size_t n = strlen(p);
+    for (int i = 0; i < drape_st_count(st); i++)
+        if (!strncmp(drape_st_at(st, i)->name, p, n)) return 1;
+    return 0;
+}
+
 /* Garment sizes come from its own tensors: read them first. */
 static int garment_sizes(const drape_st *st, const char *g, int *V, int *F, int *Nuv, drape_error *err)
 {
@@ -230,7 +294,7 @@ static int garment_sizes(const drape_st *st, const char *g, int *V, int *F, int 
 static int build_wants(want_list *l, drape_model *m, const drape_st *st, drape_error *err)
 {
     const drape_config *c = &m->cfg;
-    int B = c->bones, S = c->betas, H = c->hidden, dh = c->latent, rc;
+    int B = c->bones, S = c->betas, rc;
     const drape_tensor *vt = drape_st_find(st, "body.v_template"), *bf = drape_st_find(st, "body.faces");
     if (!vt) return drape_fail(err, DRAPE_ENOTFOUND, "missing tensor 'body.v_template'");
     if (!bf) return drape_fail(err, DRAPE_ENOTFOUND, "missing tensor 'body.faces'");
@@ -276,51 +340,19 @@ static int build_wants(want_list *l, drape_model *m, const drape_st *st, drape_e
             if ((rc = want_add(l, (const void **)&g->attach, 0, 1, (const int64_t[]){g->n_attach}, "%s", an))) return rc;
         }
     }
-    /* module A */
-    int64_t X = drape_bonenet_in(c);
-    if ((rc = want_add(l, (const void **)&m->in_mean, 1, 1, (const int64_t[]){X}, "bonenet.in_mean")) ||
-        (rc = want_add(l, (const void **)&m->in_std, 1, 1, (const int64_t[]){X}, "bonenet.in_std")) ||
-        (rc = add_linear(l, &m->bonenet[0], X, H, "bonenet.0")) ||
-        (rc = add_linear(l, &m->bonenet[1], H, H, "bonenet.1")) ||
-        (rc = add_linear(l, &m->bonenet[2], H, H, "bonenet.2")) ||
-        (rc = add_linear(l, &m->bonenet[3], H, 9 * B, "bonenet.3")) ||
-        (rc = add_linear(l, &m->pose_embed, H, c->pose_dim, "pose_embed")) ||
-        (rc = add_linear(l, &m->modulator[0], c->z_dim, H, "modulator.0")) ||
-        (rc = add_linear(l, &m->modulator[1], H, H, "modulator.1")) ||
-        (rc = add_linear(l, &m->modulator[2], H, 6 * H, "modulator.2")))
-        return rc;
-    int cin = 3 + c->feat_dim + c->pose_dim + 1;
-    for (int i = 0; i < c->n_conv; i++) {
-        drape_conv *cv = &m->conv[i];
-        cv->in = cin;
-        cv->out = c->conv[i];
-        if ((rc = want_add(l, (const void **)&cv->w, 1, 4, (const int64_t[]){cv->out, cin, 3, 3}, "conv.%d.weight", i)) ||
-            (rc = want_add(l, (const void **)&cv->b, 1, 1, (const int64_t[]){cv->out}, "conv.%d.bias", i)))
-            return rc;
-        cin = cv->out;
+    if ((rc = build_net_wants(l, &m->net, c, st, ""))) return rc;
+    /* garments with a network of their own: all of its tensors or none */
+    for (int gi = 0; gi < c->n_garments; gi++) {
+        char p[128];
+        snprintf(p, sizeof p, "garment.%s.net.", c->garments[gi]);
+        if (!has_prefix(st, p)) continue;
+        drape_model *v = calloc(1, sizeof *v);
+        if (!v) return DRAPE_ENOMEM;
+        v->is_view = 1;
+        m->own[gi] = v;
+        m->n_own++;
+        if ((rc = build_net_wants(l, &v->net, c, st, p))) return rc;
     }
-    /* module B */
-    m->edge_mlp = calloc((size_t)c->blocks + 1, sizeof *m->edge_mlp);
-    m->node_mlp = calloc((size_t)c->blocks + 1, sizeof *m->node_mlp);
-    if (!m->edge_mlp || !m->node_mlp) return DRAPE_ENOMEM;
-    if ((rc = add_mlp_ln(l, &m->node_embed, 8, dh, "encoder.node_embed")) ||
-        (rc = add_mlp_ln(l, &m->edge_embed, 7, dh, "encoder.edge_embed")))
-        return rc;
-    for (int i = 0; i < c->blocks; i++) {
-        char p[96];
-        snprintf(p, sizeof p, "encoder.blocks.%d.edge_mlp", i);
-        if ((rc = add_mlp_ln(l, &m->edge_mlp[i], 3 * dh, dh, p))) return rc;
-        snprintf(p, sizeof p, "encoder.blocks.%d.node_mlp", i);
-        if ((rc = add_mlp_ln(l, &m->node_mlp[i], 2 * dh, dh, p))) return rc;
-    }
-    const drape_tensor *dw0 = drape_st_find(st, "heads.dw.0.weight");
-    int dw_hidden = dw0 && dw0->ndim == 2 && dw0->shape[0] >= 1 && dw0->shape[0] <= 4096 ? (int)dw0->shape[0] : 64;
-    if ((rc = add_linear(l, &m->head_z[0], dh, dh, "heads.z.0")) ||
-        (rc = add_linear(l, &m->head_z[1], dh, c->z_dim, "heads.z.1")) ||
-        (rc = add_linear(l, &m->head_dw[0], dh, dw_hidden, "heads.dw.0")) ||
-        (rc = add_linear(l, &m->head_dw[1], dw_hidden, B, "heads.dw.1")) ||
-        (rc = add_linear(l, &m->head_feat, dh, c->feat_dim, "heads.feat")))
-        return rc;
     return DRAPE_OK;
 }
 
@@ -352,9 +384,13 @@ static int check_values(const drape_model *m, drape_error *err)
         if (m->parents[k] < 0 || m->parents[k] >= k)
             return drape_fail(err, DRAPE_ERANGE, "tensor 'body.parents': parent of joint %d must be in [0, %d)", k, k);
     if ((rc = check_index(m->body_faces, 3 * (int64_t)m->Fb, m->Nb, "body.faces", err))) return rc;
-    for (int i = 0; i < drape_bonenet_in(c); i++)
-        if (!(m->in_std[i] > 0))
-            return drape_fail(err, DRAPE_ERANGE, "tensor 'bonenet.in_std': element %d must be > 0", i);
+    for (int gi = -1; gi < c->n_garments; gi++) {
+        const drape_net *n = gi < 0 ? &m->net : m->own[gi] ? &m->own[gi]->net : NULL;
+        for (int i = 0; n && i < drape_bonenet_in(c); i++)
+            if (!(n->in_std[i] > 0))
+                return drape_fail(err, DRAPE_ERANGE, "tensor '%s%s%sbonenet.in_std': element %d must be > 0",
+                                  gi < 0 ? "" : "garment.", gi < 0 ? "" : c->garments[gi], gi < 0 ? "" : ".net.", i);
+    }
     for (int gi = 0; gi < c->n_garments; gi++) {
         const drape_garment *g = &m->garments[gi];
         char name[128];
@@ -448,6 +484,17 @@ int drape_model_load(drape_model **out, const char *path, drape_error *err)
         if (!rc) rc = drape_garment_prepare(g, &m->cfg);
     }
     if (rc) { drape_fail(err, rc, "out of memory building the garment tables"); goto fail; }
+    /* the views: this model with another network */
+    for (int gi = 0; gi < m->cfg.n_garments; gi++) {
+        drape_model *v = m->own[gi];
+        if (!v) continue;
+        drape_net own = v->net;
+        *v = *m;
+        v->net = own;
+        v->is_view = 1;
+        v->n_own = 0;
+        memset(v->own, 0, sizeof v->own);
+    }
     for (int gi = 0; gi < m->cfg.n_garments; gi++) {
         const drape_garment *g = &m->garments[gi];
         m->derived_bytes += (size_t)m->cfg.uv_h * m->cfg.uv_w * 16 + (size_t)g->n_edges * 8 + (size_t)g->n_cov * 4;
@@ -465,10 +512,17 @@ fail:
 void drape_model_free(drape_model *m)
 {
     if (!m) return;
+    for (int gi = 0; gi < DRAPE_MAX_GARMENTS; gi++) drape_model_free(m->own[gi]);
+    if (m->is_view) { /* its own network's block lists, nothing else */
+        free(m->net.edge_mlp);
+        free(m->net.node_mlp);
+        free(m);
+        return;
+    }
     for (int gi = 0; gi < DRAPE_MAX_GARMENTS; gi++) drape_garment_release(&m->garments[gi]);
     free(m->body_edges);
-    free(m->edge_mlp);
-    free(m->node_mlp);
+    free(m->net.edge_mlp);
+    free(m->net.node_mlp);
     free(m->arena);
     free(m);
 }

@@ -53,6 +53,18 @@ typedef struct { const float *w, *b; int in, out; } drape_conv;
  * the padded (Hu+2)×(Wu+2) map, never touching its border. */
 typedef struct { int begin, end; } drape_span;
 
+/* The network of modules A and B: views into the arena. */
+typedef struct {
+    /* module A */
+    const float *in_mean, *in_std; /* [drape_bonenet_in(cfg)] */
+    drape_linear bonenet[4], pose_embed, modulator[3];
+    drape_conv conv[DRAPE_MAX_CONV];
+    /* module B */
+    drape_mlp_ln node_embed, edge_embed;
+    drape_mlp_ln *edge_mlp, *node_mlp; /* [blocks] */
+    drape_linear head_z[2], head_dw[2], head_feat;
+} drape_net;
+
 typedef struct {
     char name[DRAPE_NAME_MAX];
     int V, F, Nuv;
@@ -84,7 +96,7 @@ typedef struct {
     int64_t active_texels[DRAPE_MAX_CONV + 1]; /* texels in those runs */
 } drape_garment;
 
-typedef struct {
+typedef struct drape_model {
     drape_config cfg;
     /* body (DESIGN 2.1) */
     int Nb, Fb;
@@ -97,14 +109,15 @@ typedef struct {
     int n_body_edges;
     int32_t *body_edges;       /* [n,2] derived */
     drape_garment garments[DRAPE_MAX_GARMENTS];
-    /* module A */
-    const float *in_mean, *in_std; /* [drape_bonenet_in(cfg)] */
-    drape_linear bonenet[4], pose_embed, modulator[3];
-    drape_conv conv[DRAPE_MAX_CONV];
-    /* module B */
-    drape_mlp_ln node_embed, edge_embed;
-    drape_mlp_ln *edge_mlp, *node_mlp; /* [blocks] */
-    drape_linear head_z[2], head_dw[2], head_feat;
+    drape_net net; /* the shared network (DESIGN 3's tensor names) */
+    /* garments with a network of their own (garment.<g>.net.<name>, every
+     * name of the shared network; docs/conventions.md "A garment's own
+     * network"): own[g] is a view of this model, the same body, garments and
+     * arena, whose `net` is that garment's; NULL for a garment that uses the
+     * shared one. A view's own[] is all NULL and it owns none of the storage. */
+    struct drape_model *own[DRAPE_MAX_GARMENTS];
+    int n_own;
+    int is_view;
     /* storage and facts for `drape info` */
     unsigned char *arena;
     size_t arena_bytes, derived_bytes, file_bytes;
@@ -117,6 +130,13 @@ static inline int drape_bonenet_in(const drape_config *c) { return (2 * c->n_his
 
 int drape_model_load(drape_model **out, const char *path, drape_error *err);
 void drape_model_free(drape_model *m);
+/* The model whose shared network is the one garment g runs: a view with
+ * g's own network, or m itself. Backends are made per network from these
+ * (runtime/backend.c), so a kernel only ever sees one network. */
+static inline const struct drape_model *drape_model_for_garment(const struct drape_model *m, int g)
+{
+    return m->own[g] ? m->own[g] : m;
+}
 /* index of a garment by name, or DRAPE_ENOTFOUND */
 int drape_model_garment(const drape_model *m, const char *name);
 /* Validates betas for this model: count <= S, finite, within beta_range. */

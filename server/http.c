@@ -120,7 +120,8 @@ static enum MHD_Result route_model(draped *d, struct MHD_Connection *c)
     json_t *g = json_array();
     for (int i = 0; i < cfg->n_garments; i++) {
         const drape_garment *gm = &d->model->garments[i];
-        json_array_append_new(g, json_pack("{s:s,s:i,s:i}", "name", gm->name, "vertices", gm->V, "faces", gm->F));
+        json_array_append_new(g, json_pack("{s:s,s:i,s:i,s:b}", "name", gm->name, "vertices", gm->V, "faces", gm->F,
+                                           "own_network", d->model->own[i] != NULL));
     }
     json_t *conv = json_array();
     for (int i = 0; i < cfg->n_conv; i++) json_array_append_new(conv, json_integer(cfg->conv[i]));

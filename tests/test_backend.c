@@ -149,9 +149,9 @@ Test(backend, rigid_motion_equivariance_small) { rigid_case("small_random"); }
 
 /* Frames of different identities, modes and histories in one batch equal the
  * same frames run one at a time. */
-Test(backend, batch_equals_single_frames)
+static void batch_case(const char *bundle)
 {
-    drape_model *m = tu_load("small_random");
+    drape_model *m = tu_load(bundle);
     drape_backend *be = tu_backend(m);
     float b0[2] = {0, 0}, b1[4] = {-2, 1, 0.5f, 3};
     drape_identity *ids[2] = {tu_identity(be, 0, b0, 2), tu_identity(be, m->cfg.n_garments - 1, b1, 4)};
@@ -186,6 +186,53 @@ Test(backend, batch_equals_single_frames)
     drape_identity_free(be, ids[1]);
     drape_backend_free(be);
     drape_model_free(m);
+}
+
+Test(backend, batch_equals_single_frames) { batch_case("small_random"); }
+/* the second garment has a network of its own: the batch is split by network */
+Test(backend, batch_of_two_networks_equals_single_frames) { batch_case("tinyown_random"); }
+
+static int drop_own(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)data; (void)ctx;
+    return strncmp(name, "garment.miniskirt.net.", 22) != 0;
+}
+
+/* A garment with a network of its own runs it, and only it does: without
+ * those tensors the same bundle gives that garment the shared network's
+ * result and leaves the other garment's unchanged. */
+Test(backend, own_network_is_the_garments_alone)
+{
+    const char *shared = tu_tmp("shared.safetensors");
+    tu_rewrite(tu_bundle("tinyown_random"), shared, drop_own, NULL, NULL);
+    drape_model *m[2] = {tu_load("tinyown_random"), NULL};
+    drape_error e = {0};
+    cr_assert_eq(drape_model_load(&m[1], shared, &e), 0, "%s", e.msg);
+    cr_assert_eq(m[0]->n_own, 1);
+    cr_assert_eq(m[1]->n_own, 0);
+    float betas[3] = {0.7f, -1, 0.4f}, poses[5 * 75];
+    tu_random_poses(poses, 5, 0.35f, 0.2f, 77);
+    float *out[2][2];
+    for (int k = 0; k < 2; k++) {
+        drape_backend *be = tu_backend(m[k]);
+        cr_assert_str_eq(drape_backend_name(be), "cpu");
+        for (int g = 0; g < 2; g++) {
+            drape_identity *id = tu_identity(be, g, betas, 3);
+            out[k][g] = malloc(sizeof(float) * 5 * m[k]->garments[g].V * 3);
+            cr_assert_eq(drape_sequence_run(be, id, poses, 5, 0, out[k][g], 4, &e), 0, "%s", e.msg);
+            drape_identity_free(be, id);
+        }
+        drape_backend_free(be);
+    }
+    int64_t n0 = 5 * m[0]->garments[0].V * 3, n1 = 5 * m[0]->garments[1].V * 3;
+    cr_assert_eq(tu_max_abs_diff(out[0][0], out[1][0], n0), 0, "the skirt's shared network changed");
+    double d = tu_max_abs_diff(out[0][1], out[1][1], n1);
+    cr_assert_gt(d, 1e-4, "the miniskirt's own network gives the shared one's result (%g m apart)", d);
+    for (int k = 0; k < 2; k++) {
+        free(out[k][0]);
+        free(out[k][1]);
+        drape_model_free(m[k]);
+    }
 }
 
 Test(backend, sequence_repeats_first_frame)

@@ -1,7 +1,8 @@
 /* The C runtime against the independent PyTorch implementation in train/
  * (train/reference.py): same bundle, same random poses and betas, vertices
  * within 1e-4 m, at the tiny, small and paper-scale configurations and with
- * a longer pose history than DESIGN 2.4's three frames. */
+ * a longer pose history than DESIGN 2.4's three frames, and with a garment
+ * that runs a network of its own. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,4 +62,7 @@ Test(crosscheck, paper_scale) { crosscheck("paper_random", 0, 3, BETAS, 3, 0); }
 /* a four-frame history with gaps (t-6, t-3, t-1, t): 10 frames cover the
  * windows that reach before the sequence's start and those that do not */
 Test(crosscheck, longer_history) { crosscheck("tinyhist_random", 0, 10, BETAS, 4, 0); }
+/* a garment with a network of its own beside one that runs the shared one */
+Test(crosscheck, own_network) { crosscheck("tinyown_random", 1, 6, BETAS, 4, 0); }
+Test(crosscheck, own_network_bundle_shared_garment) { crosscheck("tinyown_random", 0, 5, BETAS, 3, 0); }
 Test(crosscheck, longer_history_second_garment) { crosscheck("tinyhist_random", 1, 10, BETAS, 3, 0); }

@@ -74,8 +74,8 @@ Test(cuda_host, bone_input_matches_transforms)
     float *X = calloc(15 * (size_t)B, sizeof(float)), *T_hat = malloc(sizeof(float) * 12 * B);
     float *q = malloc(sizeof(float) * 3 * B);
     for (int b = 0; b < B; b++)
-        hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, g->bones + 3 * b, g->bone_joint_w + 24 * b, m->in_mean,
-                      m->in_std, b, B, 3);
+        hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, g->bones + 3 * b, g->bone_joint_w + 24 * b, m->net.in_mean,
+                      m->net.in_std, b, B, 3);
     /* independently: blend, move, express in the heading frame */
     for (int b = 0; b < B; b++) {
         float qs[3][3];
@@ -98,7 +98,7 @@ Test(cuda_host, bone_input_matches_transforms)
             float v[5] = {qs[0][d], qs[1][d], qs[2][d], qs[1][d] - qs[0][d], qs[2][d] - qs[1][d]};
             for (int blk = 0; blk < 5; blk++) {
                 int i = 3 * B * blk + 3 * b + d;
-                float want = (v[blk] - m->in_mean[i]) / m->in_std[i];
+                float want = (v[blk] - m->net.in_mean[i]) / m->net.in_std[i];
                 assert_close(X + i, &want, 1, 1e-4, 1e-4, "X");
             }
         }
@@ -242,7 +242,7 @@ static void conv_case(const char *bundle)
     int Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, L = c->n_conv;
     size_t P = (size_t)(Hu + 2) * pw;
     for (int l = 0; l < L; l++) {
-        const drape_conv *cv = &m->conv[l];
+        const drape_conv *cv = &m->net.conv[l];
         int Ci = cv->in, Co = cv->out, K = 9 * Ci, mode = l == L - 1 ? 0 : Ci == Co ? 2 : 1;
         float *in = calloc(P * Ci, sizeof(float)), *want = malloc(P * Co * sizeof(float)), *got = malloc(P * Co * sizeof(float));
         float *taps = malloc(sizeof(float) * K * Co), *wt = malloc(sizeof(float) * K * Co), *col = malloc(sizeof(float) * K);
@@ -468,6 +468,8 @@ Test(cuda, module_b_small_fp32) { module_b_case("small_random", 0); }
 Test(cuda, module_b_paper_fp32) { module_b_case("paper_random", 0); }
 Test(cuda, module_b_small_tf32) { module_b_case("small_random", 1); }
 Test(cuda, module_b_small_bf16) { module_b_case("small_random", 2); }
+/* the second garment's identities are made by its own network's backend */
+Test(cuda, module_b_own_network_fp32) { module_b_case("tinyown_random", 0); }
 
 /* A batch mixing garments, identities, plain-skinning frames and histories,
  * through both backends (and, on the GPU, again one frame at a time). */
@@ -538,6 +540,8 @@ Test(cuda, module_a_paper_fp32) { module_a_case("paper_random", 0, 3); }
 Test(cuda, module_a_small_tf32) { module_a_case("small_random", 1, 6); }
 Test(cuda, module_a_longer_history_fp32) { module_a_case("tinyhist_random", 0, 7); }
 Test(cuda, module_a_small_bf16) { module_a_case("small_random", 2, 6); }
+/* a batch of two networks (the second garment's own), split by network */
+Test(cuda, module_a_own_network_fp32) { module_a_case("tinyown_random", 0, 7); }
 Test(cuda, module_a_paper_tf32) { module_a_case("paper_random", 1, 2); }
 
 /* the zero network through the GPU is plain skinning, as on the CPU */
@@ -646,21 +650,21 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
     float *X = malloc(sizeof(float) * drape_bonenet_in(c)), *T_hat = malloc(sizeof(float) * 12 * B);
     float *q = malloc(sizeof(float) * 3 * B);
     for (int b = 0; b < B; b++)
-        hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->in_mean,
-                      m->in_std, b, B, nf);
+        hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->net.in_mean,
+                      m->net.in_std, b, B, nf);
     float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *net = malloc(sizeof(float) * 9 * B);
     float *phi = malloc(sizeof(float) * c->pose_dim), *M = malloc(sizeof(float) * 12 * B);
     const float *in = X;
     for (int l = 0; l < 3; l++) {
-        gemm_ref(h[l & 1], in, m->bonenet[l].w, 1, m->bonenet[l].in, H, 1);
+        gemm_ref(h[l & 1], in, m->net.bonenet[l].w, 1, m->net.bonenet[l].in, H, 1);
         for (int i = 0; i < H; i++)
-            h[l & 1][i] = hd_film_relu(h[l & 1][i], m->bonenet[l].b[i], id->film[2 * l * H + i], id->film[(2 * l + 1) * H + i]);
+            h[l & 1][i] = hd_film_relu(h[l & 1][i], m->net.bonenet[l].b[i], id->film[2 * l * H + i], id->film[(2 * l + 1) * H + i]);
         in = h[l & 1];
     }
-    gemm_ref(net, in, m->bonenet[3].w, 1, H, 9 * B, 1);
-    for (int i = 0; i < 9 * B; i++) net[i] = hd_bias_act(net[i], m->bonenet[3].b[i], 0);
-    gemm_ref(phi, in, m->pose_embed.w, 1, H, c->pose_dim, 1);
-    for (int i = 0; i < c->pose_dim; i++) phi[i] = hd_bias_act(phi[i], m->pose_embed.b[i], 0);
+    gemm_ref(net, in, m->net.bonenet[3].w, 1, H, 9 * B, 1);
+    for (int i = 0; i < 9 * B; i++) net[i] = hd_bias_act(net[i], m->net.bonenet[3].b[i], 0);
+    gemm_ref(phi, in, m->net.pose_embed.w, 1, H, c->pose_dim, 1);
+    for (int i = 0; i < c->pose_dim; i++) phi[i] = hd_bias_act(phi[i], m->net.pose_embed.b[i], 0);
     for (int b = 0; b < B; b++) hd_bone_correct(M + 12 * b, T_hat + 12 * b, q + 3 * b, fr->lbs_only ? NULL : net + 9 * b);
     float *p = malloc(sizeof(float) * 3 * V);
     const float *w = fr->lbs_only ? g->skin_w0 : id->skin_w;
@@ -680,7 +684,7 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
         free(pos);
         int Ci = C0, cur = 0;
         for (int l = 0; l < L; l++) {
-            const drape_conv *cv = &m->conv[l];
+            const drape_conv *cv = &m->net.conv[l];
             int Co = cv->out, K = 9 * Ci, mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1, o = l % 2 ? 2 : 1;
             float *taps = malloc(sizeof(float) * K * Co), *wt = malloc(sizeof(float) * K * Co);
             cpu_conv_pack(taps, wt, cv->w, Ci, Co);
@@ -801,37 +805,37 @@ static void module_b_pipeline_case(const char *bundle, int garment)
     float *h = malloc(sizeof(float) * N * dh), *hn = malloc(sizeof(float) * N * dh), *hcat = malloc(sizeof(float) * N * 2 * dh);
     float *e = malloc(sizeof(float) * (size_t)E * dh), *en = malloc(sizeof(float) * (size_t)E * dh);
     float *ecat = malloc(sizeof(float) * (size_t)E * 3 * dh);
-    mlp_emulate(h, h, gr.x, &m->node_embed, N, 0);
-    mlp_emulate(e, e, gr.ef, &m->edge_embed, E, 0);
+    mlp_emulate(h, h, gr.x, &m->net.node_embed, N, 0);
+    mlp_emulate(e, e, gr.ef, &m->net.edge_embed, E, 0);
     for (int bl = 0; bl < cf->blocks; bl++) {
         for (int64_t i = 0; i < (int64_t)E * 3 * dh; i++)
             ecat[i] = hd_edge_concat_at(e, h, gr.snd, gr.rcv, (int)(i / (3 * dh)), (int)(i % (3 * dh)), dh);
-        mlp_emulate(e, en, ecat, &m->edge_mlp[bl], E, 1);
+        mlp_emulate(e, en, ecat, &m->net.edge_mlp[bl], E, 1);
         for (int n = 0; n < N; n++)
             for (int c = 0; c < dh; c++) {
                 hcat[(size_t)n * 2 * dh + c] = h[(size_t)n * dh + c];
                 hcat[(size_t)n * 2 * dh + dh + c] = hd_segment_sum(e, gr.start, gr.ids, n, c, dh);
             }
-        mlp_emulate(h, hn, hcat, &m->node_mlp[bl], N, 1);
+        mlp_emulate(h, hn, hcat, &m->net.node_mlp[bl], N, 1);
     }
-    int dwh = m->head_dw[0].out;
+    int dwh = m->net.head_dw[0].out;
     float mean[512], zh[512], z[512], m1[1024], m2[1024], film[6 * 1024];
     for (int c = 0; c < dh; c++) {
         double acc = 0;
         for (int v = 0; v < V; v++) acc += h[(size_t)v * dh + c];
         mean[c] = (float)(acc / V);
     }
-    linear_emulate(zh, mean, &m->head_z[0], 1, 1);
-    linear_emulate(z, zh, &m->head_z[1], 1, 0);
-    linear_emulate(m1, z, &m->modulator[0], 1, 1);
-    linear_emulate(m2, m1, &m->modulator[1], 1, 1);
-    linear_emulate(film, m2, &m->modulator[2], 1, 0);
+    linear_emulate(zh, mean, &m->net.head_z[0], 1, 1);
+    linear_emulate(z, zh, &m->net.head_z[1], 1, 0);
+    linear_emulate(m1, z, &m->net.modulator[0], 1, 1);
+    linear_emulate(m2, m1, &m->net.modulator[1], 1, 1);
+    linear_emulate(film, m2, &m->net.modulator[2], 1, 0);
     assert_close(film, ci->film, 6 * H, 1e-4, 1e-3, "film");
     float *dwb = malloc(sizeof(float) * V * dwh), *dw = malloc(sizeof(float) * V * B), *f = malloc(sizeof(float) * V * df);
     float *w = malloc(sizeof(float) * V * k);
-    linear_emulate(dwb, h, &m->head_dw[0], V, 1);
-    linear_emulate(dw, dwb, &m->head_dw[1], V, 0);
-    linear_emulate(f, h, &m->head_feat, V, 0);
+    linear_emulate(dwb, h, &m->net.head_dw[0], V, 1);
+    linear_emulate(dw, dwb, &m->net.head_dw[1], V, 0);
+    linear_emulate(f, h, &m->net.head_feat, V, 0);
     for (int v = 0; v < V; v++) hd_skin_weights_vertex(w + k * v, g->skin_w0 + k * v, dw + (size_t)B * v, g->skin_idx + k * v, k);
     assert_close(w, ci->skin_w, (int64_t)V * k, 1e-5, 1e-4, "skin_w");
     double worst = 0;

@@ -210,7 +210,7 @@ Test(kernels, conv_spans_are_exact)
     const drape_config *c = &m->cfg;
     int Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, P = (Hu + 2) * pw, L = c->n_conv, Cmax = 0;
     for (int l = 0; l < L; l++) Cmax = c->conv[l] > Cmax ? c->conv[l] : Cmax;
-    int C0 = m->conv[0].in;
+    int C0 = m->net.conv[0].in;
     float *in = calloc((size_t)P * C0, sizeof(float));
     float *a[2] = {calloc((size_t)P * Cmax, sizeof(float)), calloc((size_t)P * Cmax, sizeof(float))};
     float *f[2] = {calloc((size_t)P * Cmax, sizeof(float)), calloc((size_t)P * Cmax, sizeof(float))};
@@ -226,14 +226,14 @@ Test(kernels, conv_spans_are_exact)
     cpu_conv pc[DRAPE_MAX_CONV];
     float *packed[DRAPE_MAX_CONV];
     for (int l = 0; l < L; l++) {
-        const drape_conv *cv = &m->conv[l];
+        const drape_conv *cv = &m->net.conv[l];
         packed[l] = malloc(sizeof(float) * 18 * cv->in * cv->out);
         cpu_conv_pack(packed[l], packed[l] + 9 * cv->in * cv->out, cv->w, cv->in, cv->out);
         pc[l] = (cpu_conv){cv->b, packed[l], packed[l] + 9 * cv->in * cv->out, cv->in, cv->out};
     }
     const float *xs = in, *xf = in;
     for (int l = 0; l < L; l++) {
-        int mode = l == L - 1 ? 0 : m->conv[l].in == m->conv[l].out ? 2 : 1;
+        int mode = l == L - 1 ? 0 : m->net.conv[l].in == m->net.conv[l].out ? 2 : 1;
         cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode);
         cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode);
         xs = a[l & 1];

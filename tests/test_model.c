@@ -116,6 +116,60 @@ Test(model, rejects_missing_tensor)
     expect_load_fails(p, DRAPE_ENOTFOUND, "encoder.blocks.1.node_mlp.norm.bias");
 }
 
+/* A garment's own network (garment.<g>.net.*) is a view: the model's body,
+ * garments and arena, another network. */
+Test(model, own_network_is_a_view)
+{
+    drape_model *m = tu_load("tinyown_random");
+    cr_assert_eq(m->n_own, 1);
+    cr_assert_null(m->own[0]);
+    const drape_model *v = m->own[1];
+    cr_assert_not_null(v);
+    cr_assert_eq(drape_model_for_garment(m, 0), m);
+    cr_assert_eq(drape_model_for_garment(m, 1), v);
+    cr_assert(v->is_view && !v->n_own && !v->own[1]);
+    cr_assert_eq(v->garments[1].rest, m->garments[1].rest);
+    cr_assert_eq(v->garments[1].texel_face, m->garments[1].texel_face);
+    cr_assert_eq(v->v_template, m->v_template);
+    cr_assert_neq(v->net.bonenet[0].w, m->net.bonenet[0].w);
+    cr_assert_neq(v->net.conv[1].b, m->net.conv[1].b);
+    cr_assert_neq(v->net.node_mlp, m->net.node_mlp);
+    cr_assert_eq(m->n_unused_tensors, 0, "every own-network tensor is used");
+    drape_model_free(m);
+}
+
+static int drop_own_one(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)data; (void)ctx;
+    return strcmp(name, "garment.miniskirt.net.encoder.blocks.1.edge_mlp.1.weight") != 0;
+}
+
+static int own_bad_std(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)nd; (void)shape; (void)ctx;
+    if (!strcmp(name, "garment.miniskirt.net.bonenet.in_std")) ((float *)data)[3] = 0;
+    return 1;
+}
+
+static int own_wrong_shape(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt; (void)data; (void)ctx;
+    if (!strcmp(name, "garment.miniskirt.net.heads.feat.bias")) *nd = 2, shape[0] = 2, shape[1] = 2; /* [4] as [2, 2] */
+    return 1;
+}
+
+/* An own network is whole, of the shared one's shapes, and checked like it. */
+Test(model, own_network_is_validated)
+{
+    const char *p = tu_tmp("own.safetensors");
+    tu_rewrite(tu_bundle("tinyown_random"), p, drop_own_one, NULL, NULL);
+    expect_load_fails(p, DRAPE_ENOTFOUND, "garment.miniskirt.net.encoder.blocks.1.edge_mlp.1.weight");
+    tu_rewrite(tu_bundle("tinyown_random"), p, own_bad_std, NULL, NULL);
+    expect_load_fails(p, DRAPE_ERANGE, "garment.miniskirt.net.bonenet.in_std");
+    tu_rewrite(tu_bundle("tinyown_random"), p, own_wrong_shape, NULL, NULL);
+    expect_load_fails(p, DRAPE_ESHAPE, "garment.miniskirt.net.heads.feat.bias");
+}
+
 static int bad_index(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
 {
     (void)dt; (void)nd; (void)shape; (void)ctx;

@@ -185,6 +185,22 @@ Test(server, longer_pose_history_streams_as_drape_infer_runs)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* A model whose second garment has a network of its own: avatars of both
+ * garments stream through the same batches, each as `drape infer` runs it. */
+Test(server, a_garments_own_network_streams_as_drape_infer_runs)
+{
+    tu_server s = tu_draped_start("tinyown_random", "--max-delay-us 1000");
+    char args[512];
+    snprintf(args, sizeof args, "matches_infer '%s' 2,1,0 8 skirt,miniskirt", tu_bundle("tinyown_random"));
+    scenario(&s, args);
+    curl(&s, "", "/v1/model");
+    cr_assert(strstr(out, "\"name\": \"miniskirt\", \"vertices\": 120, \"faces\": 192, \"own_network\": true") ||
+                  strstr(out, "\"name\":\"miniskirt\",\"vertices\":120,\"faces\":192,\"own_network\":true"),
+              "%s", out);
+    cr_assert(strstr(out, "\"own_network\": false") || strstr(out, "\"own_network\":false"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, formats_agree_within_bounds)
 {
     tu_server s = tu_draped_start("tiny_random", "");

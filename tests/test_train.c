@@ -377,3 +377,88 @@ Test(train, arms_open_the_armpits)
     rc = tu_run(log_, sizeof log_, "%s info %s", bin(), out);
     cr_assert_eq(rc, 0, "drape loads the copy:\n%s", log_);
 }
+
+/* `drape infer` of MODEL's GARMENT on the poses in PIN, read back. */
+static drape_npy infer_of(const char *model, const char *garment, const char *pin, const char *tag)
+{
+    char out[300];
+    snprintf(out, sizeof out, "%s", tu_tmp(tag));
+    int rc = tu_run(log_, sizeof log_, "%s infer --model %s --garment %s --betas 0.5,-1 --poses %s --out %s", bin(), model,
+                    garment, pin, out);
+    cr_assert_eq(rc, 0, "drape infer %s %s:\n%s", model, garment, log_);
+    drape_npy x;
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_read(&x, out, &e), 0, "%s", e.msg);
+    return x;
+}
+
+static double npy_diff(const drape_npy *a, const drape_npy *b)
+{
+    cr_assert(a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1]);
+    return tu_max_abs_diff(a->data, b->data, a->shape[0] * a->shape[1] * 3);
+}
+
+/* train.py graft: a network trained on one garment alone (fit --garments)
+ * becomes that garment's own in the base; the C runtime and PyTorch run it
+ * for that garment only, and fit trains it further. */
+Test(train, graft_gives_a_garment_its_own_network)
+{
+    char base[300], data[300], mini[300], graft[300], graft2[300], other[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("gbase.safetensors"));
+    snprintf(data, sizeof data, "%s", tu_tmp("gds"));
+    snprintf(mini, sizeof mini, "%s", tu_tmp("gmini.safetensors"));
+    snprintf(graft, sizeof graft, "%s", tu_tmp("graft.safetensors"));
+    snprintf(graft2, sizeof graft2, "%s", tu_tmp("graft2.safetensors"));
+    snprintf(other, sizeof other, "%s", tu_tmp("gother.safetensors"));
+    cr_assert_eq(tiny_init("skirt,miniskirt", "--seed 3", base), 0, "init failed:\n%s", log_);
+    cr_assert_eq(tiny_dataset_of("miniskirt", base, data, "0.5", ""), 0, "dataset failed:\n%s", log_);
+    const char *args = "--steps 6 --frames 4 --lr 3e-3 --threads 1 --garments miniskirt --log-every 3";
+    cr_assert_eq(tiny_fit(base, data, mini, args), 0, "fit failed:\n%s", log_);
+    int rc = tu_run(log_, sizeof log_, "%s train/train.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
+                    base, mini, graft);
+    cr_assert(rc == 0 && strstr(log_, "miniskirt runs the network of"), "graft:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s info %s", bin(), graft);
+    cr_assert(rc == 0 && strstr(log_, "its own network") && strstr(log_, "(0 not used"), "drape info:\n%s", log_);
+
+    float poses[4 * 75];
+    tu_random_poses(poses, 4, 0.3f, 0.2f, 91);
+    drape_error e = {0};
+    char pin[300], pr[300];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("gp.npy"));
+    snprintf(pr, sizeof pr, "%s", tu_tmp("gr.npy"));
+    cr_assert_eq(drape_npy_write(pin, poses, 2, (int64_t[]){4, 75}, &e), 0, "%s", e.msg);
+    drape_npy base_skirt = infer_of(base, "skirt", pin, "g1.npy"), base_mini = infer_of(base, "miniskirt", pin, "g2.npy");
+    drape_npy mini_mini = infer_of(mini, "miniskirt", pin, "g3.npy");
+    drape_npy g_skirt = infer_of(graft, "skirt", pin, "g4.npy"), g_mini = infer_of(graft, "miniskirt", pin, "g5.npy");
+    cr_assert_eq(npy_diff(&g_skirt, &base_skirt), 0, "the skirt no longer runs the base's network");
+    cr_assert_leq(npy_diff(&g_mini, &mini_mini), 1e-6, "the miniskirt does not run the grafted network");
+    cr_assert_gt(npy_diff(&g_mini, &base_mini), 1e-5, "training did not change the miniskirt's network");
+    /* PyTorch agrees */
+    rc = tu_run(log_, sizeof log_,
+                "%s train/reference.py infer --model %s --garment miniskirt --betas 0.5,-1 --poses %s --out %s", py(), graft,
+                pin, pr);
+    cr_assert_eq(rc, 0, "reference infer:\n%s", log_);
+    drape_npy ref;
+    cr_assert_eq(drape_npy_read(&ref, pr, &e), 0, "%s", e.msg);
+    cr_assert_leq(npy_diff(&g_mini, &ref), 1e-4, "C and PyTorch differ on the own network");
+    /* fit trains the garment's own network and leaves the shared one */
+    cr_assert_eq(tiny_fit(graft, data, graft2, args), 0, "fit of the grafted bundle failed:\n%s", log_);
+    drape_npy g2_skirt = infer_of(graft2, "skirt", pin, "g6.npy"), g2_mini = infer_of(graft2, "miniskirt", pin, "g7.npy");
+    cr_assert_eq(npy_diff(&g2_skirt, &base_skirt), 0, "fitting the miniskirt changed the skirt's network");
+    cr_assert_gt(npy_diff(&g2_mini, &g_mini), 1e-6, "fit did not train the miniskirt's own network");
+    drape_npy *all[] = {&base_skirt, &base_mini, &mini_mini, &g_skirt, &g_mini, &ref, &g2_skirt, &g2_mini};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) drape_npy_free(all[i]);
+
+    /* a network of another body, or a garment that is not there, is refused */
+    rc = tu_run(log_, sizeof log_, "%s train/train.py arms --base %s --out %s --girth 0.01", py(), mini, other);
+    cr_assert_eq(rc, 0, "arms:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
+                base, other, graft);
+    cr_assert(rc != 0 && strstr(log_, "'body.shapedirs' differs") && strstr(log_, "another body or garment") &&
+                  !strstr(log_, "Traceback"),
+              "a network of another body:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py graft --base %s --garment dress --net-from %s --out %s", py(), base,
+                mini, graft);
+    cr_assert(rc != 0 && strstr(log_, "'dress' must be a garment of both") && !strstr(log_, "Traceback"),
+              "a garment not there:\n%s", log_);
+}

@@ -66,6 +66,7 @@ static int cmd_info(int argc, char **argv)
                g->name, g->V, g->F, g->Nuv, g->copy_start[g->V] - g->V, 100.0 * g->n_cov / T,
                100.0 * g->active_texels[1] / T);
         if (g->n_attach) printf(", %d attached in simulation", g->n_attach);
+        if (m->own[i]) printf(", its own network");
         printf("\n");
     }
     printf("tensors    %d (%d not used by this runtime), %zu bytes of data\n", m->n_tensors, m->n_unused_tensors,

@@ -39,8 +39,13 @@ PRESETS = {
 # tiny with a longer pose history, gaps and all (t-6, t-3, t-1, t): the
 # runtime's history paths against the reference's (docs/conventions.md)
 PRESETS["tinyhist"] = dict(PRESETS["tiny"], history=[6, 3, 1, 0])
+# tiny with a network of its own for the second garment (docs/conventions.md,
+# "A garment's own network"): the runtime's per-network split against the
+# reference's
+PRESETS["tinyown"] = dict(PRESETS["tiny"])
+OWN_NETWORKS = {"tinyown": ["miniskirt"]}
 # Presets whose assets are another preset's (the same body and garments).
-ASSET_RESOLUTION = {"tinyhist": "tiny"}
+ASSET_RESOLUTION = {"tinyhist": "tiny", "tinyown": "tiny"}
 GARMENT_NAMES = ["skirt", "miniskirt"]
 # Presets that carry other garments than GARMENT_NAMES (the test presets keep
 # exactly those two, so their bundles do not change).
@@ -113,7 +118,7 @@ def _factor(target, spread):
     return float(f"{target / spread:.3g}")
 
 
-def calibrate(cfg, t, rng, log):
+def calibrate(cfg, t, rng, log, garment=None):
     """Set in_mean/in_std from sample poses and rescale the last layers (see TARGET).
 
     Each rescaled layer is the last linear map of its output, so scaling its
@@ -121,7 +126,7 @@ def calibrate(cfg, t, rng, log):
     and the conv stack only on one frame (the paper preset's conv is costly).
     """
     model = Drape(cfg, t)
-    garment = cfg["garments"][0]
+    garment = garment or cfg["garments"][0]
     poses, trans = sample_windows(cfg, rng, 64)
     betas = rng.uniform(-2, 2, (4, cfg["betas"]))
 
@@ -179,6 +184,11 @@ def make_bundle(preset, seed, weights, log=print):
         net = calibrate(cfg, {**t, **net}, rng, log)
         net = {k: net[k] for k in network_names(cfg)}
     t.update(net)
+    for g in OWN_NETWORKS.get(preset, []):
+        own = init_network(cfg, rng, weights == "zero")
+        if weights == "random":  # calibrated on its garment, with the shared network's layout
+            own = calibrate(cfg, {**t, **own}, rng, log, garment=g)
+        t.update({f"garment.{g}.net.{k}": own[k] for k in network_names(cfg)})
     return cfg, t
 
 

@@ -266,6 +266,10 @@ class Drape:
         # The Δw hidden width is read from the tensor, as the C runtime does.
         dw_hidden = t["heads.dw.0.weight"].shape[0]
         self.net = DrapeNet(cfg, dw_hidden)
+        # garments with a network of their own (garment.<g>.net.<name>;
+        # docs/conventions.md "A garment's own network")
+        self.own = torch.nn.ModuleDict({g: DrapeNet(cfg, dw_hidden) for g in cfg["garments"]
+                                        if f"garment.{g}.net.bonenet.0.weight" in t})
         self.load_network(t)
         self.body = {k: fl(t["body." + k]) for k in ("v_template", "shapedirs", "J_regressor", "weights")}
         self.body["faces"] = ix(t["body.faces"])
@@ -284,10 +288,23 @@ class Drape:
         return cls(cfg, t, device)
 
     def load_network(self, t):
-        """(Re)load the network tensors; strict, so names and shapes must match."""
-        state = {k: torch.from_numpy(np.asarray(t[k], np.float32)) for k in self.net.state_dict()}
-        self.net.load_state_dict(state)
-        self.net.to(self.device).eval()
+        """(Re)load the network tensors, the garments' own too; strict, so
+        names and shapes must match."""
+        for pre, net in [("", self.net)] + [(f"garment.{g}.net.", n) for g, n in self.own.items()]:
+            state = {k: torch.from_numpy(np.asarray(t[pre + k], np.float32)) for k in net.state_dict()}
+            net.load_state_dict(state)
+            net.to(self.device).eval()
+
+    def net_for(self, garment):
+        """The network that garment runs: its own, or the shared one."""
+        return self.own[garment] if garment in self.own else self.net
+
+    def network_tensors(self):
+        """Bundle name -> tensor of every network (the shared, the garments' own)."""
+        out = dict(self.net.state_dict())
+        for g, n in self.own.items():
+            out.update({f"garment.{g}.net.{k}": v for k, v in n.state_dict().items()})
+        return out
 
     def static(self, garment):
         """Per-garment tables computed at load: raster, UV copies, graph edges."""
@@ -340,7 +357,7 @@ class Drape:
             ident["skin_w"] = G["skin_w0"]
             return ident
 
-        V, Nb, net = len(g), len(v_s), self.net
+        V, Nb, net = len(g), len(v_s), self.net_for(garment)
         # Graph: garment nodes 0..V-1, then body nodes.
         x = torch.cat([g, v_s])
         normals = torch.cat([torch.zeros_like(g), body_normals(v_s, body["faces"])])
@@ -380,7 +397,7 @@ class Drape:
         bonenet_in [N,(2F-1)3B] (raw, before normalisation) and bonenet_out [N,9B]
         (absent with lbs_only).
         """
-        G, S, net = self.garments[ident["garment"]], self.static(ident["garment"]), self.net
+        G, S, net = self.garments[ident["garment"]], self.static(ident["garment"]), self.net_for(ident["garment"])
         poses = torch.as_tensor(poses, device=self.device)
         trans = torch.as_tensor(trans, dtype=F32, device=self.device)
         N, B = poses.shape[0], len(ident["c"])
@@ -432,25 +449,27 @@ class Drape:
                              ident["F_uv"].permute(2, 0, 1)[None].expand(N, -1, -1, -1),
                              phi[:, :, None, None] * mask,
                              mask[None, None].expand(N, 1, hu, wu)], 1)
-            delta = self.sample_vertices(self.conv_stack(inp), G, S)
+            delta = self.sample_vertices(self.conv_stack(inp, net), G, S)
         out["delta"] = delta
         p_final = phat + delta
         out["world"] = torch.einsum("nij,nvj->nvi", Ry, p_final) + o[:, None]
         return out
 
-    def conv_stack(self, inp):
-        """The Conv-MLP (DESIGN 2.4.8) on input maps [N,C,Hu,Wu] -> [N,3,Hu,Wu].
+    def conv_stack(self, inp, net=None):
+        """The Conv-MLP (DESIGN 2.4.8) of net (the shared one by default) on
+        input maps [N,C,Hu,Wu] -> [N,3,Hu,Wu].
 
         On the CPU the frames go through in groups whose widest map stays
         within about 8 MiB: the same arithmetic, but cache-resident, which
         makes large batches several times faster.
         """
-        convs = self.net.conv
+        net = self.net if net is None else net
+        convs = net.conv
         if inp.device.type == "cpu":
             widest = max(c.out_channels for c in convs) * inp.shape[2] * inp.shape[3] * 4
             group = max(1, (8 << 20) // widest)
             if group < len(inp):
-                return torch.cat([self.conv_stack(inp[i:i + group])
+                return torch.cat([self.conv_stack(inp[i:i + group], net)
                                   for i in range(0, len(inp), group)])
         h = inp
         for i, conv in enumerate(convs):

@@ -16,6 +16,10 @@
     # a copy of a bundle whose shape space moves the arms further out with
     # girth (β1) and shoulder width (β2), m per unit (assets.arms_out)
     /usr/bin/python3 train/train.py arms --base IN --out OUT --girth 0.005 --shoulders -0.006
+    # a copy of BASE whose garment runs the network of another bundle of the
+    # same body and garments, one trained on that garment alone
+    # (fit --garments tshirt): a network of its own beside the shared one
+    /usr/bin/python3 train/train.py graft --base BASE --garment tshirt --net-from TSHIRT.safetensors --out OUT
 
 `init --set history=16,8,4,2,1,0` gives module A a longer pose history than
 DESIGN 2.4's three frames (reference.history; the bundle config's "history",
@@ -291,7 +295,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
 
 def export(model, base_t, cfg, path, info):
     t = dict(base_t)
-    for k, v in model.net.state_dict().items():
+    for k, v in model.network_tensors().items():
         t[k] = v.detach().cpu().numpy().astype(np.float32)
     cfg = dict(cfg, weights_init="trained", training=info)
     write_bundle(path + ".tmp", cfg, t)
@@ -333,13 +337,16 @@ def cmd_fit(a):
         deg = torch.zeros(len(G["rest"]), device=device)
         deg.index_add_(0, e.reshape(-1), torch.ones(e.numel(), device=device))
         tables[g] = (e, deg.clamp(min=1), None)
-    params = [p for p in model.net.parameters()]
+    # the shared network and the garments' own (graft): a garment's loss
+    # reaches only the network it runs
+    params = list(model.net.parameters()) + list(model.own.parameters())
     opt = torch.optim.Adam(params, lr=a.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.steps, eta_min=a.lr * 0.05)
     step = 0
     if a.resume and a.ckpt and os.path.exists(a.ckpt):
         ck = torch.load(a.ckpt, map_location=device)
         model.net.load_state_dict(ck["net"])
+        model.own.load_state_dict(ck.get("own", {}))
         opt.load_state_dict(ck["opt"])
         sched.load_state_dict(ck["sched"])
         step = ck["step"]
@@ -349,8 +356,9 @@ def cmd_fit(a):
         print("train: fine-tuning a trained bundle: its input normalisation is kept", file=sys.stderr)
     else:
         mean, std = input_stats(model, train, rng)
-        model.net.bonenet.in_mean.copy_(mean.to(device))
-        model.net.bonenet.in_std.copy_(std.to(device))
+        for net in [model.net, *model.own.values()]:
+            net.bonenet.in_mean.copy_(mean.to(device))
+            net.bonenet.in_std.copy_(std.to(device))
     # a fixed batch (the same frames every time): its loss before and after
     # this run says whether training helped, independent of batch sampling
     fixed_rng = np.random.default_rng(12345)
@@ -363,7 +371,9 @@ def cmd_fit(a):
                                   for sq, P, Tr, tgt, idx in fixed]))
 
     before = fixed_loss()
-    model.net.train()
+    nets = (model.net, model.own)
+    for n in nets:
+        n.train()
     t0, first, hist = time.time(), step, []
     info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
             "w_edge": a.w_edge, "w_area": a.w_area, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn, "pen_margin": a.pen_margin,
@@ -398,13 +408,17 @@ def cmd_fit(a):
             print(f"train: step {step}/{a.steps} loss {tl:.4g} ({terms}) err {te:.2f} mm  "
                   f"{rate:.3g} s/step  eta {(a.steps - step) * rate / 60:.1f} min", file=sys.stderr, flush=True)
         if a.ckpt and (step % a.ckpt_every == 0 or step == a.steps):
-            torch.save({"net": model.net.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+            torch.save({"net": model.net.state_dict(), "own": model.own.state_dict(), "opt": opt.state_dict(),
+                        "sched": sched.state_dict(),
                         "step": step, "seed_state": int(rng.integers(1 << 62))}, a.ckpt + ".tmp")
             os.replace(a.ckpt + ".tmp", a.ckpt)
-            model.net.eval()
+            for n in nets:
+                n.eval()
             export(model, base_t, cfg, a.out, dict(info, step=step))
-            model.net.train()
-    model.net.eval()
+            for n in nets:
+                n.train()
+    for n in nets:
+        n.eval()
     after = fixed_loss()
     export(model, base_t, cfg, a.out, dict(info, step=step, fixed_loss_before=before, fixed_loss_after=after))
     print(f"train: fixed-batch loss before {before:.6g} after {after:.6g}", file=sys.stderr)
@@ -447,6 +461,38 @@ def cmd_arms(a):
     write_bundle(a.out, cfg, t)
     print(f"train arms: {a.out}: arms out {a.girth} m per unit of girth, {a.shoulders} m per unit of shoulder "
           f"width (at most {np.abs(extra).max():.3f} m per unit)", file=sys.stderr)
+    return 0
+
+
+def cmd_graft(a):
+    """A copy of BASE whose garment G runs NET's network (its own for G, if
+    NET has one, else its shared one) instead of BASE's shared one: a network
+    trained on G alone (fit --garments G) served beside the others."""
+    cfg, t = read_bundle(a.base)
+    ncfg, nt = read_bundle(a.net_from)
+    g = a.garment
+    if g not in cfg["garments"] or g not in ncfg["garments"]:
+        raise SystemExit(f"train graft: {g!r} must be a garment of both {a.base} and {a.net_from}")
+    names = reference.network_names(cfg, t["heads.dw.0.weight"].shape[0])
+    src = f"garment.{g}.net." if f"garment.{g}.net.bonenet.0.weight" in nt else ""
+    for k, shape in names.items():
+        if src + k not in nt or tuple(nt[src + k].shape) != shape:
+            raise SystemExit(f"train graft: {a.net_from}: tensor {src + k!r} missing or not of shape {list(shape)} "
+                             f"(the networks must have the same sizes)")
+    if reference.history(cfg) != reference.history(ncfg):
+        raise SystemExit(f"train graft: {a.net_from}: its pose history differs from {a.base}'s")
+    # the network must have been trained on this body and garment
+    for k in [k for k in t if k.startswith("body.") or (k.startswith(f"garment.{g}.") and ".net." not in k)]:
+        if k not in nt or not np.array_equal(nt[k], t[k]):
+            raise SystemExit(f"train graft: {a.net_from}: tensor {k!r} differs from {a.base}'s: its network was "
+                             f"trained on another body or garment")
+    for k in names:
+        t[f"garment.{g}.net.{k}"] = np.asarray(nt[src + k], np.float32)
+    cfg = dict(cfg)
+    cfg["own_networks"] = dict(cfg.get("own_networks", {}), **{g: ncfg.get("training", {})})
+    write_bundle(a.out, cfg, t)
+    print(f"train graft: {a.out}: {g} runs the network of {a.net_from} ({len(names)} tensors); "
+          f"garments with their own: {', '.join(sorted(cfg['own_networks']))}", file=sys.stderr)
     return 0
 
 
@@ -500,8 +546,13 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p.add_argument("--girth", type=float, default=0.0)
     p.add_argument("--shoulders", type=float, default=0.0)
+    p = sub.add_parser("graft")
+    p.add_argument("--base", required=True)
+    p.add_argument("--garment", required=True)
+    p.add_argument("--net-from", required=True)
+    p.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    return {"init": cmd_init, "fit": cmd_fit, "attach": cmd_attach, "arms": cmd_arms}[a.cmd](a)
+    return {"init": cmd_init, "fit": cmd_fit, "attach": cmd_attach, "arms": cmd_arms, "graft": cmd_graft}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -41,10 +41,10 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
     be->map_a = calloc(P * Cmax, sizeof(float));
     be->map_b = calloc(P * Cmax, sizeof(float));
     size_t packed = 0;
-    for (int l = 0; l < c->n_conv; l++) packed += (size_t)18 * m->conv[l].in * m->conv[l].out;
+    for (int l = 0; l < c->n_conv; l++) packed += (size_t)18 * m->net.conv[l].in * m->net.conv[l].out;
     be->conv_packed = malloc(packed * sizeof(float));
     for (int l = 0, off = 0; be->conv_packed && l < c->n_conv; l++) {
-        const drape_conv *cv = &m->conv[l];
+        const drape_conv *cv = &m->net.conv[l];
         float *taps = be->conv_packed + off, *wt = taps + (size_t)9 * cv->in * cv->out;
         cpu_conv_pack(taps, wt, cv->w, cv->in, cv->out);
         be->conv[l] = (cpu_conv){.b = cv->b, .taps = taps, .wt = wt, .in = cv->in, .out = cv->out};

@@ -55,7 +55,7 @@ static void frame_bones(float *X, float *T_hat, float *q_t, float *Hf, const dra
     for (int F = 0; F < t; F++)
         for (int i = 0; i < 3 * B; i++)
             X[(size_t)3 * B * (nf + F) + i] = X[(size_t)3 * B * (F + 1) + i] - X[(size_t)3 * B * F + i];
-    for (int i = 0; i < drape_bonenet_in(c); i++) X[i] = (X[i] - m->in_mean[i]) / m->in_std[i];
+    for (int i = 0; i < drape_bonenet_in(c); i++) X[i] = (X[i] - m->net.in_mean[i]) / m->net.in_std[i];
 }
 
 /* Steps 7–9: displacement δ [V,3] from the conv stack over the UV atlas. */
@@ -92,15 +92,15 @@ int cpu_module_a(cpu_backend *be, drape_frame *frames, int n, drape_error *err)
     float *in = be->X, *hs[2] = {be->h1, be->h2};
     for (int l = 0; l < 3; l++) {
         float *h = hs[l & 1];
-        cpu_linear(h, in, &m->bonenet[l], n);
+        cpu_linear(h, in, &m->net.bonenet[l], n);
         for (int f = 0; f < n; f++) {
             const float *film = ((const cpu_identity *)frames[f].id)->film;
             cpu_film_relu(h + (size_t)f * H, film + (size_t)2 * l * H, film + (size_t)(2 * l + 1) * H, H);
         }
         in = h;
     }
-    cpu_linear(be->net, in, &m->bonenet[3], n);
-    cpu_linear(be->phi, in, &m->pose_embed, n);
+    cpu_linear(be->net, in, &m->net.bonenet[3], n);
+    cpu_linear(be->phi, in, &m->net.pose_embed, n);
 
     for (int f = 0; f < n; f++) {
         const drape_frame *fr = &frames[f];

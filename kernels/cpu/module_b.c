@@ -61,7 +61,7 @@ int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const fl
     float *tmp = malloc((size_t)(Emax > N ? Emax : N) * dh * sizeof *tmp);
     int32_t *nn = malloc((size_t)V * knn * sizeof *nn);
     graph gr = {0, malloc((size_t)Emax * sizeof(int32_t)), malloc((size_t)Emax * sizeof(int32_t)), malloc((size_t)Emax)};
-    int dwh = m->head_dw[0].out;
+    int dwh = m->net.head_dw[0].out;
     float *dwh_buf = malloc((size_t)V * (dwh > B ? dwh : B) * sizeof(float)), *dw = malloc((size_t)V * B * sizeof(float));
     float *f = malloc((size_t)V * df * sizeof *f);
     float *small = malloc((size_t)(2 * dh + cf->z_dim + 2 * H) * sizeof *small);
@@ -122,18 +122,18 @@ int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const fl
     }
 
     /* 3. encoder */
-    cpu_mlp_ln(h, tmp, x, &m->node_embed, N);
-    cpu_mlp_ln(e, tmp, ef, &m->edge_embed, E);
+    cpu_mlp_ln(h, tmp, x, &m->net.node_embed, N);
+    cpu_mlp_ln(e, tmp, ef, &m->net.edge_embed, E);
     for (int bl = 0; bl < cf->blocks; bl++) {
         cpu_edge_concat(ecat, e, h, gr.snd, gr.rcv, E, dh);
-        cpu_mlp_ln(enew, tmp, ecat, &m->edge_mlp[bl], E);
+        cpu_mlp_ln(enew, tmp, ecat, &m->net.edge_mlp[bl], E);
         for (size_t i = 0; i < (size_t)E * dh; i++) e[i] += enew[i];
         cpu_scatter_add(hnew, e, gr.rcv, E, N, dh); /* Σ of the new edges */
         for (int i = 0; i < N; i++) {
             memcpy(hcat + (size_t)i * 2 * dh, h + (size_t)i * dh, (size_t)dh * sizeof *h);
             memcpy(hcat + (size_t)i * 2 * dh + dh, hnew + (size_t)i * dh, (size_t)dh * sizeof *h);
         }
-        cpu_mlp_ln(hnew, tmp, hcat, &m->node_mlp[bl], N);
+        cpu_mlp_ln(hnew, tmp, hcat, &m->net.node_mlp[bl], N);
         for (size_t i = 0; i < (size_t)N * dh; i++) h[i] += hnew[i];
     }
 
@@ -144,21 +144,21 @@ int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const fl
         for (int v = 0; v < V; v++) acc += h[(size_t)v * dh + d];
         mean[d] = (float)(acc / V);
     }
-    cpu_linear(zh, mean, &m->head_z[0], 1);
+    cpu_linear(zh, mean, &m->net.head_z[0], 1);
     cpu_relu(zh, dh);
-    cpu_linear(z, zh, &m->head_z[1], 1);
-    cpu_linear(dwh_buf, h, &m->head_dw[0], V);
+    cpu_linear(z, zh, &m->net.head_z[1], 1);
+    cpu_linear(dwh_buf, h, &m->net.head_dw[0], V);
     cpu_relu(dwh_buf, (int64_t)V * dwh);
-    cpu_linear(dw, dwh_buf, &m->head_dw[1], V);
-    cpu_linear(f, h, &m->head_feat, V);
+    cpu_linear(dw, dwh_buf, &m->net.head_dw[1], V);
+    cpu_linear(f, h, &m->net.head_feat, V);
 
     /* 5. cached: FiLM vectors, skin weights, F_UV */
     float *m1 = z + cf->z_dim, *m2 = m1 + H;
-    cpu_linear(m1, z, &m->modulator[0], 1);
+    cpu_linear(m1, z, &m->net.modulator[0], 1);
     cpu_relu(m1, H);
-    cpu_linear(m2, m1, &m->modulator[1], 1);
+    cpu_linear(m2, m1, &m->net.modulator[1], 1);
     cpu_relu(m2, H);
-    cpu_linear(id->film, m2, &m->modulator[2], 1);
+    cpu_linear(id->film, m2, &m->net.modulator[2], 1);
     cpu_skin_weights(id->skin_w, g->skin_w0, dw, g->skin_idx, V, k, B);
     for (int c = 0; c < g->n_cov; c++) {
         int t = g->cov_texel[c];

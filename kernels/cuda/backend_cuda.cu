@@ -330,8 +330,8 @@ static int upload_model(cuda_backend *be, drape_error *err)
     CU(cudaMemcpy(be->d_arena, m->arena, m->arena_bytes, cudaMemcpyHostToDevice));
     size_t bytes = align_up(sizeof(int32_t) * DRAPE_JOINTS) + align_up(sizeof(cu_garment) * c->n_garments), taps = 0;
     for (int i = 0; i < c->n_garments; i++) bytes += garment_table_bytes(&m->garments[i], c);
-    for (int l = 0; l < c->n_conv; l++) taps = taps > (size_t)9 * m->conv[l].in * m->conv[l].out ? taps : (size_t)9 * m->conv[l].in * m->conv[l].out;
-    for (int l = 0; l < c->n_conv; l++) bytes += align_up((size_t)9 * m->conv[l].in * m->conv[l].out * 4);
+    for (int l = 0; l < c->n_conv; l++) taps = taps > (size_t)9 * m->net.conv[l].in * m->net.conv[l].out ? taps : (size_t)9 * m->net.conv[l].in * m->net.conv[l].out;
+    for (int l = 0; l < c->n_conv; l++) bytes += align_up((size_t)9 * m->net.conv[l].in * m->net.conv[l].out * 4);
     unsigned char *host = (unsigned char *)calloc(1, bytes);
     float *wt = (float *)malloc(taps * sizeof(float) + 1);
     if (!host || !wt) {
@@ -348,7 +348,7 @@ static int upload_model(cuda_backend *be, drape_error *err)
     size_t off = 0;
     be->d_parents = (const int32_t *)stage(host, be->d_const, &off, m->parents, sizeof(int32_t) * DRAPE_JOINTS);
     for (int l = 0; l < c->n_conv; l++) {
-        const drape_conv *cv = &m->conv[l];
+        const drape_conv *cv = &m->net.conv[l];
         float *tp = (float *)(host + off);
         cpu_conv_pack(tp, wt, cv->w, cv->in, cv->out); /* taps [9][in][out], the im2col column order */
         be->d_taps[l] = (const float *)stage(host, be->d_const, &off, NULL, (size_t)9 * cv->in * cv->out * 4);
@@ -410,7 +410,7 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     /* the UV stage's scratch per frame: three maps, im2col and GEMM rows */
     size_t per = 3 * (size_t)be->map_stride * 4, cm = 0;
     for (int l = 0; l < c->n_conv; l++) {
-        size_t x = be->rows_max[l] * ((size_t)9 * m->conv[l].in + m->conv[l].out) * 4;
+        size_t x = be->rows_max[l] * ((size_t)9 * m->net.conv[l].in + m->net.conv[l].out) * 4;
         cm = x > cm ? x : cm;
     }
     per += cm;
@@ -443,28 +443,28 @@ static int module_b_device(cuda_backend *be, cuda_identity *id, const mb_scratch
     int V = g->V, dh = cf->latent, H = cf->hidden, rc;
     cudaStream_t s = be->stream;
 #define TRY(x) do { if ((rc = (x))) return rc; } while (0)
-    TRY(mlp_ln(be, d->h, d->h, d->tmp, d->x, &m->node_embed, N, 0, err));
-    TRY(mlp_ln(be, d->e, d->e, d->tmp, d->ef, &m->edge_embed, E, 0, err));
+    TRY(mlp_ln(be, d->h, d->h, d->tmp, d->x, &m->net.node_embed, N, 0, err));
+    TRY(mlp_ln(be, d->e, d->e, d->tmp, d->ef, &m->net.edge_embed, E, 0, err));
     for (int bl = 0; bl < cf->blocks; bl++) {
         cu_edge_concat(d->ecat, d->e, d->h, d->snd, d->rcv, E, dh, s);
         LAUNCHED();
-        TRY(mlp_ln(be, d->e, d->enew, d->tmp, d->ecat, &m->edge_mlp[bl], E, 1, err));
+        TRY(mlp_ln(be, d->e, d->enew, d->tmp, d->ecat, &m->net.edge_mlp[bl], E, 1, err));
         cu_node_concat(d->hcat, d->h, d->e, d->start, d->ids, N, dh, s);
         LAUNCHED();
-        TRY(mlp_ln(be, d->h, d->hnew, d->tmp, d->hcat, &m->node_mlp[bl], N, 1, err));
+        TRY(mlp_ln(be, d->h, d->hnew, d->tmp, d->hcat, &m->net.node_mlp[bl], N, 1, err));
     }
     /* heads on the garment nodes h[0:V] */
     float *mean = d->small, *zh = mean + dh, *z = zh + dh, *m1 = z + cf->z_dim, *m2 = m1 + H;
     cu_mean_rows(mean, d->h, V, dh, s);
     LAUNCHED();
-    TRY(linear_act(be, zh, mean, &m->head_z[0], 1, 1, err));
-    TRY(linear_act(be, z, zh, &m->head_z[1], 1, 0, err));
-    TRY(linear_act(be, d->dwh, d->h, &m->head_dw[0], V, 1, err));
-    TRY(linear_act(be, d->dw, d->dwh, &m->head_dw[1], V, 0, err));
-    TRY(linear_act(be, d->f, d->h, &m->head_feat, V, 0, err));
-    TRY(linear_act(be, m1, z, &m->modulator[0], 1, 1, err));
-    TRY(linear_act(be, m2, m1, &m->modulator[1], 1, 1, err));
-    TRY(linear_act(be, id->film, m2, &m->modulator[2], 1, 0, err));
+    TRY(linear_act(be, zh, mean, &m->net.head_z[0], 1, 1, err));
+    TRY(linear_act(be, z, zh, &m->net.head_z[1], 1, 0, err));
+    TRY(linear_act(be, d->dwh, d->h, &m->net.head_dw[0], V, 1, err));
+    TRY(linear_act(be, d->dw, d->dwh, &m->net.head_dw[1], V, 0, err));
+    TRY(linear_act(be, d->f, d->h, &m->net.head_feat, V, 0, err));
+    TRY(linear_act(be, m1, z, &m->net.modulator[0], 1, 1, err));
+    TRY(linear_act(be, m2, m1, &m->net.modulator[1], 1, 1, err));
+    TRY(linear_act(be, id->film, m2, &m->net.modulator[2], 1, 0, err));
 #undef TRY
     cu_skin_weights(id->skin_w, dev_f(be, g->skin_w0), d->dw, dev_i(be, g->skin_idx), V, cf->skin_k, cf->bones, s);
     cu_fcov(id->F_cov, d->f, be->d_garments + garment, g->n_cov, cf->feat_dim, s);
@@ -481,7 +481,7 @@ static int cuda_identity_create(drape_backend *b, drape_identity **out, int garm
     const drape_config *cf = &m->cfg;
     const drape_garment *g = &m->garments[garment];
     int V = g->V, Nb = m->Nb, N = V + Nb, B = cf->bones, H = cf->hidden, dh = cf->latent, S = cf->betas;
-    int knn = cf->knn < Nb ? cf->knn : Nb, df = cf->feat_dim, dwh = m->head_dw[0].out;
+    int knn = cf->knn < Nb ? cf->knn : Nb, df = cf->feat_dim, dwh = m->net.head_dw[0].out;
     int Emax = 2 * (g->n_edges + m->n_body_edges + V * knn);
     *out = NULL;
 
@@ -621,7 +621,7 @@ static int grow_uv(cuda_backend *be, int slots, drape_error *err)
     const drape_model *m = be->base.model;
     size_t col = 0, y = 0;
     for (int l = 0; l < m->cfg.n_conv; l++) {
-        size_t a = be->rows_max[l] * 9 * m->conv[l].in, b = be->rows_max[l] * m->conv[l].out;
+        size_t a = be->rows_max[l] * 9 * m->net.conv[l].in, b = be->rows_max[l] * m->net.conv[l].out;
         col = a > col ? a : col;
         y = b > y ? b : y;
     }
@@ -661,7 +661,7 @@ static int uv_chunk(cuda_backend *be, const cu_frame *hf, const cu_uv_slot *hs, 
     float *outs[2] = {be->map_a, be->map_b};
     int Ci = be->C0;
     for (int l = 0; l < L; l++) {
-        const drape_conv *cv = &m->conv[l];
+        const drape_conv *cv = &m->net.conv[l];
         int mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1;
         int rows = last->row_off[l] + lg->n_pos[l + 1]; /* GEMM rows of the chunk */
         float *o = outs[l & 1];
@@ -695,19 +695,19 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
 
     /* steps 1–2, then Bone-Net over the batch (FiLM + ReLU fused) */
     cu_fk(be->A, be->Hf, be->Hinv, be->d_poses, be->d_frames, be->d_parents, n, c->n_hist, s);
-    cu_bone_input(be->X, be->T_hat, be->q, be->A, be->Hinv, be->d_frames, be->d_garments, dev_f(be, m->in_mean),
-                  dev_f(be, m->in_std), n, B, c->n_hist, s);
+    cu_bone_input(be->X, be->T_hat, be->q, be->A, be->Hinv, be->d_frames, be->d_garments, dev_f(be, m->net.in_mean),
+                  dev_f(be, m->net.in_std), n, B, c->n_hist, s);
     LAUNCHED();
     const float *in = be->X;
     float *hs2[2] = {be->h1, be->h2};
     for (int l = 0; l < 3; l++) {
-        if ((rc = linear(be, hs2[l & 1], in, &m->bonenet[l], n, err))) return rc;
-        cu_film_relu(hs2[l & 1], dev_f(be, m->bonenet[l].b), be->d_frames, l, n, H, s);
+        if ((rc = linear(be, hs2[l & 1], in, &m->net.bonenet[l], n, err))) return rc;
+        cu_film_relu(hs2[l & 1], dev_f(be, m->net.bonenet[l].b), be->d_frames, l, n, H, s);
         LAUNCHED();
         in = hs2[l & 1];
     }
-    if ((rc = linear_act(be, be->net, in, &m->bonenet[3], n, 0, err))) return rc;
-    if ((rc = linear_act(be, be->phi, in, &m->pose_embed, n, 0, err))) return rc;
+    if ((rc = linear_act(be, be->net, in, &m->net.bonenet[3], n, 0, err))) return rc;
+    if ((rc = linear_act(be, be->phi, in, &m->net.pose_embed, n, 0, err))) return rc;
     /* steps 3–6 */
     cu_bone_correct(be->M, be->T_hat, be->q, be->net, be->d_frames, n, B, s);
     cu_skin(be->p, be->M, be->d_frames, be->d_garments, n, Vmax, B, c->skin_k, s);

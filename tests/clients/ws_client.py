@@ -469,26 +469,29 @@ async def idle(seconds="2.5"):
     print(json.dumps({"close": 1008}))
 
 
-async def matches_infer(model, history, poses="10"):
+async def matches_infer(model, history, poses="10", garments=""):
     """Two avatars streamed paced through a model whose pose history is
     `history` (offsets back from t, e.g. 6,3,1,0): each avatar's frames
     equal `drape infer` on its pose sequence, so the server's per-avatar
     history is the sequence's (frames before the first are the first), and
     one avatar's poses never reach the other's window. Then POST /v1/frames
     with frame t's window said explicitly gives the same vertices, and a
-    window of the wrong length is refused by name."""
+    window of the wrong length is refused by name. `garments` (e.g.
+    skirt,miniskirt) gives each avatar its garment, so the two may run
+    different networks (a garment's own) in the same batches."""
     import subprocess
     import tempfile
     import urllib.error
     import urllib.request
     offs, T = [int(x) for x in history.split(",")], int(poses)
     betas = {0: [0.5, -1.0], 1: [-1.5, 0.8, 0.3]}
+    garment = dict(enumerate(garments.split(","))) if garments else {a: GARMENT for a in betas}
     seq = {a: np.array([pose(t, 3 * a) + [0.02 * t * (a + 1), 0.0, -0.01 * t] for t in range(T)], np.float32)
            for a in betas}
     c = await connect(False)
     ids = {}
     for a in betas:
-        await c.send({"op": "open", "avatar": a, "garment": GARMENT, "betas": betas[a], "format": "f32"})
+        await c.send({"op": "open", "avatar": a, "garment": garment[a], "betas": betas[a], "format": "f32"})
         m = await c.recv()
         check(m["op"] == "opened", f"expected opened, got {m}")
         ids[a] = m["identity"]
@@ -508,7 +511,7 @@ async def matches_infer(model, history, poses="10"):
             pin, pout = os.path.join(tmp, f"p{a}.npy"), os.path.join(tmp, f"o{a}.npy")
             np.save(pin, seq[a])
             r = subprocess.run([os.environ.get("DRAPE_BIN", "build/drape"), "infer", "--model", model, "--garment",
-                                GARMENT, "--betas", ",".join(map(str, betas[a])), "--poses", pin, "--out", pout],
+                                garment[a], "--betas", ",".join(map(str, betas[a])), "--poses", pin, "--out", pout],
                                capture_output=True, text=True)
             check(r.returncode == 0, f"drape infer failed: {r.stderr}")
             want = np.load(pout)
