@@ -164,7 +164,7 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 
 # The default model: the project's own pipeline (train/: assets, the sim
 # teacher's dataset, PyTorch training, export). `make model` runs all of it
-# (about 3 hours on 2 cores; resumable); `make eval` judges models/default.safetensors
+# (about 3.5 hours on 2 cores; resumable); `make eval` judges models/default.safetensors
 # on the held-out sequences of the same plan against plain skinning.
 MODEL_GARMENTS ?= skirt,dress,tshirt
 # the shipped model's teacher: 8 substeps of at most 2 cm, coarser than `drape sim
@@ -210,6 +210,13 @@ FINETUNE_SHIRT_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-area 1
                        --pen-nn pred --garment-weights dress=2,tshirt=2 --threads 2
 FINETUNE9_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,tshirt:pen=12,tshirt:edge=2
 FINETUNE10_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,tshirt:pen=24,tshirt:edge=2
+# then the T-shirt's own network (docs/conventions.md, "A garment's own
+# network"): the shared weights trained on the T-shirt alone with stage 1's
+# light terms, then with its fine-tune terms, grafted beside the shared one
+# (docs/training.md, "The T-shirt's own network")
+TSHIRT_NET_ARGS ?= --garments tshirt --steps 6000 --frames 8 --lr 5e-4 --w-edge 0.1 --threads 2
+TSHIRT_NET2_ARGS ?= --garments tshirt --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-area 1.0 --w-pen 2.0 \
+                    --w-phys 1e-3 --pen-nn pred --term-scale tshirt:pen=24,tshirt:edge=2 --threads 2
 TRAIN_DIR ?= build/train
 BASE_KEY = $(MODEL_GARMENTS) $(INIT_ARGS)
 model: all
@@ -249,7 +256,13 @@ model: all
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune9.safetensors --data $(TRAIN_DIR)/data_arms \
 	    --out $(TRAIN_DIR)/finetune9b.safetensors $(FINETUNE9_ARGS)
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune9b.safetensors --data $(TRAIN_DIR)/data_arms \
-	    --out models/default.safetensors $(FINETUNE10_ARGS)
+	    --out $(TRAIN_DIR)/finetune10.safetensors $(FINETUNE10_ARGS)
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune10.safetensors --data $(TRAIN_DIR)/data_arms \
+	    --out $(TRAIN_DIR)/tshirt.safetensors $(TSHIRT_NET_ARGS)
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/tshirt.safetensors --data $(TRAIN_DIR)/data_arms \
+	    --out $(TRAIN_DIR)/tshirt2.safetensors $(TSHIRT_NET2_ARGS)
+	$(PYTHON) train/train.py graft --base $(TRAIN_DIR)/finetune10.safetensors --garment tshirt \
+	    --net-from $(TRAIN_DIR)/tshirt2.safetensors --out models/default.safetensors
 
 eval: all
 	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(DATASET_ARGS) \

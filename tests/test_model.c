@@ -276,13 +276,17 @@ Test(model, rejects_truncated_bundle)
 }
 
 /* The default model carries the attach sets `drape sim garment` uses
- * (train/assets.py: 1 cm below the unshaped garment's top). */
+ * (train/assets.py: 1 cm below the unshaped garment's top), and its T-shirt
+ * its own network. */
 Test(model, default_model_has_its_attach_sets)
 {
     drape_model *m = NULL;
     drape_error e = {0};
     cr_assert_eq(drape_model_load(&m, "models/default.safetensors", &e), 0, "%s", e.msg);
     cr_assert_eq(m->n_unused_tensors, 0);
+    /* the T-shirt runs a network of its own (docs/training.md, "The T-shirt's own network") */
+    cr_assert_eq(m->n_own, 1);
+    cr_assert_not_null(m->own[drape_model_garment(m, "tshirt")]);
     for (int gi = 0; gi < m->cfg.n_garments; gi++) {
         const drape_garment *g = &m->garments[gi];
         cr_assert_geq(g->n_attach, 8, "%s: %d attached", g->name, g->n_attach);
