@@ -49,23 +49,26 @@ static const char *backend_name(void)
     return b && *b ? b : "cpu";
 }
 
-static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
+/* frames/s and ms per batch of MAX_BATCH frames whose avatars wear the
+ * garments gs[0..ng-1] in turn (one identity each) */
+static void raw_of(const drape_model *m, int threads, const int *gs, int ng, double *fps, double *batch_ms)
 {
     drape_error e = {0};
-    drape_model *m;
     drape_backend *be;
-    if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
     drape_backend_opts o = {.threads = threads};
     if (drape_backend_create(&be, backend_name(), m, &o, &e)) die("backend", e.msg);
-    drape_identity *id;
-    if (drape_identity_create(be, &id, 0, NULL, 0, &e)) die("identity", e.msg);
-    int V = m->garments[0].V;
+    drape_identity *id[4];
+    int Vmax = 0;
+    for (int k = 0; k < ng; k++) {
+        if (drape_identity_create(be, &id[k], gs[k], NULL, 0, &e)) die("identity", e.msg);
+        if (m->garments[gs[k]].V > Vmax) Vmax = m->garments[gs[k]].V;
+    }
     static float poses[MAX_BATCH][75];
-    float *out = malloc(sizeof(float) * 3 * (size_t)V * MAX_BATCH);
+    float *out = malloc(sizeof(float) * 3 * (size_t)Vmax * MAX_BATCH);
     drape_frame fr[MAX_BATCH];
     for (int i = 0; i < MAX_BATCH; i++) {
         poses[i][16 * 3 + 2] = 0.01f * (float)i;
-        fr[i] = (drape_frame){.id = id, .out = out + (size_t)i * V * 3};
+        fr[i] = (drape_frame){.id = id[i % ng], .out = out + (size_t)i * Vmax * 3};
         for (int k = 0; k < m->cfg.n_hist; k++) { /* a held pose: every history frame the same */
             fr[i].pose[k] = poses[i];
             fr[i].trans[k] = poses[i] + 72;
@@ -82,8 +85,45 @@ static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
     *fps = n * MAX_BATCH / dt;
     *batch_ms = dt / n * 1e3;
     free(out);
-    drape_identity_free(be, id);
+    for (int k = 0; k < ng; k++) drape_identity_free(be, id[k]);
     drape_backend_free(be);
+}
+
+static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
+{
+    drape_error e = {0};
+    drape_model *m;
+    if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
+    raw_of(m, threads, (const int[]){0}, 1, fps, batch_ms);
+    drape_model_free(m);
+}
+
+/* A model with a garment's own network (docs/conventions.md): a batch of
+ * both networks' frames is split into one pass per network. Its rate
+ * against batches of one network each, per frame: the split's cost. */
+static void split_rows(const char *bundle, int threads)
+{
+    drape_error e = {0};
+    drape_model *m;
+    if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
+    int own = -1, shared = -1;
+    for (int g = 0; g < m->cfg.n_garments; g++) {
+        if (m->own[g] && own < 0) own = g;
+        if (!m->own[g] && shared < 0) shared = g;
+    }
+    if (own >= 0 && shared >= 0) {
+        double f_s, f_o, f_m, ms;
+        raw_of(m, threads, (const int[]){shared}, 1, &f_s, &ms);
+        raw_of(m, threads, (const int[]){own}, 1, &f_o, &ms);
+        raw_of(m, threads, (const int[]){shared, own}, 2, &f_m, &ms);
+        double alone = 2.0 / (1.0 / f_s + 1.0 / f_o); /* the two kinds of frame, one batch each */
+        printf("\n## One batch, two networks (%s: %s runs its own)\n\n", bundle, m->garments[own].name);
+        printf("| batches of %d frames | frames/s |\n|---|---:|\n", MAX_BATCH);
+        printf("| %s (the shared network) | %.1f |\n", m->garments[shared].name, f_s);
+        printf("| %s (its own network) | %.1f |\n", m->garments[own].name, f_o);
+        printf("| half each, split by network | %.1f |\n", f_m);
+        printf("| split / one network per batch (same frames) | %.2f |\n", f_m / alone);
+    }
     drape_model_free(m);
 }
 
@@ -181,5 +221,6 @@ int main(int argc, char **argv)
     else printf("\np99 %s the bound.\n", p99 <= bound ? "meets" : "MISSES");
     json_decref(sat);
     json_decref(lat);
+    split_rows(bundle, threads);
     return 0;
 }
