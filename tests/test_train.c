@@ -419,6 +419,9 @@ Test(train, graft_gives_a_garment_its_own_network)
     cr_assert(rc == 0 && strstr(log_, "miniskirt runs the network of"), "graft:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s info %s", bin(), graft);
     cr_assert(rc == 0 && strstr(log_, "its own network") && strstr(log_, "(0 not used"), "drape info:\n%s", log_);
+    /* the base's dataset is the grafted bundle's too: the teacher drapes the same body and garments */
+    rc = tiny_dataset_of("miniskirt", graft, data, "0.5", "");
+    cr_assert(rc == 0 && strstr(log_, ": skip") && !strstr(log_, ": ok"), "the dataset was not kept:\n%s", log_);
 
     float poses[4 * 75];
     tu_random_poses(poses, 4, 0.3f, 0.2f, 91);

@@ -52,11 +52,12 @@ TEACHER_VERSION = 2
 def teacher_of(a):
     """What made the sequences: the teacher and its settings, and the body and
     garments it draped (their tensors only: the network's sizes and pose
-    history do not change what the teacher computes)."""
+    history do not change what the teacher computes, nor does a garment's
+    own network, garment.<g>.net.*)."""
     _, t = read_bundle(a.base)
     h = hashlib.sha256()
     for k in sorted(t):
-        if k.startswith(("body.", "garment.")):
+        if k.startswith(("body.", "garment.")) and k.split(".")[2:3] != ["net"]:
             v = np.ascontiguousarray(t[k])
             h.update(f"{k}|{v.dtype.str}|{v.shape}|".encode())
             h.update(v.tobytes())
