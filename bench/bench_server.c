@@ -57,7 +57,8 @@ static void raw_of(const drape_model *m, int threads, const int *gs, int ng, dou
     drape_backend *be;
     drape_backend_opts o = {.threads = threads};
     if (drape_backend_create(&be, backend_name(), m, &o, &e)) die("backend", e.msg);
-    drape_identity *id[4];
+    drape_identity *id[2];
+    if (ng < 1 || ng > 2) die("raw_of", "one or two garments");
     int Vmax = 0;
     for (int k = 0; k < ng; k++) {
         if (drape_identity_create(be, &id[k], gs[k], NULL, 0, &e)) die("identity", e.msg);

@@ -172,15 +172,24 @@ Test(server, stream_many_avatars_json_and_msgpack)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* draped on BUNDLE: two avatars streamed (and POST /v1/frames) match
+ * `drape infer` (ws_client.py matches_infer with ARGS after the bundle);
+ * then `out` holds GET /v1/model. The server is left running. */
+static tu_server matches_infer_on(const char *bundle, const char *args)
+{
+    tu_server s = tu_draped_start(bundle, "--max-delay-us 1000");
+    char a[512];
+    snprintf(a, sizeof a, "matches_infer '%s' %s", tu_bundle(bundle), args);
+    scenario(&s, a);
+    curl(&s, "", "/v1/model");
+    return s;
+}
+
 /* A model with a longer pose history than DESIGN 2.4's three frames: the
  * stream's per-avatar history and /v1/frames' explicit windows follow it. */
 Test(server, longer_pose_history_streams_as_drape_infer_runs)
 {
-    tu_server s = tu_draped_start("tinyhist_random", "--max-delay-us 1000");
-    char args[512];
-    snprintf(args, sizeof args, "matches_infer '%s' 6,3,1,0 10", tu_bundle("tinyhist_random"));
-    scenario(&s, args);
-    curl(&s, "", "/v1/model");
+    tu_server s = matches_infer_on("tinyhist_random", "6,3,1,0 10");
     cr_assert(strstr(out, "\"history\": [6, 3, 1, 0]") || strstr(out, "\"history\":[6,3,1,0]"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
@@ -189,11 +198,7 @@ Test(server, longer_pose_history_streams_as_drape_infer_runs)
  * garments stream through the same batches, each as `drape infer` runs it. */
 Test(server, a_garments_own_network_streams_as_drape_infer_runs)
 {
-    tu_server s = tu_draped_start("tinyown_random", "--max-delay-us 1000");
-    char args[512];
-    snprintf(args, sizeof args, "matches_infer '%s' 2,1,0 8 skirt,miniskirt", tu_bundle("tinyown_random"));
-    scenario(&s, args);
-    curl(&s, "", "/v1/model");
+    tu_server s = matches_infer_on("tinyown_random", "2,1,0 8 skirt,miniskirt");
     cr_assert(strstr(out, "\"name\": \"miniskirt\", \"vertices\": 120, \"faces\": 192, \"own_network\": true") ||
                   strstr(out, "\"name\":\"miniskirt\",\"vertices\":120,\"faces\":192,\"own_network\":true"),
               "%s", out);
