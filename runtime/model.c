@@ -348,7 +348,7 @@ static int build_wants(want_list *l, drape_model *m, const drape_st *st, drape_e
         if (!has_prefix(st, p)) continue;
         drape_model *v = calloc(1, sizeof *v);
         if (!v) return DRAPE_ENOMEM;
-        v->is_view = 1;
+        v->is_view = 1; /* only its network until the load copies the model in (drape_model_free on failure) */
         m->own[gi] = v;
         m->n_own++;
         if ((rc = build_net_wants(l, &v->net, c, st, p))) return rc;
@@ -375,6 +375,15 @@ static int check_index(const int32_t *x, int64_t n, int hi, const char *name, dr
     return DRAPE_OK;
 }
 
+/* Bone-Net's input scale divides: every element > 0 (pre: the network's name prefix). */
+static int check_in_std(const drape_net *n, const drape_config *c, const char *pre, drape_error *err)
+{
+    for (int i = 0; i < drape_bonenet_in(c); i++)
+        if (!(n->in_std[i] > 0))
+            return drape_fail(err, DRAPE_ERANGE, "tensor '%sbonenet.in_std': element %d must be > 0", pre, i);
+    return DRAPE_OK;
+}
+
 static int check_values(const drape_model *m, drape_error *err)
 {
     const drape_config *c = &m->cfg;
@@ -384,12 +393,11 @@ static int check_values(const drape_model *m, drape_error *err)
         if (m->parents[k] < 0 || m->parents[k] >= k)
             return drape_fail(err, DRAPE_ERANGE, "tensor 'body.parents': parent of joint %d must be in [0, %d)", k, k);
     if ((rc = check_index(m->body_faces, 3 * (int64_t)m->Fb, m->Nb, "body.faces", err))) return rc;
-    for (int gi = -1; gi < c->n_garments; gi++) {
-        const drape_net *n = gi < 0 ? &m->net : m->own[gi] ? &m->own[gi]->net : NULL;
-        for (int i = 0; n && i < drape_bonenet_in(c); i++)
-            if (!(n->in_std[i] > 0))
-                return drape_fail(err, DRAPE_ERANGE, "tensor '%s%s%sbonenet.in_std': element %d must be > 0",
-                                  gi < 0 ? "" : "garment.", gi < 0 ? "" : c->garments[gi], gi < 0 ? "" : ".net.", i);
+    if ((rc = check_in_std(&m->net, c, "", err))) return rc;
+    for (int gi = 0; gi < c->n_garments; gi++) {
+        char pre[DRAPE_NAME_MAX + 16];
+        snprintf(pre, sizeof pre, "garment.%s.net.", c->garments[gi]);
+        if (m->own[gi] && (rc = check_in_std(&m->own[gi]->net, c, pre, err))) return rc;
     }
     for (int gi = 0; gi < c->n_garments; gi++) {
         const drape_garment *g = &m->garments[gi];
