@@ -212,11 +212,13 @@ FINETUNE9_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,
 FINETUNE10_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,tshirt:pen=24,tshirt:edge=2
 # then the T-shirt's own network (docs/conventions.md, "A garment's own
 # network"): the shared weights trained on the T-shirt alone with stage 1's
-# light terms, then with its fine-tune terms, grafted beside the shared one
-# (docs/training.md, "The T-shirt's own network")
+# light terms, then with its fine-tune terms (lighter than the shared
+# network's: edge 0.3, area 0.25, penetration x12), grafted beside the shared
+# one (docs/training.md, "The T-shirt's own network", "The shirt's fine-tune
+# terms lightened")
 TSHIRT_NET_ARGS ?= --garments tshirt --steps 6000 --frames 8 --lr 5e-4 --w-edge 0.1 --threads 2
-TSHIRT_NET2_ARGS ?= --garments tshirt --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-area 1.0 --w-pen 2.0 \
-                    --w-phys 1e-3 --pen-nn pred --term-scale tshirt:pen=24,tshirt:edge=2 --threads 2
+TSHIRT_NET2_ARGS ?= --garments tshirt --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.3 --w-area 0.25 --w-pen 2.0 \
+                    --w-phys 1e-3 --pen-nn pred --term-scale tshirt:pen=12 --threads 2
 TRAIN_DIR ?= build/train
 BASE_KEY = $(MODEL_GARMENTS) $(INIT_ARGS)
 model: all
