@@ -354,6 +354,52 @@ Test(train, dataset_remakes_only_the_garment_whose_teacher_changed)
               "a new clip length kept sequences:\n%s", log_);
 }
 
+/* --garment-prelude: one garment's teacher starts worn in. Its sequences keep
+ * the plain clip's poses and frame count; its garment is simulated after the
+ * prelude, stored in the clip's own world frame (near the plain start, not a
+ * walk's length away) and unlike the plain start; the other garment's
+ * sequences are untouched; a new prelude remakes only its garment's; a bad
+ * one is refused by name */
+Test(train, dataset_prelude_starts_a_garment_worn_in)
+{
+    char base[300], plain[300], worn[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("pbase.safetensors"));
+    snprintf(plain, sizeof plain, "%s", tu_tmp("pds_plain"));
+    snprintf(worn, sizeof worn, "%s", tu_tmp("pds_worn"));
+    int rc = tiny_init("skirt,miniskirt", "--seed 5", base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    rc = tiny_dataset_of("skirt,miniskirt", base, plain, "0.4", "");
+    cr_assert_eq(rc, 0, "dataset failed:\n%s", log_);
+    rc = tiny_dataset_of("skirt,miniskirt", base, worn, "0.4", "--garment-prelude miniskirt=walk:1:0.5");
+    cr_assert(rc == 0 && strstr(log_, "miniskirt-b0-walk-s0: ok"), "dataset with a prelude failed:\n%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s -c \"import json, numpy as np; P, W = '%s/seq/', '%s/seq/'; "
+                "m = json.load(open('%s/manifest.json'))['teacher']; print('prelude', m['garment_prelude']); "
+                "L = lambda d, n, k: np.load(d + n + '.' + k + '.npy'); "
+                "[print(n, 'poses', np.array_equal(L(P, n, 'poses'), L(W, n, 'poses')), 'shape', "
+                "L(P, n, 'sim').shape == L(W, n, 'sim').shape, 'same', np.array_equal(L(P, n, 'sim'), L(W, n, 'sim')), "
+                "'start %%.3f' %% np.linalg.norm(L(P, n, 'sim')[0].mean(0) - L(W, n, 'sim')[0].mean(0)), "
+                "'apart %%.4f' %% np.linalg.norm(L(P, n, 'sim')[0] - L(W, n, 'sim')[0], axis=1).mean()) "
+                "for n in ('skirt-b0-walk-s0', 'miniskirt-b0-walk-s0')]\"",
+                py(), plain, worn, worn);
+    cr_assert_eq(rc, 0, "%s", log_);
+    cr_assert(strstr(log_, "prelude {'miniskirt': 'walk:1:0.5'}"), "%s", log_);
+    cr_assert(strstr(log_, "skirt-b0-walk-s0 poses True shape True same True"), "the skirt changed:\n%s", log_);
+    const char *mini = strstr(log_, "miniskirt-b0-walk-s0 poses True shape True same False start ");
+    double start = 1, apart = 0;
+    cr_assert(mini && sscanf(mini, "miniskirt-b0-walk-s0 poses True shape True same False start %lf apart %lf", &start,
+                             &apart) == 2, "the miniskirt is not the plain clip's poses worn in:\n%s", log_);
+    cr_assert_lt(start, 0.05, "the worn-in garment is %g m from the plain start (not in the clip's frame)", start);
+    cr_assert_gt(apart, 1e-4, "the worn-in garment starts where the plain one does (%g m apart)", apart);
+    rc = tiny_dataset_of("skirt,miniskirt", base, worn, "0.4", "--replace-stale --garment-prelude miniskirt=idle:2:0.5");
+    cr_assert(rc == 0 && strstr(log_, "removed 4 stale files (those of miniskirt)") &&
+                  strstr(log_, "] skirt-b0-walk-s0: skip") && strstr(log_, "miniskirt-b0-walk-s0: ok"),
+              "a new prelude did not remake the miniskirt's alone:\n%s", log_);
+    rc = tiny_dataset_of("skirt,miniskirt", base, worn, "0.4", "--garment-prelude miniskirt=waltz:1");
+    cr_assert(rc != 0 && strstr(log_, "--garment-prelude 'miniskirt=waltz:1'") && !strstr(log_, "Traceback"),
+              "a bad prelude was not refused by name:\n%s", log_);
+}
+
 /* train.py arms: a copy of the bundle whose shape space moves the arms
  * further out with girth and less in with narrow shoulders; check_arms.py
  * says what changed (the shapedirs' x of betas 1 and 2, on arm vertices) and

@@ -4,7 +4,8 @@
         [--garments skirt,dress] [--train-betas 6] [--test-betas 2] \
         [--motions walk,run,...] [--train-seeds 3] [--test-seeds 1] \
         [--seconds 4] [--jobs 2] [--drape build/drape] [--sim-args "--iters 10"] \
-        [--garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01"]
+        [--garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01"] \
+        [--garment-prelude tshirt=walk:1]
 
 Every sequence is one teacher run: DIR/seq/NAME.poses.npy ([T,75], the
 motion) and DIR/seq/NAME.sim.npy ([T,V,3], the simulated garment). The plan
@@ -18,8 +19,15 @@ manifest.json lists the sequences with their split and what made them (the
 teacher's version, its arguments, the clip length, the SHA-256 of the base
 bundle's body and garment tensors): a DIR made by another teacher is
 refused, not silently mixed in, unless --replace-stale, which deletes its
-sequences first: only those of the garments whose --garment-sim-args
-changed when nothing else did, every sequence otherwise.
+sequences first: only those of the garments whose --garment-sim-args or
+--garment-prelude changed when nothing else did, every sequence otherwise.
+
+--garment-prelude GARMENT=KIND:SEED[:SECONDS] gives that garment's teacher a
+worn-in start: every sequence is simulated after the same prelude (that
+motion, 1.5 s unless SECONDS, then half a second's blend into the clip's
+first pose, train/motions.py `lead_in`), and only the clip's frames are
+stored, in the clip's own world frame. Without it the garment starts at rest,
+skinned to the clip's first pose (docs/training.md, "A worn-in start").
 """
 import argparse
 import glob
@@ -64,6 +72,8 @@ def teacher_of(a):
     t = {"version": TEACHER_VERSION, "sim_args": a.sim_args, "seconds": a.seconds, "assets_sha256": h.hexdigest()}
     if a.garment_sim:  # only when given, so datasets made before the option stay current
         t["garment_sim_args"] = a.garment_sim
+    if a.prelude:  # the same
+        t["garment_prelude"] = {g: f"{k}:{s}:{sec:g}" for g, (k, s, sec) in a.prelude.items()}
     return t
 
 
@@ -77,6 +87,30 @@ def garment_sim_args(a):
             raise SystemExit(f"dataset: --garment-sim-args {kv!r}: expected GARMENT=ARGS, once per garment, "
                              f"GARMENT one of --garments ({a.garments})")
         out[g] = args
+    return out
+
+
+def garment_preludes(a):
+    """--garment-prelude GARMENT=KIND:SEED[:SECONDS] (repeatable) as
+    {garment: (kind, seed, seconds)}."""
+    out = {}
+    for kv in a.garment_prelude:
+        g, eq, spec = kv.partition("=")
+        parts = spec.split(":")
+        bad = (not eq or g not in a.garments.split(",") or g in out or len(parts) not in (2, 3)
+               or (motions is not None and parts[0] not in motions.KINDS) or not parts[1].isdigit())
+        sec = 1.5
+        if not bad and len(parts) == 3:
+            try:
+                sec = float(parts[2])
+            except ValueError:
+                bad = True
+            bad = bad or not 0.1 <= sec <= 10
+        if bad or motions is None:
+            raise SystemExit(f"dataset: --garment-prelude {kv!r}: expected GARMENT=KIND:SEED[:SECONDS], once per "
+                             f"garment, GARMENT one of --garments ({a.garments}), KIND a motion kind, "
+                             f"SECONDS in [0.1, 10]")
+        out[g] = (parts[0], int(parts[1]), sec)
     return out
 
 
@@ -97,10 +131,14 @@ def check_stale(a, teacher):
     if old == teacher:
         return None
     diff = ", ".join(f"{k} {old.get(k)!r} -> {v!r}" for k, v in teacher.items() if old.get(k) != v)
-    rest = lambda t: {k: v for k, v in t.items() if k != "garment_sim_args"}  # noqa: E731
+    per_garment = ("garment_sim_args", "garment_prelude")
+    rest = lambda t: {k: v for k, v in t.items() if k not in per_garment}  # noqa: E731
     if rest(old) == rest(teacher):
-        ga, gb = old.get("garment_sim_args") or {}, teacher.get("garment_sim_args") or {}
-        changed = sorted(g for g in set(ga) | set(gb) if ga.get(g, "") != gb.get(g, ""))
+        changed = set()
+        for key in per_garment:
+            ga, gb = old.get(key) or {}, teacher.get(key) or {}
+            changed |= {g for g in set(ga) | set(gb) if ga.get(g, "") != gb.get(g, "")}
+        changed = sorted(changed)
         # a file the old manifest does not place under a garment is stale too
         names = {p: os.path.basename(p).split(".")[0] for p in seq_files}
         stale = [p for p, n in names.items() if n not in garment_of or garment_of[n] in changed]
@@ -175,12 +213,24 @@ def run_one(seq, a, fps):
     np.save(poses_p + ".tmp.npy", m)
     os.replace(poses_p + ".tmp.npy", poses_p)
     t0 = time.time()
+    sim_in, move = poses_p, None
+    if seq["garment"] in a.prelude:
+        kind, seed, sec = a.prelude[seq["garment"]]
+        pre = np.asarray(motions.generate(kind, sec, seed, fps=fps)[0], np.float32)[:int(round(sec * fps))]
+        full, move = motions.lead_in(pre, m)
+        sim_in = os.path.join(d, seq["name"] + ".lead.tmp.npy")
+        np.save(sim_in, full)
     cmd = [a.drape, "sim", "garment", "--model", a.base, "--garment", seq["garment"],
-           "--betas", ",".join(f"{x:g}" for x in seq["betas"]), "--poses", poses_p,
+           "--betas", ",".join(f"{x:g}" for x in seq["betas"]), "--poses", sim_in,
            "--out", sim_p + ".tmp.npy"] + a.sim_args.split() + a.garment_sim.get(seq["garment"], "").split()
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if move is not None:
+        os.remove(sim_in)
     if r.returncode:
         return seq["name"], "fail: " + (r.stderr.strip().splitlines() or ["?"])[-1], 0.0
+    if move is not None:  # keep the clip's frames, in its own world frame
+        x = np.load(sim_p + ".tmp.npy")[-len(m):] - move[None, None, :]
+        np.save(sim_p + ".tmp.npy", x.astype(np.float32))
     os.replace(sim_p + ".tmp.npy", sim_p)
     return seq["name"], "ok", time.time() - t0
 
@@ -204,12 +254,15 @@ def main(argv=None):
     ap.add_argument("--sim-args", default="")
     ap.add_argument("--garment-sim-args", action="append", default=[], metavar="GARMENT=ARGS",
                     help="more teacher arguments for one garment (after --sim-args, so they win)")
+    ap.add_argument("--garment-prelude", action="append", default=[], metavar="GARMENT=KIND:SEED[:SECONDS]",
+                    help="that garment's teacher starts worn in: each sequence after this motion (not stored)")
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     ap.add_argument("--replace-stale", action="store_true",
                     help="delete sequences that another teacher (version, sim args, length, base) made")
     a = ap.parse_args(argv)
     a.garment_sim = garment_sim_args(a)
+    a.prelude = garment_preludes(a)
     cfg, _ = read_bundle(a.base)
     seqs = plan(cfg, a)
     n_test = sum(s["split"] == "test" for s in seqs)

@@ -35,14 +35,11 @@ import tempfile
 
 import numpy as np
 import torch
-from scipy.spatial.transform import Rotation, Slerp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import motions  # noqa: E402
 from bundle import read_bundle  # noqa: E402
 from reference import unique_edges  # noqa: E402
-
-BLEND = 15  # frames from the prelude's last pose into the clip's first
 
 
 def kind_seed(s):
@@ -50,23 +47,6 @@ def kind_seed(s):
     if k not in motions.KINDS or not seed.lstrip("-").isdigit():
         raise SystemExit(f"hysteresis: {s!r} is not KIND:SEED (kinds: {', '.join(motions.KINDS)})")
     return k, int(seed)
-
-
-def after(prelude, clip):
-    """prelude [T1,75] then a blend into clip [T2,75], the clip moved to go on
-    from the prelude's last translation; returns the sequence and that move."""
-    move = prelude[-1, 72:] - clip[0, 72:]
-    moved = clip.copy()
-    moved[:, 72:] += move
-    blend = np.empty((BLEND, 75), np.float32)
-    for i in range(BLEND):
-        s = (i + 1) / (BLEND + 1)
-        s = s * s * (3 - 2 * s)
-        for j in range(24):
-            r = Rotation.from_rotvec(np.stack([prelude[-1, 3 * j:3 * j + 3], moved[0, 3 * j:3 * j + 3]]))
-            blend[i, 3 * j:3 * j + 3] = Slerp([0, 1], r)([s]).as_rotvec()[0]
-        blend[i, 72:] = prelude[-1, 72:] + s * (moved[0, 72:] - prelude[-1, 72:])
-    return np.concatenate([prelude, blend, moved]).astype(np.float32), move
 
 
 def pinched(x, edges):
@@ -104,7 +84,7 @@ def main(argv=None):
     preludes = a.preludes.split(",")
     for i, p in enumerate(preludes):
         pk, ps = kind_seed(p)
-        seq, move = after(motions.generate(pk, a.prelude_seconds, ps, fps=fps)[0], clip)
+        seq, move = motions.lead_in(motions.generate(pk, a.prelude_seconds, ps, fps=fps)[0], clip)
         # a prelude named twice runs twice: the teacher is deterministic, so the two agree
         runs.append((p if p not in preludes[:i] else f"{p}#{i + 1}", seq, move))
     faces = t[f"garment.{a.garment}.faces"]

@@ -353,6 +353,29 @@ def generate(kind, seconds, seed, fps=FPS):
     return seq, params
 
 
+LEAD_IN_BLEND = 15  # frames from a prelude's last pose into the clip's first (0.5 s at 30 fps)
+
+
+def lead_in(prelude, clip, blend=LEAD_IN_BLEND):
+    """prelude [T1,75], then `blend` frames slerped into clip [T2,75], then the
+    clip moved (translation only) to go on from where the prelude stands.
+    Returns the [T1+blend+T2,75] float32 sequence and the move [3]: the clip's
+    frames of a garment simulated on it, less the move, are in the clip's own
+    world frame."""
+    move = prelude[-1, 72:] - clip[0, 72:]
+    moved = clip.copy()
+    moved[:, 72:] += move
+    mid = np.empty((blend, 75), np.float32)
+    for i in range(blend):
+        s = (i + 1) / (blend + 1)
+        s = s * s * (3 - 2 * s)
+        for j in range(24):
+            r = Rotation.from_rotvec(np.stack([prelude[-1, 3 * j:3 * j + 3], moved[0, 3 * j:3 * j + 3]]))
+            mid[i, 3 * j:3 * j + 3] = Slerp([0, 1], r)([s]).as_rotvec()[0]
+        mid[i, 72:] = prelude[-1, 72:] + s * (moved[0, 72:] - prelude[-1, 72:])
+    return np.concatenate([prelude, mid, moved]).astype(np.float32), move
+
+
 def check(seq, fps=FPS):
     """Raises ValueError unless seq is a finite [T,75] sequence within the speed bounds."""
     validate(seq)
