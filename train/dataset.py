@@ -216,7 +216,7 @@ def run_one(seq, a, fps):
     sim_in, move = poses_p, None
     if seq["garment"] in a.prelude:
         kind, seed, sec = a.prelude[seq["garment"]]
-        pre = np.asarray(motions.generate(kind, sec, seed, fps=fps)[0], np.float32)[:int(round(sec * fps))]
+        pre = np.asarray(motions.generate(kind, sec, seed, fps=fps)[0], np.float32)
         full, move = motions.lead_in(pre, m)
         sim_in = os.path.join(d, seq["name"] + ".lead.tmp.npy")
         np.save(sim_in, full)
