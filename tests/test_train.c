@@ -400,6 +400,36 @@ Test(train, dataset_prelude_starts_a_garment_worn_in)
               "a bad prelude was not refused by name:\n%s", log_);
 }
 
+/* --kind-seeds: more training draws of one kind on each training shape, named
+ * and seeded after the held-out draws, so every sequence of the plain plan
+ * (the held-out ones above all) stays as it was; bad counts refused by name */
+Test(train, dataset_kind_seeds_add_training_draws_only)
+{
+    char tiny[300], out[300], plain[sizeof log_];
+    snprintf(tiny, sizeof tiny, "%s", tu_bundle("tiny_random"));
+    snprintf(out, sizeof out, "%s", tu_tmp("kds"));
+    const char *cmd = "%s train/dataset.py --base %s --out %s --garments skirt --train-betas 2 --test-betas 1 "
+                      "--motions walk,idle --train-seeds 1 --test-seeds 1 --seconds 1 --dry-run %s";
+    int rc = tu_run(log_, sizeof log_, cmd, py(), tiny, out, "");
+    cr_assert(rc == 0 && strstr(log_, "dataset: 10 sequences (4 train, 6 test)"), "plain plan:\n%s", log_);
+    snprintf(plain, sizeof plain, "%s", log_);
+    rc = tu_run(log_, sizeof log_, cmd, py(), tiny, out, "--kind-seeds idle=3");
+    cr_assert(rc == 0 && strstr(log_, "dataset: 14 sequences (8 train, 6 test)"), "with --kind-seeds:\n%s", log_);
+    for (char *line = strtok(plain, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strstr(line, "dataset: "))
+            cr_assert(strstr(log_, line), "the plain plan's %s changed:\n%s", line, log_);
+    cr_assert(strstr(log_, "skirt-b0-idle-s2 train idle seed 2001\n") &&
+                  strstr(log_, "skirt-b1-idle-s3 train idle seed 3018\n") && !strstr(log_, "b2t-idle-s2") &&
+                  !strstr(log_, "walk-s2"),
+              "the extra draws are not the training shapes' idle s2 and s3:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, cmd, py(), tiny, out, "--kind-seeds idle=0");
+    cr_assert(rc != 0 && strstr(log_, "--kind-seeds 'idle=0'") && !strstr(log_, "Traceback"),
+              "fewer draws than --train-seeds were not refused by name:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, cmd, py(), tiny, out, "--kind-seeds run=4");
+    cr_assert(rc != 0 && strstr(log_, "--kind-seeds 'run=4'") && !strstr(log_, "Traceback"),
+              "a kind not in --motions was not refused by name:\n%s", log_);
+}
+
 /* train.py arms: a copy of the bundle whose shape space moves the arms
  * further out with girth and less in with narrow shoulders; check_arms.py
  * says what changed (the shapedirs' x of betas 1 and 2, on arm vertices) and

@@ -5,7 +5,7 @@
         [--motions walk,run,...] [--train-seeds 3] [--test-seeds 1] \
         [--seconds 4] [--jobs 2] [--drape build/drape] [--sim-args "--iters 10"] \
         [--garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01"] \
-        [--garment-prelude tshirt=walk:1]
+        [--garment-prelude tshirt=walk:1] [--kind-seeds arm_swings=6]
 
 Every sequence is one teacher run: DIR/seq/NAME.poses.npy ([T,75], the
 motion) and DIR/seq/NAME.sim.npy ([T,V,3], the simulated garment). The plan
@@ -28,6 +28,10 @@ motion, 1.5 s unless SECONDS, then half a second's blend into the clip's
 first pose, train/motions.py `lead_in`), and only the clip's frames are
 stored, in the clip's own world frame. Without it the garment starts at rest,
 skinned to the clip's first pose (docs/training.md, "A worn-in start").
+
+--kind-seeds KIND=N plays N draws of KIND on each training shape instead of
+--train-seeds; the extra draws are numbered after the held-out ones (their
+names' sN), so the held-out sequences stay the same motions.
 """
 import argparse
 import glob
@@ -114,6 +118,20 @@ def garment_preludes(a):
     return out
 
 
+def kind_seeds(a):
+    """--kind-seeds KIND=N[,KIND=N...] as {kind: N}: N training draws of KIND
+    (at least --train-seeds) on each training shape."""
+    out = {}
+    for kv in filter(None, a.kind_seeds.split(",")):
+        k, eq, n = kv.partition("=")
+        if not eq or k not in a.motions.split(",") or k in out or not n.isdigit() \
+                or not a.train_seeds <= int(n) <= 100:
+            raise SystemExit(f"dataset: --kind-seeds {kv!r}: expected KIND=N, once per kind, KIND one of "
+                             f"--motions ({a.motions}), N in [--train-seeds ({a.train_seeds}), 100]")
+        out[k] = int(n)
+    return out
+
+
 def check_stale(a, teacher):
     """Refuse (or with --replace-stale, clear) sequences another teacher made.
     When only some garments' own arguments changed, only their sequences are
@@ -186,8 +204,11 @@ def plan(cfg, a):
             raise SystemExit(f"dataset: garment {g!r} is not in the base bundle ({cfg['garments']})")
         for bi, (b, b_test) in enumerate([(b, False) for b in train_b] + [(b, True) for b in test_b]):
             for kind in kinds:
-                for s in range(a.train_seeds + a.test_seeds):
-                    m_test = s >= a.train_seeds
+                # --kind-seeds: more training draws of a kind, numbered after
+                # the held-out ones so that those stay the same motions
+                extra = 0 if b_test else a.kind_seeds.get(kind, a.train_seeds) - a.train_seeds
+                for s in range(a.train_seeds + a.test_seeds + extra):
+                    m_test = a.train_seeds <= s < a.train_seeds + a.test_seeds
                     # each (garment, betas) sees a different draw of each motion
                     seed = 1000 * s + 17 * bi + kinds.index(kind)
                     split = "test" if (b_test or m_test) else "train"
@@ -256,18 +277,24 @@ def main(argv=None):
                     help="more teacher arguments for one garment (after --sim-args, so they win)")
     ap.add_argument("--garment-prelude", action="append", default=[], metavar="GARMENT=KIND:SEED[:SECONDS]",
                     help="that garment's teacher starts worn in: each sequence after this motion (not stored)")
+    ap.add_argument("--kind-seeds", default="", metavar="KIND=N[,KIND=N...]",
+                    help="N training draws of KIND on each training shape instead of --train-seeds "
+                         "(the held-out draws unchanged)")
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
-    ap.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan (a line per sequence: name, split, kind, motion seed) and stop")
     ap.add_argument("--replace-stale", action="store_true",
                     help="delete sequences that another teacher (version, sim args, length, base) made")
     a = ap.parse_args(argv)
     a.garment_sim = garment_sim_args(a)
     a.prelude = garment_preludes(a)
+    a.kind_seeds = kind_seeds(a)
     cfg, _ = read_bundle(a.base)
     seqs = plan(cfg, a)
     n_test = sum(s["split"] == "test" for s in seqs)
     print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test) in {a.out}", file=sys.stderr)
     if a.dry_run:
+        for s in seqs:
+            print(f"{s['name']} {s['split']} {s['kind']} seed {s['seed']}")
         return 0
     teacher = teacher_of(a)
     stale = check_stale(a, teacher)
