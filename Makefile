@@ -221,7 +221,7 @@ TSHIRT_NET2_ARGS ?= --garments tshirt --steps 1200 --frames 8 --lr 3e-4 --w-edge
                     --pen-nn pred --term-scale tshirt:pen=12 --threads 2
 # then a fourth dataset, the T-shirt's alone, whose teacher starts each
 # sequence worn in (after the same 1.5-s walk, not stored) rather than at
-# rest, and the shirt's network 1,500 more light-term steps on it before its
+# rest, and the shirt's network 2,000 more light-term steps on it before its
 # fine-tune there (docs/training.md, "A worn-in start for the T-shirt's teacher");
 # that dataset plays six arm-swing draws on each training shape, not two, and
 # the fine-tune's terms are lighter (edge 0.2, area 0.08, no cloth energies:
