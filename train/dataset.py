@@ -206,7 +206,7 @@ def plan(cfg, a):
             for kind in kinds:
                 # --kind-seeds: more training draws of a kind, numbered after
                 # the held-out ones so that those stay the same motions
-                extra = 0 if b_test else a.kind_seeds.get(kind, a.train_seeds) - a.train_seeds
+                extra = 0 if b_test else a.draws.get(kind, a.train_seeds) - a.train_seeds
                 for s in range(a.train_seeds + a.test_seeds + extra):
                     m_test = a.train_seeds <= s < a.train_seeds + a.test_seeds
                     # each (garment, betas) sees a different draw of each motion
@@ -281,13 +281,14 @@ def main(argv=None):
                     help="N training draws of KIND on each training shape instead of --train-seeds "
                          "(the held-out draws unchanged)")
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
-    ap.add_argument("--dry-run", action="store_true", help="print the plan (a line per sequence: name, split, kind, motion seed) and stop")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the plan (a line per sequence: name, split, kind, motion seed) and stop")
     ap.add_argument("--replace-stale", action="store_true",
                     help="delete sequences that another teacher (version, sim args, length, base) made")
     a = ap.parse_args(argv)
     a.garment_sim = garment_sim_args(a)
     a.prelude = garment_preludes(a)
-    a.kind_seeds = kind_seeds(a)
+    a.draws = kind_seeds(a)
     cfg, _ = read_bundle(a.base)
     seqs = plan(cfg, a)
     n_test = sum(s["split"] == "test" for s in seqs)
