@@ -67,7 +67,7 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
 DATA := $(BUILD)/data
 BUNDLES := $(DATA)/tiny_random.safetensors $(DATA)/tiny_zero.safetensors \
            $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(DATA)/tinyhist_random.safetensors \
-           $(DATA)/tinyown_random.safetensors
+           $(DATA)/tinyown_random.safetensors $(DATA)/tinyrefine_random.safetensors
 PY_ASSETS := train/make_bundle.py train/assets.py train/weld.py train/bundle.py
 
 .PHONY: all test check bench bundles cuda-note run gpu-check

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend_impl.h"
+#include "../sim/refine.h"
 
 static drape_backend *backend_for(drape_backend *be, int garment);
 
@@ -210,12 +211,23 @@ int drape_identity_create(drape_backend *be, drape_identity **out, int garment, 
     if (rc) return rc;
     float full[DRAPE_MAX_BETAS] = {0};
     if (n_betas) memcpy(full, betas, (size_t)n_betas * sizeof *full);
-    return be->ops->identity_create(be, out, garment, full, err);
+    if ((rc = be->ops->identity_create(be, out, garment, full, err))) return rc;
+    /* the refine step is the same on every backend: made here, run by drape_backend_run */
+    if ((rc = drape_refine_create(&(*out)->refine, m, garment, full, err))) {
+        be->ops->identity_free(be, *out);
+        *out = NULL;
+        return rc;
+    }
+    (*out)->bytes += drape_refine_bytes((*out)->refine);
+    return DRAPE_OK;
 }
 
 void drape_identity_free(drape_backend *be, drape_identity *id)
 {
-    if (id) be->ops->identity_free(be, id);
+    if (!id) return;
+    drape_refine_free(id->refine);
+    id->refine = NULL;
+    be->ops->identity_free(be, id);
 }
 
 int drape_identity_garment(const drape_identity *id) { return id->garment; }
@@ -224,5 +236,23 @@ size_t drape_identity_bytes(const drape_identity *id) { return id->bytes; }
 int drape_backend_run(drape_backend *be, drape_frame *frames, int n, drape_error *err)
 {
     if (n < 0) return drape_fail(err, DRAPE_EINVAL, "negative frame count");
-    return n ? be->ops->run(be, frames, n, err) : DRAPE_OK;
+    int rc = n ? be->ops->run(be, frames, n, err) : DRAPE_OK;
+    if (rc) return rc;
+    /* the refine step on the host, after either backend (sim/refine.h), one
+     * frame per thread; frame t is the history's last */
+    int t = be->model->cfg.n_hist - 1;
+#pragma omp parallel for schedule(dynamic) if (n > 1)
+    for (int i = 0; i < n; i++) {
+        const drape_frame *f = &frames[i];
+        if (f->lbs_only || !f->id->refine) continue;
+        drape_error e = {0};
+        if (drape_refine_frame(f->id->refine, f->out, f->pose[t], f->trans[t], &e)) {
+#pragma omp critical(drape_refine_error)
+            if (!rc) {
+                rc = e.code;
+                if (err) *err = e;
+            }
+        }
+    }
+    return rc;
 }

@@ -52,6 +52,35 @@ static int name_ok(const char *s)
     return 1;
 }
 
+/* "refine": {"<garment>": {"iters": N, "stiffness": k, "margin": m}, ...}
+ * (docs/conventions.md, "The refine step"); absent: no garment is refined */
+static int config_refine(drape_config *c, const json_t *r, drape_error *err)
+{
+    if (!r) return DRAPE_OK;
+    if (!json_is_object(r)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: 'refine' must be an object of garments");
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)r, name, v) {
+        int g = -1;
+        for (int i = 0; i < c->n_garments; i++)
+            if (!strcmp(c->garments[i], name)) g = i;
+        if (g < 0) return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: refine: '%.64s' is not a garment of the model", name);
+        json_t *it = json_object_get(v, "iters"), *k = json_object_get(v, "stiffness"), *mg = json_object_get(v, "margin");
+        if (!json_is_object(v) || json_object_size(v) != 3 || !json_is_integer(it) || !json_is_number(k) ||
+            !json_is_number(mg))
+            return drape_fail(err, DRAPE_EFORMAT, "drape.config: refine.%s must be {\"iters\": integer, "
+                                                  "\"stiffness\": number, \"margin\": number}", name);
+        double kv = json_number_value(k), mv = json_number_value(mg);
+        if (json_integer_value(it) < 0 || json_integer_value(it) > 100 || !(kv > 0 && kv <= 100) || !(mv >= 0 && mv <= 0.05))
+            return drape_fail(err, DRAPE_ERANGE, "drape.config: refine.%s: iters in [0, 100], stiffness in (0, 100], "
+                                                 "margin in [0, 0.05] m", name);
+        c->refine[g].iters = (int)json_integer_value(it);
+        c->refine[g].stiffness = (float)kv;
+        c->refine[g].margin = (float)mv;
+    }
+    return DRAPE_OK;
+}
+
 static int config_parse(drape_config *c, const char *text, drape_error *err)
 {
     if (!text) return drape_fail(err, DRAPE_ENOTFOUND, "__metadata__ has no 'drape.config'");
@@ -142,6 +171,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
                 goto out;
             }
     }
+    if ((rc = config_refine(c, json_object_get(o, "refine"), err))) goto out;
     rc = DRAPE_OK;
 out:
     json_decref(o);

@@ -92,6 +92,29 @@ void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3
             }
 }
 
+typedef struct { const double *pts, *p; double best; int idx; } near_query;
+
+static void visit_point(void *ctx, int i)
+{
+    near_query *q = ctx;
+    double d[3] = {q->p[0] - q->pts[3 * i], q->p[1] - q->pts[3 * i + 1], q->p[2] - q->pts[3 * i + 2]};
+    double r = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    if (r < q->best || (r == q->best && i < q->idx)) q->best = r, q->idx = i;
+}
+
+/* a hit within the box's half width is the nearest (every closer point lies
+ * in the box); the box doubles until one is */
+int drape_grid_nearest(const drape_grid *g, const double *pts, const double p[3])
+{
+    for (double r = g->cell;; r *= 2) {
+        near_query q = {pts, p, INFINITY, -1};
+        double lo[3] = {p[0] - r, p[1] - r, p[2] - r}, hi[3] = {p[0] + r, p[1] + r, p[2] + r};
+        drape_grid_visit(g, lo, hi, visit_point, &q);
+        if (q.idx >= 0 && q.best <= r * r) return q.idx;
+        if (r > 1e6) return q.idx; /* past any finite grid: the whole grid was visited */
+    }
+}
+
 /* edge key (min << 32 | max) with the face's opposite vertex, sorted by key */
 typedef struct { int64_t key; int32_t opp; } half_edge;
 

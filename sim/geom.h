@@ -26,6 +26,11 @@ void drape_grid_free(drape_grid *g);
 void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3], void (*visit)(void *, int),
                       void *ctx);
 
+/* The nearest of the points pts [n,3] to p, for a grid built on those points
+ * (lo = hi = pts): found by growing boxes, ties to the lower index; -1 when
+ * the grid holds none. */
+int drape_grid_nearest(const drape_grid *g, const double *pts, const double p[3]);
+
 /* Interior edges of faces [F,3]: hinges [n,4] = (i, j, k, l) for an edge i–j
  * shared by exactly two triangles, k and l their opposite vertices; edges of
  * more than two triangles (non-manifold) and pairs with k == l are skipped.

@@ -148,30 +148,6 @@ int drape_metrics_create(drape_metrics **out, const float *rest, int V, const in
     return DRAPE_OK;
 }
 
-typedef struct { const double *bp, *p; double best; int idx; } near_query;
-
-static void visit_vertex(void *ctx, int i)
-{
-    near_query *q = ctx;
-    double d[3];
-    sub3(d, q->p, q->bp + 3 * i);
-    double r = dot3(d, d);
-    if (r < q->best || (r == q->best && i < q->idx)) q->best = r, q->idx = i;
-}
-
-/* nearest body vertex by growing boxes: a hit within the box's half width is
- * the nearest (every closer vertex lies in the box) */
-static int nearest_body_vertex(const drape_metrics *mx, const double p[3])
-{
-    for (double r = mx->grid.cell;; r *= 2) {
-        near_query q = {mx->bp, p, INFINITY, -1};
-        double lo[3] = {p[0] - r, p[1] - r, p[2] - r}, hi[3] = {p[0] + r, p[1] + r, p[2] + r};
-        drape_grid_visit(&mx->grid, lo, hi, visit_vertex, &q);
-        if (q.idx >= 0 && q.best <= r * r) return q.idx;
-        if (r > 1e6) return q.idx; /* cannot happen with finite input; ends the loop regardless */
-    }
-}
-
 static double collision_pct(drape_metrics *mx, const double *x, const float *body)
 {
     int Nb = mx->Nb;
@@ -187,7 +163,7 @@ static double collision_pct(drape_metrics *mx, const double *x, const float *bod
     int inside = 0;
     for (int v = 0; v < mx->V; v++) {
         const double *p = x + 3 * v;
-        int b = nearest_body_vertex(mx, p);
+        int b = drape_grid_nearest(&mx->grid, mx->bp, p);
         double d[3], n[3] = {mx->bn[3 * b], mx->bn[3 * b + 1], mx->bn[3 * b + 2]};
         sub3(d, p, mx->bp + 3 * b);
         inside += dot3(n, d) < 0;

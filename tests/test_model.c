@@ -267,6 +267,42 @@ Test(model, pose_history_is_read_and_checked)
     }
 }
 
+Test(model, refine_config_is_read_and_checked)
+{
+    const char *p = tu_tmp("refine.safetensors");
+    char cfg[4096];
+    drape_model *m = NULL;
+    drape_error e = {0};
+    /* absent: no garment refined */
+    cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.refine[0].iters == 0 && m->cfg.refine[1].iters == 0);
+    drape_model_free(m);
+    config_with(cfg, sizeof cfg, "\"refine\": {\"miniskirt\": {\"iters\": 7, \"stiffness\": 2.5, \"margin\": 0.004}}");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.refine[0].iters == 0 && m->cfg.refine[1].iters == 7);
+    cr_assert_float_eq(m->cfg.refine[1].stiffness, 2.5f, 1e-6);
+    cr_assert_float_eq(m->cfg.refine[1].margin, 0.004f, 1e-6);
+    drape_model_free(m);
+    static const struct { const char *r; int code; const char *msg; } bad[] = {
+        {"{\"coat\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0}}", DRAPE_ENOTFOUND, "'coat' is not a garment"},
+        {"{\"skirt\": {\"iters\": 101, \"stiffness\": 1, \"margin\": 0}}", DRAPE_ERANGE, "iters in [0, 100]"},
+        {"{\"skirt\": {\"iters\": 10, \"stiffness\": 0, \"margin\": 0}}", DRAPE_ERANGE, "stiffness in (0, 100]"},
+        {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0.2}}", DRAPE_ERANGE, "margin in [0, 0.05]"},
+        {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1}}", DRAPE_EFORMAT, "refine.skirt must be"},
+        {"{\"skirt\": {\"iters\": 1.5, \"stiffness\": 1, \"margin\": 0}}", DRAPE_EFORMAT, "refine.skirt must be"},
+        {"{\"skirt\": 3}", DRAPE_EFORMAT, "refine.skirt must be"},
+        {"[\"skirt\"]", DRAPE_EFORMAT, "'refine' must be an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char kv[256];
+        snprintf(kv, sizeof kv, "\"refine\": %s", bad[i].r);
+        config_with(cfg, sizeof cfg, kv);
+        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        expect_load_fails(p, bad[i].code, bad[i].msg);
+    }
+}
+
 Test(model, rejects_truncated_bundle)
 {
     const char *p = tu_tmp("trunc.safetensors");

@@ -44,8 +44,11 @@ PRESETS["tinyhist"] = dict(PRESETS["tiny"], history=[6, 3, 1, 0])
 # reference's
 PRESETS["tinyown"] = dict(PRESETS["tiny"])
 OWN_NETWORKS = {"tinyown": ["miniskirt"]}
+# tiny with the refine step on its first garment (docs/conventions.md, "The
+# refine step"): the runtime's refine against the reference's
+PRESETS["tinyrefine"] = dict(PRESETS["tiny"], refine={"skirt": {"iters": 10, "stiffness": 1.0, "margin": 0.003}})
 # Presets whose assets are another preset's (the same body and garments).
-ASSET_RESOLUTION = {"tinyhist": "tiny", "tinyown": "tiny"}
+ASSET_RESOLUTION = {"tinyhist": "tiny", "tinyown": "tiny", "tinyrefine": "tiny"}
 GARMENT_NAMES = ["skirt", "miniskirt"]
 # Presets that carry other garments than GARMENT_NAMES (the test presets keep
 # exactly those two, so their bundles do not change).

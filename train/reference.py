@@ -506,6 +506,58 @@ class Drape:
 # Command line
 
 
+def posed_body(model, ident, poses, trans):
+    """The posed body [N,Nb,3] and its normals for frames poses [N,72], trans [N,3]."""
+    b = model.body
+    v_s = b["v_template"] + b["shapedirs"] @ ident["beta"]
+    R = rodrigues(poses.reshape(-1, 24, 3)).to(torch.float32)
+    A = skinning_transforms(R, trans, ident["J"], model.parents)  # [N,24,3,4]
+    T = torch.einsum("vk,nkij->nvij", b["weights"], A)
+    body = (T[..., :3] @ v_s[None, :, :, None])[..., 0] + T[..., 3]
+    normals = torch.stack([body_normals(x, b["faces"]) for x in body])
+    return body, normals
+
+
+def refine(x, body, normals, edges, l0, iters, k, margin):
+    """The refine step of one frame (sim/refine.h, docs/conventions.md "The
+    refine step"), in float64: x [V,3] the network's world positions, body
+    and normals [Nb,3] the posed body, edges [E,2] with rest lengths l0 [E]."""
+    p, body, normals, l0 = (t.double() for t in (x, body, normals, l0))
+    deg = torch.zeros(len(p), dtype=torch.float64, device=p.device)
+    deg.index_add_(0, edges.reshape(-1), torch.ones(edges.numel(), dtype=torch.float64, device=p.device))
+    i, j = edges[:, 0], edges[:, 1]
+
+    def push(y, nn):  # along the nearest body vertex's normal, to `margin` off its tangent plane
+        n = normals[nn]
+        d = ((y - body[nn]) * n).sum(-1)
+        return y + torch.clamp(margin - d, min=0)[:, None] * n
+
+    nn, x = knn_body(p, body, 1)[:, 0], p  # the prediction's nearest body vertices, for every sweep
+    for _ in range(iters):
+        x = push(x, nn)
+        dv = x[i] - x[j]
+        proj = dv * (l0 / dv.norm(dim=-1).clamp(min=1e-12))[:, None]
+        s = torch.zeros_like(x)
+        s.index_add_(0, i, x[j] + proj)
+        s.index_add_(0, j, x[i] - proj)
+        x = (p + k * s) / (1 + k * deg)[:, None]
+    return push(x, knn_body(x, body, 1)[:, 0])
+
+
+def refine_frames(model, ident, world, poses, trans):
+    """The refine step over N frames world [N,V,3] of frames t (poses [N,72],
+    trans [N,3]), when the bundle asks for it on this garment; else world."""
+    rc = model.cfg.get("refine", {}).get(ident["garment"])
+    if not rc or rc["iters"] <= 0:
+        return world
+    body, normals = posed_body(model, ident, poses, trans)
+    edges = model.static(ident["garment"])["g_edges"]
+    g = ident["g"].double()
+    l0 = (g[edges[:, 0]] - g[edges[:, 1]]).norm(dim=-1)
+    return torch.stack([refine(world[f], body[f], normals[f], edges, l0, rc["iters"], rc["stiffness"], rc["margin"])
+                        for f in range(len(world))]).to(world.dtype)
+
+
 def history(cfg):
     """The frames module A sees, as offsets back from t, oldest first: DESIGN
     2.4's (t-2, t-1, t) unless the config's "history" says otherwise."""
@@ -531,7 +583,12 @@ def infer(model, garment, betas, seq, lbs_only=False, chunk=None):
         chunk = max(1, int(2 ** 30 // (3 * widest * hu * wu * 4)))
     parts = [model.frames(ident, poses[i:i + chunk], trans[i:i + chunk], lbs_only)
              for i in range(0, len(seq), chunk)]
-    frames = {k: torch.cat([p[k] for p in parts]).cpu().numpy() for k in parts[0]}
+    frames = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+    if not lbs_only:  # after module A, as the runtime does (frame t is the window's last)
+        at = lambda a: torch.from_numpy(np.ascontiguousarray(a[:, -1])).to(model.device)
+        with torch.no_grad():
+            frames["world"] = refine_frames(model, ident, frames["world"], at(poses), at(trans))
+    frames = {k: v.cpu().numpy() for k, v in frames.items()}
     return ident, frames
 
 

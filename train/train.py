@@ -60,8 +60,7 @@ import physics  # noqa: E402
 from bundle import read_bundle, write_bundle  # noqa: E402
 from make_bundle import PRESETS, asset_tensors, init_network  # noqa: E402
 import reference  # noqa: E402
-from reference import (Drape, body_normals, frame_windows, rodrigues,  # noqa: E402
-                       skinning_transforms)
+from reference import Drape, frame_windows, posed_body  # noqa: E402
 
 # Module B's garment→body neighbours depend only on the identity's shape (no
 # gradient flows through indices): computed once per identity, not per step.
@@ -147,18 +146,6 @@ class Data:
             self.seqs.append(s)
         if not self.seqs:
             raise SystemExit(f"train: no finished '{split}' sequences in {root}")
-
-
-def posed_body(model, ident, poses, trans):
-    """The posed body [N,Nb,3] and its normals for frames poses [N,72], trans [N,3]."""
-    b = model.body
-    v_s = b["v_template"] + b["shapedirs"] @ ident["beta"]
-    R = rodrigues(poses.reshape(-1, 24, 3)).to(torch.float32)
-    A = skinning_transforms(R, trans, ident["J"], model.parents)  # [N,24,3,4]
-    T = torch.einsum("vk,nkij->nvij", b["weights"], A)
-    body = (T[..., :3] @ v_s[None, :, :, None])[..., 0] + T[..., 3]
-    normals = torch.stack([body_normals(x, b["faces"]) for x in body])
-    return body, normals
 
 
 def laplacian(x, edges, deg):
@@ -496,6 +483,27 @@ def cmd_graft(a):
     return 0
 
 
+def cmd_refine(a):
+    """A copy of BASE whose garment G is refined after module A (sim/refine.h;
+    docs/conventions.md "The refine step"), or no longer is (--iters 0)."""
+    cfg, t = read_bundle(a.base)
+    if a.garment not in cfg["garments"]:
+        raise SystemExit(f"train refine: {a.garment!r} is not a garment of {a.base} ({', '.join(cfg['garments'])})")
+    # the runtime's bounds (runtime/model.c config_refine)
+    if not (0 <= a.iters <= 100 and 0 < a.stiffness <= 100 and 0 <= a.margin <= 0.05):
+        raise SystemExit("train refine: --iters in [0, 100], --stiffness in (0, 100], --margin in [0, 0.05] m")
+    cfg = dict(cfg)
+    r = {g: v for g, v in cfg.get("refine", {}).items() if g != a.garment}
+    if a.iters:
+        r[a.garment] = {"iters": a.iters, "stiffness": a.stiffness, "margin": a.margin}
+    cfg.pop("refine", None)
+    if r:
+        cfg["refine"] = r
+    write_bundle(a.out, cfg, t)
+    print(f"train refine: {a.out}: refined garments: {', '.join(sorted(r)) or 'none'}", file=sys.stderr)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -551,8 +559,16 @@ def main(argv=None):
     p.add_argument("--garment", required=True)
     p.add_argument("--net-from", required=True)
     p.add_argument("--out", required=True)
+    p = sub.add_parser("refine", help="turn the refine step on (or off, --iters 0) for a garment")
+    p.add_argument("--base", required=True)
+    p.add_argument("--garment", required=True)
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--stiffness", type=float, default=1.0)
+    p.add_argument("--margin", type=float, default=0.003, help="m off the body's tangent planes")
+    p.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    return {"init": cmd_init, "fit": cmd_fit, "attach": cmd_attach, "arms": cmd_arms, "graft": cmd_graft}[a.cmd](a)
+    return {"init": cmd_init, "fit": cmd_fit, "attach": cmd_attach, "arms": cmd_arms, "graft": cmd_graft,
+            "refine": cmd_refine}[a.cmd](a)
 
 
 if __name__ == "__main__":
