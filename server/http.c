@@ -120,8 +120,9 @@ static enum MHD_Result route_model(draped *d, struct MHD_Connection *c)
     json_t *g = json_array();
     for (int i = 0; i < cfg->n_garments; i++) {
         const drape_garment *gm = &d->model->garments[i];
-        json_array_append_new(g, json_pack("{s:s,s:i,s:i,s:b}", "name", gm->name, "vertices", gm->V, "faces", gm->F,
-                                           "own_network", d->model->own[i] != NULL));
+        json_array_append_new(g, json_pack("{s:s,s:i,s:i,s:b,s:b}", "name", gm->name, "vertices", gm->V, "faces", gm->F,
+                                           "own_network", d->model->own[i] != NULL, "refined",
+                                           cfg->refine[i].iters > 0));
     }
     json_t *conv = json_array();
     for (int i = 0; i < cfg->n_conv; i++) json_array_append_new(conv, json_integer(cfg->conv[i]));

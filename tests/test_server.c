@@ -206,6 +206,17 @@ Test(server, a_garments_own_network_streams_as_drape_infer_runs)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* A model that refines its first garment (sim/refine.h): its avatars stream
+ * as `drape infer` runs them, refined, beside the other garment's. */
+Test(server, a_refined_garment_streams_as_drape_infer_runs)
+{
+    tu_server s = matches_infer_on("tinyrefine_random", "2,1,0 8 skirt,miniskirt");
+    cr_assert(strstr(out, "\"own_network\": false, \"refined\": true") ||
+                  strstr(out, "\"own_network\":false,\"refined\":true"), "%s", out);
+    cr_assert(strstr(out, "\"refined\": false") || strstr(out, "\"refined\":false"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, formats_agree_within_bounds)
 {
     tu_server s = tu_draped_start("tiny_random", "");

@@ -67,6 +67,9 @@ static int cmd_info(int argc, char **argv)
                100.0 * g->active_texels[1] / T);
         if (g->n_attach) printf(", %d attached in simulation", g->n_attach);
         if (m->own[i]) printf(", its own network");
+        if (c->refine[i].iters)
+            printf(", refined (%d sweeps, stiffness %g, margin %g m)", c->refine[i].iters, c->refine[i].stiffness,
+                   c->refine[i].margin);
         printf("\n");
     }
     printf("tensors    %d (%d not used by this runtime), %zu bytes of data\n", m->n_tensors, m->n_unused_tensors,
