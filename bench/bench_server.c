@@ -11,7 +11,10 @@
  *      per second the server delivers, as a ratio of raw (goal ≥ 90%);
  *   3. `drape load` at 64 avatars × 30 fps → p99 latency, against the bound
  *      one batch's compute time + max_delay_us + 1 ms (when the backend can
- *      sustain 1,920 frames per second at all; otherwise the row says so).
+ *      sustain 1,920 frames per second at all; otherwise the row says so);
+ *   4. per garment the bundle refines (docs/conventions.md, "The refine
+ *      step"): frames/s of one avatar (batches of 1) and of batches of
+ *      max_batch, with the refine step and without it (the peer).
  *
  *   drape_bench_server BUNDLE DRAPED DRAPE    env DRAPE_BENCH_THREADS (2) */
 #include <jansson.h>
@@ -49,9 +52,9 @@ static const char *backend_name(void)
     return b && *b ? b : "cpu";
 }
 
-/* frames/s and ms per batch of MAX_BATCH frames whose avatars wear the
- * garments gs[0..ng-1] in turn (one identity each) */
-static void raw_of(const drape_model *m, int threads, const int *gs, int ng, double *fps, double *batch_ms)
+/* frames/s and ms per batch of `batch` (≤ MAX_BATCH) frames whose avatars
+ * wear the garments gs[0..ng-1] in turn (one identity each) */
+static void raw_of(const drape_model *m, int threads, const int *gs, int ng, int batch, double *fps, double *batch_ms)
 {
     drape_error e = {0};
     drape_backend *be;
@@ -75,15 +78,15 @@ static void raw_of(const drape_model *m, int threads, const int *gs, int ng, dou
             fr[i].trans[k] = poses[i] + 72;
         }
     }
-    drape_backend_run(be, fr, MAX_BATCH, &e); /* warm */
+    drape_backend_run(be, fr, batch, &e); /* warm */
     int n = 0;
     double t0 = now_s();
     while (now_s() - t0 < 3.0 || n < 3) {
-        if (drape_backend_run(be, fr, MAX_BATCH, &e)) die("run", e.msg);
+        if (drape_backend_run(be, fr, batch, &e)) die("run", e.msg);
         n++;
     }
     double dt = now_s() - t0;
-    *fps = n * MAX_BATCH / dt;
+    *fps = n * batch / dt;
     *batch_ms = dt / n * 1e3;
     free(out);
     for (int k = 0; k < ng; k++) drape_identity_free(be, id[k]);
@@ -95,7 +98,7 @@ static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
     drape_error e = {0};
     drape_model *m;
     if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
-    raw_of(m, threads, (const int[]){0}, 1, fps, batch_ms);
+    raw_of(m, threads, (const int[]){0}, 1, MAX_BATCH, fps, batch_ms);
     drape_model_free(m);
 }
 
@@ -114,9 +117,9 @@ static void split_rows(const char *bundle, int threads)
     }
     if (own >= 0 && shared >= 0) {
         double f_s, f_o, f_m, ms;
-        raw_of(m, threads, (const int[]){shared}, 1, &f_s, &ms);
-        raw_of(m, threads, (const int[]){own}, 1, &f_o, &ms);
-        raw_of(m, threads, (const int[]){shared, own}, 2, &f_m, &ms);
+        raw_of(m, threads, (const int[]){shared}, 1, MAX_BATCH, &f_s, &ms);
+        raw_of(m, threads, (const int[]){own}, 1, MAX_BATCH, &f_o, &ms);
+        raw_of(m, threads, (const int[]){shared, own}, 2, MAX_BATCH, &f_m, &ms);
         double alone = 2.0 / (1.0 / f_s + 1.0 / f_o); /* the two kinds of frame, one batch each */
         printf("\n## One batch, two networks (%s: %s runs its own)\n\n", bundle, m->garments[own].name);
         printf("| batches of %d frames | frames/s |\n|---|---:|\n", MAX_BATCH);
@@ -124,6 +127,37 @@ static void split_rows(const char *bundle, int threads)
         printf("| %s (its own network) | %.1f |\n", m->garments[own].name, f_o);
         printf("| half each, split by network | %.1f |\n", f_m);
         printf("| split / one network per batch (same frames) | %.2f |\n", f_m / alone);
+    }
+    drape_model_free(m);
+}
+
+/* The refine step's cost: each garment the bundle refines, with it and
+ * without it (its iters set to 0 in the loaded config, so identities get
+ * no refine state), at one avatar and at full batches. */
+static void refine_rows(const char *bundle, int threads)
+{
+    drape_error e = {0};
+    drape_model *m;
+    if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
+    int head = 0;
+    for (int g = 0; g < m->cfg.n_garments; g++) {
+        int iters = m->cfg.refine[g].iters;
+        if (iters <= 0) continue;
+        if (!head++)
+            printf("\n## The refine step (%s)\n\n| garment | batch | frames/s refined | frames/s not | refined / not |\n"
+                   "|---|---:|---:|---:|---:|\n",
+                   bundle);
+        const int batches[2] = {1, MAX_BATCH};
+        for (int b = 0; b < 2; b++) {
+            double on, off, ms;
+            m->cfg.refine[g].iters = iters;
+            raw_of(m, threads, (const int[]){g}, 1, batches[b], &on, &ms);
+            m->cfg.refine[g].iters = 0;
+            raw_of(m, threads, (const int[]){g}, 1, batches[b], &off, &ms);
+            printf("| %s (%d sweeps) | %d | %.1f | %.1f | %.2f |\n", m->garments[g].name, iters, batches[b], on, off,
+                   on / off);
+        }
+        m->cfg.refine[g].iters = iters;
     }
     drape_model_free(m);
 }
@@ -223,5 +257,6 @@ int main(int argc, char **argv)
     json_decref(sat);
     json_decref(lat);
     split_rows(bundle, threads);
+    refine_rows(bundle, threads);
     return 0;
 }

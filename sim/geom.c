@@ -115,6 +115,48 @@ int drape_grid_nearest(const drape_grid *g, const double *pts, const double p[3]
     }
 }
 
+/* squared distance from t to the interval [lo, lo + w] */
+static inline double gap(double lo, double w, double t)
+{
+    double d = t < lo ? lo - t : t > lo + w ? t - lo - w : 0;
+    return d * d;
+}
+
+/* Exact: every point nearer than the hint lies in the box of half width
+ * |p − hint| around p; cells farther than the best so far are skipped, and
+ * the box's cells are visited once (no growing boxes). */
+int drape_grid_nearest_hint(const drape_grid *g, const double *pts, const double p[3], int hint)
+{
+    const double *h = pts + 3 * hint;
+    double best = (p[0] - h[0]) * (p[0] - h[0]) + (p[1] - h[1]) * (p[1] - h[1]) + (p[2] - h[2]) * (p[2] - h[2]);
+    int idx = hint;
+    double r = sqrt(best) * (1 + 1e-12) + 1e-15;
+    double lo[3] = {p[0] - r, p[1] - r, p[2] - r}, hi[3] = {p[0] + r, p[1] + r, p[2] + r};
+    int a[3], b[3];
+    cell_range(g, lo, hi, a, b);
+    for (int z = a[2]; z <= b[2]; z++) {
+        double dz = gap(g->lo[2] + z * g->cell, g->cell, p[2]);
+        for (int y = a[1]; y <= b[1]; y++) {
+            double dyz = dz + gap(g->lo[1] + y * g->cell, g->cell, p[1]);
+            if (dyz > best * (1 + 1e-9) + 1e-18) continue;
+            for (int x = a[0]; x <= b[0]; x++) {
+                /* the grid's points all lie in their cells (its box is theirs); the slack covers
+                 * rounding at a cell's faces */
+                if (dyz + gap(g->lo[0] + x * g->cell, g->cell, p[0]) > best * (1 + 1e-9) + 1e-18) continue;
+                int64_t c = ((int64_t)z * g->dim[1] + y) * g->dim[0] + x;
+                for (int32_t q = g->start[c]; q < g->start[c + 1]; q++) {
+                    int i = g->items[q];
+                    const double *s = pts + 3 * i;
+                    double d = (p[0] - s[0]) * (p[0] - s[0]) + (p[1] - s[1]) * (p[1] - s[1]) +
+                               (p[2] - s[2]) * (p[2] - s[2]);
+                    if (d < best || (d == best && i < idx)) best = d, idx = i;
+                }
+            }
+        }
+    }
+    return idx;
+}
+
 /* edge key (min << 32 | max) with the face's opposite vertex, sorted by key */
 typedef struct { int64_t key; int32_t opp; } half_edge;
 

@@ -30,6 +30,9 @@ void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3
  * (lo = hi = pts): found by growing boxes, ties to the lower index; -1 when
  * the grid holds none. */
 int drape_grid_nearest(const drape_grid *g, const double *pts, const double p[3]);
+/* The same nearest point, found from a guess: hint, one of the grid's points
+ * (the nearer it is, the fewer cells are visited). */
+int drape_grid_nearest_hint(const drape_grid *g, const double *pts, const double p[3], int hint);
 
 /* Interior edges of faces [F,3]: hinges [n,4] = (i, j, k, l) for an edge i–j
  * shared by exactly two triangles, k and l their opposite vertices; edges of

@@ -163,6 +163,48 @@ Test(collision, mesh_distance_matches_brute_force)
     drape_model_free(m);
 }
 
+/* The nearest-point searches (growing boxes, and from a hint, as the refine
+ * step runs them) find what a brute-force search finds, ties to the lower
+ * index, for points inside and outside the grid and cells fine and coarse. */
+Test(collision, nearest_point_matches_brute_force)
+{
+    enum { N = 3000 };
+    double *pts = malloc(sizeof(double) * 3 * N);
+    uint64_t rng = 11;
+    for (int i = 0; i < N; i++) /* a thin shell, as a body surface is, with some duplicate points */
+        if (i % 50 == 49) memcpy(pts + 3 * i, pts + 3 * (i - 7), sizeof(double) * 3);
+        else {
+            double u[3], r = 0;
+            for (int d = 0; d < 3; d++) u[d] = tu_rand(&rng), r += u[d] * u[d];
+            for (int d = 0; d < 3; d++) pts[3 * i + d] = 0.3 * u[d] / sqrt(r + 1e-12);
+        }
+    const double cells[3] = {0.005, 0.03, 0.2};
+    for (int c = 0; c < 3; c++) {
+        drape_grid g = {0};
+        cr_assert_eq(drape_grid_build(&g, pts, pts, N, cells[c]), 0);
+        for (int s = 0; s < 300; s++) {
+            double p[3];
+            int at = (int)((tu_rand(&rng) * 0.5 + 0.5) * (N - 1));
+            double spread = s % 3 == 0 ? 0.6 : 0.05; /* every third point far, some past the grid */
+            for (int d = 0; d < 3; d++) p[d] = pts[3 * at + d] + spread * tu_rand(&rng);
+            if (s % 10 == 0) memcpy(p, pts + 3 * 49, sizeof p); /* on a duplicated point: a tie */
+            int best = -1;
+            double bd = INFINITY;
+            for (int i = 0; i < N; i++) {
+                double d = 0;
+                for (int k = 0; k < 3; k++) d += (p[k] - pts[3 * i + k]) * (p[k] - pts[3 * i + k]);
+                if (d < bd) bd = d, best = i;
+            }
+            int hint = (int)((tu_rand(&rng) * 0.5 + 0.5) * (N - 1));
+            cr_assert_eq(drape_grid_nearest(&g, pts, p), best, "cell %g, point %d", cells[c], s);
+            cr_assert_eq(drape_grid_nearest_hint(&g, pts, p, hint), best, "cell %g, point %d, hint %d", cells[c], s, hint);
+            cr_assert_eq(drape_grid_nearest_hint(&g, pts, p, best), best);
+        }
+        drape_grid_free(&g);
+    }
+    free(pts);
+}
+
 Test(collision, closest_point_on_triangle)
 {
     double a[3] = {0, 0, 0}, b[3] = {1, 0, 0}, c[3] = {0, 1, 0}, q[3], w[3];
