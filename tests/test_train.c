@@ -91,6 +91,14 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     cr_log_info("tiny training: fixed-batch loss %g -> %g", before, after);
     cr_assert_lt(after, 0.9 * before, "training did not lower the loss: %g -> %g\n%s", before, after, log_);
 
+    cr_assert(strstr(log_, "train: 1 training sequences from "), "%s", log_);
+    /* several datasets pooled (--data A,B): their training sequences together */
+    char pooled[700], model2[300];
+    snprintf(pooled, sizeof pooled, "%s,%s", data, stale);
+    snprintf(model2, sizeof model2, "%s", tu_tmp("pooled.safetensors"));
+    rc = tiny_fit(base, pooled, model2, "--steps 2 --frames 2 --threads 1");
+    cr_assert(rc == 0 && strstr(log_, "train: 2 training sequences from "), "pooled fit:\n%s", log_);
+
     /* the exported bundle: C and PyTorch agree on it */
     float poses[5 * 75];
     tu_random_poses(poses, 5, 0.3f, 0.2f, 77);

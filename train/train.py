@@ -132,20 +132,23 @@ def cmd_init(a):
 class Data:
     """The teacher sequences of a dataset split, in memory."""
 
-    def __init__(self, root, split, garments):
-        with open(os.path.join(root, "manifest.json")) as f:
-            man = json.load(f)
+    def __init__(self, roots, split, garments):
+        # roots: one dataset directory, or several joined by commas (their
+        # sequences pooled: more shapes from another plan's --seed)
         self.seqs = []
-        for s in man["sequences"]:
-            if s["split"] != split or s["garment"] not in garments:
-                continue
-            p = os.path.join(root, "seq", s["name"])
-            if not os.path.exists(p + ".sim.npy"):
-                continue
-            s = dict(s, poses=np.load(p + ".poses.npy").astype(np.float32), sim=np.load(p + ".sim.npy"))
-            self.seqs.append(s)
+        for root in roots.split(","):
+            with open(os.path.join(root, "manifest.json")) as f:
+                man = json.load(f)
+            for s in man["sequences"]:
+                if s["split"] != split or s["garment"] not in garments:
+                    continue
+                p = os.path.join(root, "seq", s["name"])
+                if not os.path.exists(p + ".sim.npy"):
+                    continue
+                s = dict(s, poses=np.load(p + ".poses.npy").astype(np.float32), sim=np.load(p + ".sim.npy"))
+                self.seqs.append(s)
         if not self.seqs:
-            raise SystemExit(f"train: no finished '{split}' sequences in {root}")
+            raise SystemExit(f"train: no finished '{split}' sequences in {roots}")
 
 
 def laplacian(x, edges, deg):
@@ -314,6 +317,7 @@ def cmd_fit(a):
                                           f" ({torch.get_num_threads()} threads)"), file=sys.stderr)
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
+    print(f"train: {len(train.seqs)} training sequences from {a.data}", file=sys.stderr)
     a.term_scales = term_scales(a.term_scale, garments)
     a.robust_garments = robust_garments(a.pos_loss, garments)
     rng = np.random.default_rng(a.seed)
@@ -364,7 +368,8 @@ def cmd_fit(a):
     t0, first, hist = time.time(), step, []
     info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
             "w_edge": a.w_edge, "w_area": a.w_area, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn, "pen_margin": a.pen_margin,
-            "w_phys": a.w_phys, "term_scale": a.term_scale, "data": os.path.abspath(a.data), "train_sequences": len(train.seqs)}
+            "w_phys": a.w_phys, "term_scale": a.term_scale, "train_sequences": len(train.seqs),
+            "data": ",".join(os.path.abspath(r) for r in a.data.split(","))}
     # sequence sampling: uniform, or each garment's sequences weighted (--garment-weights dress=2)
     # (the uniform draw stays rng.integers, so runs without weights repeat earlier ones)
     try:
@@ -516,7 +521,7 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p = sub.add_parser("fit")
     p.add_argument("--base", required=True)
-    p.add_argument("--data", required=True)
+    p.add_argument("--data", required=True, help="a dataset directory (train/dataset.py), or several joined by commas")
     p.add_argument("--out", required=True)
     p.add_argument("--garments", default="")
     p.add_argument("--steps", type=int, default=2000)
