@@ -99,6 +99,35 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     rc = tiny_fit(base, pooled, model2, "--steps 2 --frames 2 --threads 1");
     cr_assert(rc == 0 && strstr(log_, "train: 2 training sequences from "), "pooled fit:\n%s", log_);
 
+    /* --through-refine: the losses on the refined positions, differentiated
+     * through the refine step, lower the loss too; a bundle that refines
+     * none of the garments trained is refused by name */
+    char refined[300], model3[300];
+    snprintf(refined, sizeof refined, "%s", tu_tmp("refined.safetensors"));
+    snprintf(model3, sizeof model3, "%s", tu_tmp("through.safetensors"));
+    rc = tiny_fit(model, data, model3, "--steps 2 --frames 2 --threads 1 --through-refine");
+    cr_assert(rc != 0 && strstr(log_, "--through-refine") && strstr(log_, "refines none of skirt") &&
+                  !strstr(log_, "Traceback"),
+              "an unrefined bundle was not refused:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/train.py refine --base %s --garment skirt --iters 4 --margin 0.005 --out %s",
+                py(), model, refined);
+    cr_assert_eq(rc, 0, "refine:\n%s", log_);
+    rc = tiny_fit(refined, data, model3, "--steps 12 --frames 6 --lr 3e-3 --threads 1 --pen-nn pred --through-refine");
+    cr_assert(rc == 0 && strstr(log_, "the losses on the refined positions of skirt"), "fit through refine:\n%s", log_);
+    p = strstr(log_, "fixed-batch loss before ");
+    cr_assert(p && sscanf(p, "fixed-batch loss before %lf after %lf", &before, &after) == 2, "%s", log_);
+    cr_assert_lt(after, 0.9 * before, "training through the refine step did not lower the loss: %g -> %g", before, after);
+    /* and the loss is on other positions than the network's own: the same
+     * bundle's fixed batch scores differently without the flag */
+    double plain = 0, through = 0;
+    rc = tiny_fit(refined, data, model3, "--steps 1 --frames 6 --threads 1 --pen-nn pred --through-refine");
+    p = strstr(log_, "fixed-batch loss before ");
+    cr_assert(rc == 0 && p && sscanf(p, "fixed-batch loss before %lf", &through) == 1, "%s", log_);
+    rc = tiny_fit(refined, data, model3, "--steps 1 --frames 6 --threads 1 --pen-nn pred");
+    p = strstr(log_, "fixed-batch loss before ");
+    cr_assert(rc == 0 && p && sscanf(p, "fixed-batch loss before %lf", &plain) == 1, "%s", log_);
+    cr_assert_gt(fabs(plain - through), 1e-3 * plain, "the refine step did not change the loss: %g and %g", plain, through);
+
     /* the exported bundle: C and PyTorch agree on it */
     float poses[5 * 75];
     tu_random_poses(poses, 5, 0.3f, 0.2f, 77);

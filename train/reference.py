@@ -518,10 +518,13 @@ def posed_body(model, ident, poses, trans):
     return body, normals
 
 
-def refine(x, body, normals, edges, l0, iters, k, margin):
+def refine(x, body, normals, edges, l0, iters, k, margin, nearest=None):
     """The refine step of one frame (sim/refine.h, docs/conventions.md "The
     refine step"), in float64: x [V,3] the network's world positions, body
-    and normals [Nb,3] the posed body, edges [E,2] with rest lengths l0 [E]."""
+    and normals [Nb,3] the posed body, edges [E,2] with rest lengths l0 [E].
+    Differentiable in x (the nearest vertices are indices, held fixed);
+    nearest(y, body) -> [V] may replace the exact search (training's k-d tree)."""
+    near = nearest or (lambda y, b: knn_body(y, b, 1)[:, 0])
     p, body, normals, l0 = (t.double() for t in (x, body, normals, l0))
     deg = torch.zeros(len(p), dtype=torch.float64, device=p.device)
     deg.index_add_(0, edges.reshape(-1), torch.ones(edges.numel(), dtype=torch.float64, device=p.device))
@@ -532,7 +535,7 @@ def refine(x, body, normals, edges, l0, iters, k, margin):
         d = ((y - body[nn]) * n).sum(-1)
         return y + torch.clamp(margin - d, min=0)[:, None] * n
 
-    nn, x = knn_body(p, body, 1)[:, 0], p  # the prediction's nearest body vertices, for every sweep
+    nn, x = near(p, body), p  # the prediction's nearest body vertices, for every sweep
     for _ in range(iters):
         x = push(x, nn)
         dv = x[i] - x[j]
@@ -541,7 +544,7 @@ def refine(x, body, normals, edges, l0, iters, k, margin):
         s.index_add_(0, i, x[j] + proj)
         s.index_add_(0, j, x[i] - proj)
         x = (p + k * s) / (1 + k * deg)[:, None]
-    return push(x, knn_body(x, body, 1)[:, 0])
+    return push(x, near(x, body))
 
 
 def refine_frames(model, ident, world, poses, trans):

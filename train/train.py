@@ -37,6 +37,9 @@ Loss per step (one identity, a batch of frames of one training sequence):
       + w_edge · mean_e ((|e(x)| − |e(x*)|) / l0_e)²   (edge lengths, prediction vs teacher)
       + w_area · mean_f ((A_f(x) − A_f(x*)) / A0_f)²   (face areas, prediction vs teacher; off by default)
       + w_phys · (stretch + bending) / V   (physics.py, HOOD's StVK and dihedral terms; off by default)
+With --through-refine, x is what the runtime serves where the bundle refines
+the garment (train.py refine): the network's positions after the refine
+step, differentiated through it (its nearest body vertices held fixed).
 The network starts at plain skinning: the last layers of Bone-Net, the conv
 stack, the Δw head and the FiLM modulator are zero, so the first prediction
 is LBS and training learns corrections. in_mean/in_std are the Bone-Net input
@@ -229,6 +232,18 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
     out = _frames(model, ident, P, Tr)
     x = out["world"]
     edges, deg, _ = tables[seq["garment"]]
+    rc = model.cfg.get("refine", {}).get(seq["garment"]) if a.through_refine else None
+    if rc and rc["iters"] > 0:
+        # the losses on what is served: the bundle's refine step after module
+        # A, differentiated through (docs/training.md, "Training through the
+        # refine step"); the nearest body vertices by k-d tree, held fixed
+        body, normals = posed_body(model, ident, P[:, -1], Tr[:, -1])
+        g = ident["g"].detach().double()
+        l0 = (g[edges[:, 0]] - g[edges[:, 1]]).norm(dim=-1)
+        near = lambda y, b: _nearest(b, y).to(y.device)
+        x = torch.stack([reference.refine(x[f], body[f].detach(), normals[f].detach(), edges, l0, rc["iters"],
+                                          rc["stiffness"], rc["margin"], nearest=near)
+                         for f in range(len(x))]).to(x.dtype)
     d2 = ((x - tgt) ** 2).sum(-1)
     if seq["garment"] not in a.robust_garments:
         L = {"pos": d2.mean()}
@@ -320,6 +335,11 @@ def cmd_fit(a):
     print(f"train: {len(train.seqs)} training sequences from {a.data}", file=sys.stderr)
     a.term_scales = term_scales(a.term_scale, garments)
     a.robust_garments = robust_garments(a.pos_loss, garments)
+    refined = sorted(g for g in garments if cfg.get("refine", {}).get(g, {}).get("iters", 0) > 0)
+    if a.through_refine and not refined:
+        raise SystemExit(f"train: --through-refine: {a.base} refines none of {', '.join(garments)} (train.py refine)")
+    if a.through_refine:
+        print(f"train: the losses on the refined positions of {', '.join(refined)}", file=sys.stderr)
     rng = np.random.default_rng(a.seed)
     tables = {}
     for g in garments:
@@ -368,7 +388,8 @@ def cmd_fit(a):
     t0, first, hist = time.time(), step, []
     info = {"steps": a.steps, "frames_per_step": a.frames, "lr": a.lr, "w_lap": a.w_lap, "w_pen": a.w_pen,
             "w_edge": a.w_edge, "w_area": a.w_area, "pos_loss": a.pos_loss, "pen_nn": a.pen_nn, "pen_margin": a.pen_margin,
-            "w_phys": a.w_phys, "term_scale": a.term_scale, "train_sequences": len(train.seqs),
+            "through_refine": a.through_refine, "w_phys": a.w_phys, "term_scale": a.term_scale,
+            "train_sequences": len(train.seqs),
             "data": ",".join(os.path.abspath(r) for r in a.data.split(","))}
     # sequence sampling: uniform, or each garment's sequences weighted (--garment-weights dress=2)
     # (the uniform draw stays rng.integers, so runs without weights repeat earlier ones)
@@ -537,6 +558,8 @@ def main(argv=None):
     p.add_argument("--pen-margin", type=float, default=0.005,
                    help="m: the penetration term acts on vertices closer than this to the body (its ε)")
     p.add_argument("--w-phys", type=float, default=0.0)
+    p.add_argument("--through-refine", action="store_true",
+                   help="the losses on the refined positions, where the bundle refines the garment (train.py refine)")
     p.add_argument("--garment-weights", default="", metavar="G=W,...",
                    help="sample garment G's sequences W times as often (default: every sequence alike)")
     p.add_argument("--term-scale", default="", metavar="G:TERM=S,...",
