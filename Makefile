@@ -229,6 +229,17 @@ TSHIRT_NET2_ARGS ?= --garments tshirt --steps 1200 --frames 8 --lr 3e-4 --w-edge
 WORN_TEACHER_ARGS ?= --garment-prelude tshirt=walk:1
 WORN_DATA_ARGS ?= --kind-seeds arm_swings=6
 TSHIRT_WORN_ARGS ?= --garments tshirt --steps 2000 --frames 8 --lr 5e-4 --w-edge 0.1 --threads 2
+# then the refine step after module A on the shirt (docs/conventions.md, "The
+# refine step"), which meets its edge, area and collision goals after the
+# network, and from that fine-tuned network 1,500 more light-term steps
+# through it (`--through-refine`: the losses on the refined positions) with
+# the robust position loss, on the worn-in dataset pooled with a fifth: two
+# more training shapes (the plan of --seed 3, its training split only, the
+# same motions) (docs/training.md, "The refine step, and training through it")
+WORN_SHAPES_ARGS ?= --seed 3 --only train --train-betas 2
+REFINE_ARGS ?= --garment tshirt --iters 10 --stiffness 1 --margin 0.003
+TSHIRT_NET3_ARGS ?= --garments tshirt --steps 1500 --frames 8 --lr 5e-4 --w-edge 0.1 --through-refine \
+                    --pos-loss robust:tshirt --threads 2
 TRAIN_DIR ?= build/train
 BASE_KEY = $(MODEL_GARMENTS) $(INIT_ARGS)
 model: all
@@ -277,8 +288,14 @@ model: all
 	    --out $(TRAIN_DIR)/tshirt_worn.safetensors $(TSHIRT_WORN_ARGS)
 	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/tshirt_worn.safetensors --data $(TRAIN_DIR)/data_worn \
 	    --out $(TRAIN_DIR)/tshirt2.safetensors $(TSHIRT_NET2_ARGS)
+	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/arms.safetensors --out $(TRAIN_DIR)/data_worn_shapes $(DATASET_ARGS) \
+	    --garments tshirt $(ARMS_TEACHER_ARGS) $(WORN_TEACHER_ARGS) $(WORN_SHAPES_ARGS) --drape $(BUILD)/drape --replace-stale
+	$(PYTHON) train/train.py refine --base $(TRAIN_DIR)/tshirt2.safetensors $(REFINE_ARGS) --out $(TRAIN_DIR)/tshirt2_refined.safetensors
+	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/tshirt2_refined.safetensors \
+	    --data $(TRAIN_DIR)/data_worn,$(TRAIN_DIR)/data_worn_shapes --out $(TRAIN_DIR)/tshirt3.safetensors $(TSHIRT_NET3_ARGS)
 	$(PYTHON) train/train.py graft --base $(TRAIN_DIR)/finetune10.safetensors --garment tshirt \
-	    --net-from $(TRAIN_DIR)/tshirt2.safetensors --out models/default.safetensors
+	    --net-from $(TRAIN_DIR)/tshirt3.safetensors --out $(TRAIN_DIR)/grafted.safetensors
+	$(PYTHON) train/train.py refine --base $(TRAIN_DIR)/grafted.safetensors $(REFINE_ARGS) --out models/default.safetensors
 
 eval: all
 	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(DATASET_ARGS) \
