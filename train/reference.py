@@ -547,18 +547,19 @@ def refine(x, body, normals, edges, l0, iters, k, margin, nearest=None):
     return push(x, near(x, body))
 
 
-def refine_frames(model, ident, world, poses, trans):
+def refine_frames(model, ident, world, poses, trans, posed=None, nearest=None):
     """The refine step over N frames world [N,V,3] of frames t (poses [N,72],
-    trans [N,3]), when the bundle asks for it on this garment; else world."""
+    trans [N,3]), when the bundle asks for it on this garment; else world.
+    posed: their (body, normals) when the caller has them; nearest: refine's."""
     rc = model.cfg.get("refine", {}).get(ident["garment"])
     if not rc or rc["iters"] <= 0:
         return world
-    body, normals = posed_body(model, ident, poses, trans)
+    body, normals = posed if posed is not None else posed_body(model, ident, poses, trans)
     edges = model.static(ident["garment"])["g_edges"]
-    g = ident["g"].double()
+    g = ident["g"].detach().double()
     l0 = (g[edges[:, 0]] - g[edges[:, 1]]).norm(dim=-1)
-    return torch.stack([refine(world[f], body[f], normals[f], edges, l0, rc["iters"], rc["stiffness"], rc["margin"])
-                        for f in range(len(world))]).to(world.dtype)
+    return torch.stack([refine(world[f], body[f], normals[f], edges, l0, rc["iters"], rc["stiffness"], rc["margin"],
+                               nearest) for f in range(len(world))]).to(world.dtype)
 
 
 def history(cfg):

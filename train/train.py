@@ -232,18 +232,14 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
     out = _frames(model, ident, P, Tr)
     x = out["world"]
     edges, deg, _ = tables[seq["garment"]]
-    rc = model.cfg.get("refine", {}).get(seq["garment"]) if a.through_refine else None
-    if rc and rc["iters"] > 0:
+    # the posed body, once per step, for the refine step and the penetration term
+    posed = posed_body(model, ident, P[:, -1], Tr[:, -1]) if a.through_refine or a.w_pen or a.w_phys else None
+    if a.through_refine:
         # the losses on what is served: the bundle's refine step after module
-        # A, differentiated through (docs/training.md, "Training through the
-        # refine step"); the nearest body vertices by k-d tree, held fixed
-        body, normals = posed_body(model, ident, P[:, -1], Tr[:, -1])
-        g = ident["g"].detach().double()
-        l0 = (g[edges[:, 0]] - g[edges[:, 1]]).norm(dim=-1)
-        near = lambda y, b: _nearest(b, y).to(y.device)
-        x = torch.stack([reference.refine(x[f], body[f].detach(), normals[f].detach(), edges, l0, rc["iters"],
-                                          rc["stiffness"], rc["margin"], nearest=near)
-                         for f in range(len(x))]).to(x.dtype)
+        # A, differentiated through (docs/training.md, "The refine step, and
+        # training through it"); the nearest body vertices by k-d tree, held fixed
+        x = reference.refine_frames(model, ident, x, None, None, posed=posed,
+                                    nearest=lambda y, b: _nearest(b, y).to(y.device))
     d2 = ((x - tgt) ** 2).sum(-1)
     if seq["garment"] not in a.robust_garments:
         L = {"pos": d2.mean()}
@@ -272,7 +268,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         A0 = _areas(ident["g"], faces).detach().clamp(min=1e-10)
         L["area"] = (((_areas(x, faces) - _areas(tgt, faces)) / A0) ** 2).mean()
     if a.w_pen or a.w_phys:
-        body, normals = posed_body(model, ident, P[:, -1], Tr[:, -1])
+        body, normals = posed
         # the body vertex nearest the teacher's vertex (cached), or nearest
         # the prediction's (what the collision metric counts; found per step
         # with a k-d tree, not physics.collision's cdist: 0.47 s a step
