@@ -1,13 +1,16 @@
 # Drape — one Makefile for everything.
-#   make            build the library, `drape`, the tests and the benchmark
-#   make test       install dependencies (scripts/deps.sh), build, run every test
+#   make            build the layers, `drape`, `draped`, the tests and the benchmarks
+#                   (installs nothing; `make deps` does)
+#   make deps       install what is missing (scripts/deps.sh: Debian packages, npm)
+#   make test       deps, build, run every test (CI runs this)
+#   make test-unit  deps, build, the tests but the browser, nginx and training ones (under a minute)
 #   make check      the same tests under AddressSanitizer + UBSan; fails on any report
 #   make bench      module A/B latency, C runtime vs the PyTorch reference
-#   make run        start draped on :8080 with the bundled default model
+#   make run        deps, then start draped on :8080 with the bundled default model
 #   make gpu-check  on a machine with a GPU: the CUDA tests and the GPU benchmark
 #   make clean
-# The top-level targets first run scripts/deps.sh (idempotent, quiet when all
-# is installed) and then re-enter make, so that pkg-config sees the packages.
+# The targets that need packages first run scripts/deps.sh (idempotent, quiet
+# when all is installed) and then re-enter make, so that pkg-config sees them.
 
 SHELL  := /bin/bash
 PYTHON ?= /usr/bin/python3
@@ -16,8 +19,10 @@ JOBS   ?= 2
 
 ifeq ($(DRAPE_DEPS_OK),)
 
-.PHONY: all test check bench clean deps bundles run eval model gpu-check
-all test check bench bundles run eval model gpu-check: deps
+.PHONY: all test test-unit check bench clean deps bundles run eval model gpu-check
+all:
+	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
+test test-unit check bench bundles run eval model gpu-check: deps
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 deps:
 	@scripts/deps.sh
@@ -36,7 +41,24 @@ CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -fno-math-errno -I/usr/include/suit
 LDFLAGS += -fopenmp $(SANITIZE)
 LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread
 
-LIB_SRC := $(wildcard runtime/*.c) $(wildcard kernels/cpu/*.c) $(wildcard sim/*.c) $(wildcard proto/*.c)
+# The layers, bottom up (README, "Architecture"); each is a static archive
+# that may call only the layers named after it in LAYER_DEPS_*. Programs link
+# them top down, and $(BUILD)/layers.ok links every layer alone with only what
+# it may call, so a call that points up fails to link.
+LAYERS := core runtime kernels sim proto
+LAYER_SRC_core    := $(wildcard core/*.c)
+LAYER_SRC_runtime := $(wildcard runtime/*.c)
+LAYER_SRC_kernels := $(wildcard kernels/*.c) $(wildcard kernels/cpu/*.c)
+LAYER_SRC_sim     := $(wildcard sim/*.c)
+LAYER_SRC_proto   := $(wildcard proto/*.c)
+LAYER_DEPS_core    :=
+LAYER_DEPS_runtime := core
+LAYER_DEPS_kernels := runtime core
+LAYER_DEPS_sim     := runtime core
+LAYER_DEPS_proto   := core
+layer_lib = $(BUILD)/libdrape_$(1).a
+LAYER_LIBS := $(foreach l,proto sim kernels runtime core,$(call layer_lib,$(l)))
+LIB_SRC := $(foreach l,$(LAYERS),$(LAYER_SRC_$(l)))
 SERVER_SRC := $(wildcard server/*.c)
 SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
 TOOL_SRC := $(wildcard tools/*.c)
@@ -60,7 +82,7 @@ endif
 # the CUDA plugin (dlopen'ed on demand) finds the runtime it uses.
 LDFLAGS += -rdynamic
 LDLIBS  += -ldl
-WHOLE    = -Wl,--whole-archive $(BUILD)/libdrape.a -Wl,--no-whole-archive
+WHOLE    = -Wl,--whole-archive $(LAYER_LIBS) -Wl,--no-whole-archive
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
 
@@ -70,7 +92,7 @@ BUNDLES := $(DATA)/tiny_random.safetensors $(DATA)/tiny_zero.safetensors \
            $(DATA)/tinyown_random.safetensors $(DATA)/tinyrefine_random.safetensors
 PY_ASSETS := train/make_bundle.py train/assets.py train/weld.py train/bundle.py
 
-.PHONY: all test check bench bundles cuda-note run gpu-check
+.PHONY: all test test-unit check bench bundles cuda-note run gpu-check
 
 # The service with the bundled default model (the trained one once it is in
 # models/, until then the best generated bundle) on the best backend; the
@@ -79,7 +101,7 @@ RUN_MODEL := $(if $(wildcard models/default.safetensors),models/default.safetens
 run: $(BUILD)/draped $(RUN_MODEL)
 	$(BUILD)/draped --model $(RUN_MODEL) --backend $${DRAPE_BACKEND:-auto}
 
-all: cuda-note $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth \
+all: cuda-note $(BUILD)/layers.ok $(BUILD)/libdrape.a $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth \
      $(BUILD)/drape_bench_server \
      $(BUILD)/drape_bench_gpu
 
@@ -100,6 +122,23 @@ $(BUILD)/%.o: %.c
 $(BUILD)/kernels/cpu/conv.o: CFLAGS += -O3 -ffp-contract=fast
 $(BUILD)/sim/cloth.o: CFLAGS += -O3
 
+define layer_rules
+$(call layer_lib,$(1)): $(LAYER_SRC_$(1):%.c=$(BUILD)/%.o)
+	rm -f $$@
+	ar rcs $$@ $$^
+$(BUILD)/layers/$(1): $(call layer_lib,$(1)) $(foreach d,$(LAYER_DEPS_$(1)),$(call layer_lib,$(d))) $(BUILD)/layers/main.o
+	$(CC) $(filter-out -rdynamic,$(LDFLAGS)) -o $$@ $(BUILD)/layers/main.o -Wl,--whole-archive $(call layer_lib,$(1)) \
+	    -Wl,--no-whole-archive $(foreach d,$(LAYER_DEPS_$(1)),$(call layer_lib,$(d))) $(LDLIBS) \
+	    || { echo "make: layer '$(1)' calls something outside $(1) $(LAYER_DEPS_$(1)) (a call that points up)"; exit 1; }
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_rules,$(l))))
+$(BUILD)/layers/main.o:
+	@mkdir -p $(dir $@)
+	echo 'int main(void) { return 0; }' | $(CC) -x c -c -o $@ -
+$(BUILD)/layers.ok: $(foreach l,$(LAYERS),$(BUILD)/layers/$(l))
+	@touch $@
+
+# every layer in one archive, for programs outside the tree (the C client)
 $(BUILD)/libdrape.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
@@ -109,25 +148,25 @@ $(CUDA_PLUGIN): $(CU_OBJ)
 	$(NVCC) -shared -o $@ $^ -L$(CUDA_LIB) -Xlinker -rpath,$(CUDA_LIB) -lcublas -lcudart
 endif
 
-$(BUILD)/drape: $(TOOL_OBJ) $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+$(BUILD)/drape: $(TOOL_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/draped: $(SERVER_OBJ) $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+$(BUILD)/draped: $(SERVER_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+$(BUILD)/drape_tests: $(TEST_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS) -lcriterion
 
-$(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+$(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+$(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+$(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_bench_gpu: $(BUILD)/bench/bench_gpu.o $(BUILD)/libdrape.a $(CUDA_PLUGIN)
+$(BUILD)/drape_bench_gpu: $(BUILD)/bench/bench_gpu.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
 # Test and benchmark bundles, made by the project's own generator.

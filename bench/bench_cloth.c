@@ -14,7 +14,7 @@
 #include "../sim/cloth.h"
 #include "../runtime/model.h"
 #include "../sim/garment.h"
-#include "../sim/geom.h"
+#include "../core/geom.h"
 #include "../sim/obj.h"
 
 static int run(const char *cmd, char *out, size_t n)

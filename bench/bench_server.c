@@ -28,16 +28,10 @@
 
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
+#include "../core/clock.h"
 
 #define MAX_BATCH 64
 #define MAX_DELAY_US 2000
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, const char *msg)
 {
@@ -80,12 +74,12 @@ static void raw_of(const drape_model *m, int threads, const int *gs, int ng, int
     }
     drape_backend_run(be, fr, batch, &e); /* warm */
     int n = 0;
-    double t0 = now_s();
-    while (now_s() - t0 < 3.0 || n < 3) {
+    double t0 = drape_now_s();
+    while (drape_now_s() - t0 < 3.0 || n < 3) {
         if (drape_backend_run(be, fr, batch, &e)) die("run", e.msg);
         n++;
     }
-    double dt = now_s() - t0;
+    double dt = drape_now_s() - t0;
     *fps = n * batch / dt;
     *batch_ms = dt / n * 1e3;
     free(out);

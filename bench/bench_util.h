@@ -1,4 +1,4 @@
-/* What every benchmark program needs: a monotonic clock, the median of a
+/* What every benchmark program needs: the clock in ms, the median of a
  * set of timings, and a small deterministic random number for inputs. */
 #ifndef DRAPE_BENCH_UTIL_H
 #define DRAPE_BENCH_UTIL_H
@@ -6,12 +6,10 @@
 #include <stdlib.h>
 #include <time.h>
 
-static inline double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "../core/clock.h"
+
+/* the benchmarks' clock: the program's one (core/clock.h), in ms */
+#define now_ms drape_now_ms
 
 static inline int cmp_d(const void *a, const void *b)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 int drape_buf_reserve(drape_buf *b, size_t extra)
 {

@@ -19,6 +19,7 @@
 
 #include "pack.h"
 #include "ws.h"
+#include "../core/clock.h"
 
 struct drape_client {
     int fd;
@@ -33,18 +34,11 @@ struct drape_client {
     int close_sent, close_code, broken;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* remaining ms of a deadline, for poll (-1 stays -1: forever) */
 static int remaining(int64_t deadline)
 {
     if (deadline < 0) return -1;
-    int64_t r = deadline - now_ms();
+    int64_t r = deadline - ((int64_t)(drape_now_ns() / 1000000));
     return r < 0 ? 0 : r > 1000000000 ? 1000000000 : (int)r;
 }
 
@@ -62,7 +56,7 @@ static void random_bytes(uint8_t *p, size_t n)
     ssize_t got = getrandom(p, n, 0);
     if (got == (ssize_t)n) return;
     /* no getrandom: time and address bits are enough for a nonce and a seed */
-    uint64_t x = (uint64_t)now_ms() ^ (uint64_t)(uintptr_t)p ^ ((uint64_t)getpid() << 32);
+    uint64_t x = (uint64_t)((int64_t)(drape_now_ns() / 1000000)) ^ (uint64_t)(uintptr_t)p ^ ((uint64_t)getpid() << 32);
     for (size_t i = 0; i < n; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         p[i] = (uint8_t)(x >> 56);
@@ -73,7 +67,7 @@ static void random_bytes(uint8_t *p, size_t n)
 
 static int send_all(drape_client *c, const uint8_t *p, size_t n, drape_error *err)
 {
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = ((int64_t)(drape_now_ns() / 1000000)) + c->timeout_ms;
     while (n) {
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
@@ -199,7 +193,7 @@ int drape_client_recv(drape_client *c, drape_server_msg *m, int timeout_ms, drap
 {
     if (!c || !m) return drape_fail(err, DRAPE_EINVAL, "no client or message");
     memset(m, 0, sizeof *m);
-    int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+    int64_t deadline = timeout_ms < 0 ? -1 : ((int64_t)(drape_now_ns() / 1000000)) + timeout_ms;
     for (;;) {
         if (c->close_code && c->rx_off == c->rx.len)
             return drape_fail(err, DRAPE_EIO, "the server closed the stream (code %d)", c->close_code);
@@ -299,7 +293,7 @@ static int tcp_connect(drape_client *c, const url_parts *u, drape_error *err)
     hints.ai_socktype = SOCK_STREAM;
     int g = getaddrinfo(u->host, u->port, &hints, &res);
     if (g) return drape_fail(err, DRAPE_EIO, "resolve %s: %s", u->host, gai_strerror(g));
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = ((int64_t)(drape_now_ns() / 1000000)) + c->timeout_ms;
     int last = 0;
     for (struct addrinfo *a = res; a; a = a->ai_next) {
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
@@ -374,7 +368,7 @@ static int handshake(drape_client *c, const url_parts *u, const char *api_key, d
     if (rc) return rc;
 
     /* read the response head; what follows it is WebSocket data */
-    int64_t deadline = now_ms() + c->timeout_ms;
+    int64_t deadline = ((int64_t)(drape_now_ns() / 1000000)) + c->timeout_ms;
     char *end = NULL;
     while (!end) {
         if (c->rx.len > 16384) return drape_fail(err, DRAPE_EFORMAT, "handshake: response head over 16 KiB");
@@ -438,7 +432,7 @@ int drape_client_close(drape_client *c, int timeout_ms)
     int answered = c->close_code != 0;
     if (!c->broken) {
         send_close(c, DRAPE_WS_CLOSE_NORMAL, NULL);
-        int64_t deadline = now_ms() + timeout_ms;
+        int64_t deadline = ((int64_t)(drape_now_ns() / 1000000)) + timeout_ms;
         while (!c->close_code && !c->broken) {
             drape_server_msg m;
             int r = drape_client_recv(c, &m, remaining(deadline), NULL);

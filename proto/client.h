@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 #include "msg.h"
 
 typedef struct drape_client drape_client;

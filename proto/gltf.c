@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 #include "ws.h"
 
 enum {

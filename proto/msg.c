@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 #include "pack.h"
 #include "ws.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 static const char *const format_names[DRAPE_FMT_COUNT] = {"f32", "f16", "q16", "meshopt"};
 
@@ -22,9 +22,6 @@ const char *drape_format_name(int fmt)
 {
     return fmt >= 0 && fmt < DRAPE_FMT_COUNT ? format_names[fmt] : "unknown";
 }
-
-/* IEEE half: drape_f32_to_f16 / drape_f16_to_f32 live in runtime/safetensors.c
- * (F16 tensors); pack.h re-declares them for the client. */
 
 static uint32_t f32_bits(float f)
 {

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../core/half.h" /* the f16 format's conversions */
+
 #include "buf.h"
 
 typedef enum { DRAPE_FMT_F32 = 0, DRAPE_FMT_F16, DRAPE_FMT_Q16, DRAPE_FMT_MESHOPT, DRAPE_FMT_COUNT } drape_format;
@@ -32,9 +34,5 @@ int drape_unpack(float *xyz, int n, int fmt, const float bbox[6], const uint8_t 
 /* The worst absolute per-coordinate error of fmt for this bbox (0 for f32;
  * for f16 a bound from the largest magnitude). */
 float drape_pack_error_bound(int fmt, const float bbox[6]);
-
-/* IEEE half conversions (exposed for tests and the client). */
-uint16_t drape_f32_to_f16(float f);
-float drape_f16_to_f32(uint16_t h);
 
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 /* ---- SHA-1 (FIPS 180-4), only for the 60-byte handshake input ---- */
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "model.h"
-#include "status.h"
+#include "../core/status.h"
 
 typedef struct drape_backend drape_backend;
 typedef struct drape_identity drape_identity;

@@ -24,7 +24,7 @@ struct drape_backend {
 struct drape_identity {
     int garment;
     size_t bytes;
-    struct drape_refine *refine; /* the refine step's (sim/refine.h), made by drape_identity_create; NULL: off */
+    struct drape_refine *refine; /* the refine step's (runtime/refine.h), made by drape_identity_create; NULL: off */
 };
 
 extern const drape_backend_ops drape_backend_cpu;

@@ -17,12 +17,6 @@ struct drape_batcher {
     drape_batcher_stats st;
 };
 
-int64_t drape_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static void abs_deadline(struct timespec *ts, int64_t mono_ns)
 {

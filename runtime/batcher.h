@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "../core/clock.h"
 
 typedef struct drape_job drape_job;
 struct drape_job {
@@ -42,6 +43,5 @@ void drape_batcher_stop(drape_batcher *b);
 void drape_batcher_free(drape_batcher *b); /* stops first */
 void drape_batcher_get_stats(drape_batcher *b, drape_batcher_stats *s);
 
-int64_t drape_now_ns(void); /* CLOCK_MONOTONIC */
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mesh.h"
+#include "../core/mesh.h"
 #include "safetensors.h"
 #include "uvmap.h"
 

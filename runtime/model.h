@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "../core/status.h"
 
 #define DRAPE_JOINTS 24
 #define DRAPE_POSE_DIM 72
@@ -39,7 +39,7 @@ typedef struct {
                                             first, the last 0: DESIGN 2.4's {2, 1, 0} by default */
     float beta_min, beta_max;
     int n_garments;
-    /* the refine step after module A, per garment (sim/refine.h;
+    /* the refine step after module A, per garment (runtime/refine.h;
      * docs/conventions.md "The refine step"); iters 0: off */
     struct { int iters; float stiffness, margin; } refine[DRAPE_MAX_GARMENTS];
     char garments[DRAPE_MAX_GARMENTS][DRAPE_NAME_MAX];

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "status.h"
+#include "../core/status.h"
 
 #define DRAPE_NPY_MAX_DIMS 4
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "../core/status.h"
 
 #define DRAPE_ST_MAX_DIMS 8
 #define DRAPE_ST_MAX_HEADER (64u << 20) /* hard limit on the JSON header */
@@ -54,9 +54,6 @@ size_t drape_st_data_bytes(const drape_st *st);
 /* Copies a tensor's values out as float32 (F32, F16) or int32 (I32). */
 void drape_st_to_f32(float *out, const drape_tensor *t);
 void drape_st_to_i32(int32_t *out, const drape_tensor *t);
-
-float drape_f16_to_f32(uint16_t h);
-uint16_t drape_f32_to_f16(float f);
 
 /* Writer: collect tensors (data is copied), then write once. */
 typedef struct drape_st_writer drape_st_writer;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/cuda/bodies.h"
+#include "../core/kinematics.h"
 
 void drape_uv_raster(int32_t *texel_face, float *texel_bary, const float *uv, const int32_t *uv_faces,
                      int F, int Hu, int Wu)

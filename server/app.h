@@ -8,7 +8,7 @@
 
 #include "../runtime/batcher.h"
 #include "../runtime/idcache.h"
-#include "../runtime/log.h"
+#include "../core/log.h"
 #include "config.h"
 #include "metrics.h"
 

@@ -26,7 +26,7 @@
 #include "../proto/gltf.h"
 #include "../proto/msg.h"
 #include "../runtime/body.h"
-#include "../runtime/mesh.h"
+#include "../core/mesh.h"
 #include "../proto/pack.h"
 #include "../proto/ws.h"
 #include "app.h"

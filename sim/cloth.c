@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/mesh.h"
-#include "geom.h"
+#include "../core/mesh.h"
+#include "../core/geom.h"
 
 /* a row: x y z and a zero pad. GCC lowers it to two SSE2 operations or one
  * AVX one; element-wise arithmetic without contraction (ISO C mode) rounds
@@ -641,3 +641,21 @@ const double *drape_cloth_velocities(const drape_cloth *c) { return c->v; }
 int drape_cloth_nodes(const drape_cloth *c) { return c->n; }
 int drape_cloth_springs(const drape_cloth *c) { return c->ns; }
 int drape_cloth_factorizations(const drape_cloth *c) { return c->factorizations; }
+
+void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h)
+{
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            double *p = X + 3 * (j * nx + i);
+            p[0] = -w / 2 + w * i / (nx - 1);
+            p[1] = -h / 2 + h * j / (ny - 1);
+            p[2] = 0;
+        }
+    int f = 0;
+    for (int j = 0; j + 1 < ny; j++)
+        for (int i = 0; i + 1 < nx; i++, f += 2) {
+            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
+            int32_t *t = T + 3 * f;
+            t[0] = a, t[1] = b, t[2] = d, t[3] = a, t[4] = d, t[5] = c;
+        }
+}

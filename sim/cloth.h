@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 #include "collide.h"
 
@@ -83,5 +83,10 @@ double drape_cloth_energy(const drape_cloth *c, const double *x);
 /* Runs one step like drape_cloth_step but records the objective after every
  * global solve in energies[iters] (for the descent test). */
 int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err);
+
+/* The seed notebook's cloth: X [nx·ny,3] an nx × ny grid of w × h centred
+ * on the origin in the z = 0 plane (vertex j·nx + i at column i, row j), and
+ * T [2(nx−1)(ny−1),3] each quad split along one diagonal. nx, ny >= 2. */
+void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h);
 
 #endif

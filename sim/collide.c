@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "geom.h"
+#include "../core/geom.h"
 
 typedef struct { double a[3], b[3], r; } capsule; /* a sphere is a == b */
 

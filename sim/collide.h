@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 typedef struct drape_collider drape_collider;
 

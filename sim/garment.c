@@ -5,27 +5,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "../runtime/backend.h"
+#include "../runtime/skin.h"
 #include "../runtime/body.h"
 #include "../runtime/sequence.h"
 #include "cloth.h"
 #include "collide.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-/* this process's CPU time: on a shared machine the wall clock also counts
- * other processes' turns */
-static double cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "../core/clock.h"
 
 drape_garment_sim_params drape_garment_sim_defaults(void)
 {
@@ -53,21 +38,17 @@ int drape_garment_lbs(const drape_model *m, int gi, const float *betas, int n_be
     int rc = check_inputs(m, gi, poses, T, err);
     if (rc) return rc;
     int V3 = 3 * m->garments[gi].V, Tn = lbs ? T + 1 : 1;
+    float b[DRAPE_MAX_BETAS] = {0};
+    if ((rc = drape_model_check_betas(m, betas, n_betas, err))) return rc;
+    if (n_betas > 0) memcpy(b, betas, (size_t)n_betas * sizeof *b);
     float *p = calloc((size_t)Tn * DRAPE_FRAME_FLOATS, sizeof *p), *out = malloc((size_t)Tn * V3 * sizeof *out);
-    drape_backend *be = NULL;
-    drape_identity *id = NULL;
-    drape_backend_opts o = {.threads = 1};
     if (!p || !out) rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");
     if (!rc && lbs) memcpy(p + DRAPE_FRAME_FLOATS, poses, (size_t)T * DRAPE_FRAME_FLOATS * sizeof *p);
-    if (!rc) rc = drape_backend_create(&be, "cpu", m, &o, err);
-    if (!rc) rc = drape_identity_create(be, &id, gi, betas, n_betas, err);
-    if (!rc) rc = drape_sequence_run(be, id, p, Tn, 1, out, 32, err);
+    if (!rc) rc = drape_skin_lbs(out, m, gi, b, p, Tn, err);
     if (!rc) {
         memcpy(rest, out, (size_t)V3 * sizeof *out);
         if (lbs) memcpy(lbs, out + V3, (size_t)T * V3 * sizeof *out);
     }
-    if (be) drape_identity_free(be, id);
-    drape_backend_free(be);
     free(p);
     free(out);
     return rc;
@@ -201,7 +182,7 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
                            const drape_garment_sim_params *p, float *out, drape_garment_sim_stats *stats,
                            drape_error *err)
 {
-    double t0 = now_ms();
+    double t0 = drape_now_ms();
     int rc = check_params(p, err);
     if (rc || (rc = check_inputs(m, gi, poses, T, err))) return rc;
     const drape_garment *g = &m->garments[gi];
@@ -252,10 +233,10 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
         buffers_free(&b);
         return rc;
     }
-    double t1 = now_ms(), contacts = 0;
+    double t1 = drape_now_ms(), contacts = 0;
     for (int s = 0; s < p->settle && !rc; s++) rc = drape_cloth_step(b.cloth, err);
     store(out, b.cloth, V);
-    double t2 = now_ms(), c2 = cpu_ms();
+    double t2 = drape_now_ms(), c2 = (drape_cpu_ns() * 1e-6);
     for (int t = 1; t < T && !rc; t++) {
         const float *la = b.lbs + (size_t)(t - 1) * V * 3, *ba = b.body + (size_t)(t - 1) * Nb * 3;
         for (int s = 1; s <= k && !rc; s++) {
@@ -265,7 +246,7 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
         contacts += drape_cloth_contacts(b.cloth);
         store(out + (size_t)t * V * 3, b.cloth, V);
     }
-    double t3 = now_ms(), c3 = cpu_ms();
+    double t3 = drape_now_ms(), c3 = (drape_cpu_ns() * 1e-6);
     if (stats)
         *stats = (drape_garment_sim_stats){.substeps = k, .attached = na, .contacts = T > 1 ? contacts / (T - 1) : 0,
                                            .setup_ms = t1 - t0, .settle_ms = t2 - t1,

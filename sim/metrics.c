@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/mesh.h"
-#include "geom.h"
+#include "../core/mesh.h"
+#include "../core/geom.h"
 
 struct drape_metrics {
     drape_metrics_material mat;

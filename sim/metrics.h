@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 typedef struct {
     double mu, lambda;  /* StVK Lamé pair, N/m (thickness folded in) */

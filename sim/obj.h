@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 #define DRAPE_OBJ_MAX_VERTICES (1 << 24)
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../sim/cloth.h"
-#include "../sim/geom.h"
+#include "../core/geom.h"
 #include "../sim/obj.h"
 #include "util.h"
 

@@ -1,15 +1,15 @@
-/* Colliders (sim/collide.c) and the geometry under them (sim/geom.c). */
+/* Colliders (sim/collide.c) and the geometry under them (core/geom.c). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../runtime/body.h"
-#include "../runtime/mesh.h"
+#include "../core/mesh.h"
 #include "../sim/cloth.h"
 #include "../sim/collide.h"
 #include "../sim/garment.h"
-#include "../sim/geom.h"
+#include "../core/geom.h"
 #include "util.h"
 
 /* an nx × nx sheet of width w in the y = y0 plane, centred on (cx, cz) */

@@ -65,6 +65,6 @@ Test(crosscheck, longer_history) { crosscheck("tinyhist_random", 0, 10, BETAS, 4
 /* a garment with a network of its own beside one that runs the shared one */
 Test(crosscheck, own_network) { crosscheck("tinyown_random", 1, 6, BETAS, 4, 0); }
 Test(crosscheck, own_network_bundle_shared_garment) { crosscheck("tinyown_random", 0, 5, BETAS, 3, 0); }
-/* the refine step after module A (sim/refine.h) against the reference's */
+/* the refine step after module A (runtime/refine.h) against the reference's */
 Test(crosscheck, refine_step) { crosscheck("tinyrefine_random", 0, 5, BETAS, 3, 0); }
 Test(crosscheck, longer_history_second_garment) { crosscheck("tinyhist_random", 1, 10, BETAS, 3, 0); }

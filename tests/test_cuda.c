@@ -18,7 +18,7 @@
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
 #include "../runtime/body.h"
-#include "../runtime/mesh.h"
+#include "../core/mesh.h"
 #include "../runtime/uvmap.h"
 #include "util.h"
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../proto/gltf.h"
-#include "../runtime/status.h"
+#include "../core/status.h"
 #include "util.h"
 
 static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }

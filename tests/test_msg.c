@@ -9,7 +9,7 @@
 
 #include "../proto/msg.h"
 #include "../proto/pack.h"
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 static int buf_write(void *data, const char *p, size_t n) { return drape_buf_append(data, p, n) ? -1 : 0; }
 

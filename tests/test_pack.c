@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "../proto/pack.h"
-#include "../runtime/status.h"
+#include "../core/status.h"
 #include "util.h"
 
 /* Packs, checks the bbox and the round trip against the bound; returns the packed size. */

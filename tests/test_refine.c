@@ -1,4 +1,4 @@
-/* The refine step (sim/refine.h): it pushes a garment out of the posed body
+/* The refine step (runtime/refine.h): it pushes a garment out of the posed body
  * and pulls its edges toward their rest lengths, stays near the network's
  * prediction, runs only where the bundle asks for it, and never on the
  * plain-skinning baseline. Its agreement with train/reference.py is in
@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "../runtime/body.h"
-#include "../runtime/mesh.h"
+#include "../core/mesh.h"
 #include "../runtime/sequence.h"
-#include "../sim/refine.h"
+#include "../runtime/refine.h"
 #include "util.h"
 
 #define T 4

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/half.h"
 #include "../runtime/safetensors.h"
 #include "util.h"
 

@@ -206,7 +206,7 @@ Test(server, a_garments_own_network_streams_as_drape_infer_runs)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
-/* A model that refines its first garment (sim/refine.h): its avatars stream
+/* A model that refines its first garment (runtime/refine.h): its avatars stream
  * as `drape infer` runs them, refined, beside the other garment's. */
 Test(server, a_refined_garment_streams_as_drape_infer_runs)
 {

@@ -11,7 +11,7 @@
 #include "../sim/cloth.h"
 #include "../sim/collide.h"
 #include "../sim/garment.h"
-#include "../sim/geom.h"
+#include "../core/geom.h"
 #include "../sim/metrics.h"
 #include "util.h"
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../proto/ws.h"
-#include "../runtime/status.h"
+#include "../core/status.h"
 
 typedef struct {
     int opcode, close_code;

@@ -20,6 +20,7 @@
 #include "../proto/loadstats.h"
 #include "../proto/pack.h"
 #include "tools.h"
+#include "../core/clock.h"
 
 typedef struct {
     const char *url, *garment;
@@ -45,13 +46,6 @@ typedef struct {
 
 static pthread_barrier_t opened_barrier, start_barrier;
 static double t0; /* the common start of every schedule (s, CLOCK_MONOTONIC); set between the barriers */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* When avatar a's pose seq is due: avatars are phased evenly over one period. */
 static double due(const load_opts *o, int a, uint64_t seq)
@@ -110,7 +104,7 @@ static void handle(worker *w, const drape_server_msg *m, int *n_opened)
         if (i >= 0 && !w->live[i]) w->live[i] = 1, (*n_opened)++;
     } else if (!strcmp(m->op, "frame") && i >= 0) {
         w->received++;
-        w->last_rx = now_s();
+        w->last_rx = drape_now_s();
         record_latency(w, (w->last_rx - due(w->o, w->first + i, m->seq)) * 1e3);
         if (m->dropped > w->dropped[i]) w->dropped[i] = m->dropped;
     } else if (!strcmp(m->op, "error")) {
@@ -155,7 +149,7 @@ static void run_schedule(worker *w, drape_client *c)
     float pose[72];
     int dummy = 0;
     for (;;) {
-        double now = now_s(), next = INFINITY;
+        double now = drape_now_s(), next = INFINITY;
         for (int i = 0; i < w->n; i++) {
             if (!w->live[i]) continue;
             /* everything due goes now, however late */
@@ -174,7 +168,7 @@ static void run_schedule(worker *w, drape_client *c)
         }
         if (next == INFINITY && (outstanding(w) == 0 || now >= end)) return;
         double until = next == INFINITY ? end : next;
-        int ms = (int)ceil((until - now_s()) * 1e3);
+        int ms = (int)ceil((until - drape_now_s()) * 1e3);
         if (pump(w, c, ms < 0 ? 0 : ms, &dummy)) return;
     }
 }
@@ -195,8 +189,8 @@ static void *worker_main(void *arg)
             if (drape_client_open(c, &a, NULL, o->garment, o->betas, o->n_betas, o->format, o->mode, &e))
                 fail_worker(w, &e);
         }
-        double give_up = now_s() + 30;
-        while (!w->conn_error && n_opened < w->n && now_s() < give_up)
+        double give_up = drape_now_s() + 30;
+        while (!w->conn_error && n_opened < w->n && drape_now_s() < give_up)
             if (pump(w, c, 100, &n_opened)) break;
     }
     pthread_barrier_wait(&opened_barrier);
@@ -344,7 +338,7 @@ int drape_cmd_load(int argc, char **argv)
         exit(1);
     }
     pthread_barrier_wait(&opened_barrier);
-    t0 = now_s() + 0.05; /* every schedule starts together, shortly after all opens */
+    t0 = drape_now_s() + 0.05; /* every schedule starts together, shortly after all opens */
     pthread_barrier_wait(&start_barrier);
     for (int c = 0; c < nc; c++) pthread_join(th[c], NULL);
 

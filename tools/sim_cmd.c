@@ -16,13 +16,7 @@
 #include "../sim/garment.h"
 #include "../sim/obj.h"
 #include "tools.h"
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "../core/clock.h"
 
 static int parse_double(const char *s, double *out)
 {
@@ -88,16 +82,16 @@ static int cmd_cloth(int argc, char **argv)
     if (drape_obj_read(&m, mesh, &e)) { fprintf(stderr, "drape sim cloth: %s\n", e.msg); free(pins); return 1; }
     drape_cloth_params p = {.dt = dt, .gravity = gravity, .iters = (int)iters_d, .ym = ym,
                             .mass = strcmp(mass, "unit") ? DRAPE_MASS_AREA : DRAPE_MASS_UNIT, .density = density};
-    double t0 = now_ms();
+    double t0 = drape_now_ms();
     if (drape_cloth_create(&c, m.v, m.n, m.faces, m.F, pins, n_pins, &p, &e)) {
         fprintf(stderr, "drape sim cloth: %s: %s\n", mesh, e.msg);
         goto done;
     }
-    double t1 = now_ms();
+    double t1 = drape_now_ms();
     int steps = (int)steps_d;
     for (int s = 0; s < steps; s++)
         if (drape_cloth_step(c, &e)) { fprintf(stderr, "drape sim cloth: step %d: %s\n", s, e.msg); goto done; }
-    double t2 = now_ms();
+    double t2 = drape_now_ms();
     if (drape_obj_write(out, drape_cloth_positions(c), m.n, m.faces, m.F, &e)) {
         fprintf(stderr, "drape sim cloth: %s\n", e.msg);
         goto done;

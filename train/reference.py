@@ -519,7 +519,7 @@ def posed_body(model, ident, poses, trans):
 
 
 def refine(x, body, normals, edges, l0, iters, k, margin, nearest=None):
-    """The refine step of one frame (sim/refine.h, docs/conventions.md "The
+    """The refine step of one frame (runtime/refine.h, docs/conventions.md "The
     refine step"), in float64: x [V,3] the network's world positions, body
     and normals [Nb,3] the posed body, edges [E,2] with rest lengths l0 [E].
     Differentiable in x (the nearest vertices are indices, held fixed);

@@ -506,7 +506,7 @@ def cmd_graft(a):
 
 
 def cmd_refine(a):
-    """A copy of BASE whose garment G is refined after module A (sim/refine.h;
+    """A copy of BASE whose garment G is refined after module A (runtime/refine.h;
     docs/conventions.md "The refine step"), or no longer is (--iters 0)."""
     cfg, t = read_bundle(a.base)
     if a.garment not in cfg["garments"]:

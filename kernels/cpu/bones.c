@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../cuda/bodies.h"
+#include "../../core/kinematics.h"
 #include "ops.h"
 
 /* the per-element body is shared with the CUDA kernels (plain C there too) */

@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "../../runtime/body.h"
-#include "../cuda/bodies.h"
-#include "../../runtime/mesh.h"
+#include "../../runtime/skin.h"
+#include "../../core/kinematics.h"
+#include "../../core/mesh.h"
 #include "cpu_backend.h"
 #include "ops.h"
 
@@ -28,19 +29,6 @@ static void knn_body(int32_t *nn, const float *gv, int V, const float *vs, int N
 {
     float best[64]; /* knn <= 64 (config bound) */
     for (int v = 0; v < V; v++) hd_knn_vertex(nn + (size_t)v * knn, best, gv + 3 * (size_t)v, vs, Nb, knn);
-}
-
-/* out [n,3] = x [n,3] + shapedirs[nn]·β: points follow their nearest body vertex */
-static void retarget(float *out, const float *x, const int32_t *nn, int n, const drape_model *m, const float *betas)
-{
-    int S = m->cfg.betas;
-    for (int i = 0; i < n; i++)
-        for (int d = 0; d < 3; d++) {
-            const float *sd = m->shapedirs + ((size_t)nn[i] * 3 + d) * S;
-            float acc = x[3 * i + d];
-            for (int s = 0; s < S; s++) acc += sd[s] * betas[s];
-            out[3 * i + d] = acc;
-        }
 }
 
 int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const float *betas, drape_error *err)
@@ -83,8 +71,8 @@ int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const fl
 
     /* 1. retarget garment and bones to the body shape */
     drape_body_shape(vs, id->J, m, betas);
-    retarget(id->g, g->rest, g->body_nn, V, m, betas);
-    retarget(id->c, g->bones, g->bone_body_nn, B, m, betas);
+    drape_retarget(id->g, g->rest, g->body_nn, V, m, betas);
+    drape_retarget(id->c, g->bones, g->bone_body_nn, B, m, betas);
 
     /* 2. the graph: garment nodes 0..V−1, body nodes V..N−1 */
     drape_mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);

@@ -25,8 +25,8 @@
 extern "C" {
 #include "../../runtime/backend_impl.h"
 #include "../../runtime/body.h"
-#include "../../runtime/log.h"
-#include "../../runtime/mesh.h"
+#include "../../core/log.h"
+#include "../../core/mesh.h"
 #include "../cpu/ops.h"
 }
 

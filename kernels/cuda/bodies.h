@@ -2,7 +2,9 @@
  * element a thread computes, written once for both compilers: the .cu
  * kernels call them on the device, and tests/test_cuda.c (plain C11) loops
  * over them on the CPU against the CPU backend's ops, so index and boundary
- * mistakes are caught on machines without a GPU. Pointers into per-frame or
+ * mistakes are caught on machines without a GPU. The geometry and kinematics
+ * they build on (transforms, FK, heading, UV taps) are the program's one copy
+ * in core/kinematics.h. Pointers into per-frame or
  * per-garment tables are passed in; nothing here allocates or knows about
  * streams. Float sums keep the CPU backend's order where it is a plain loop,
  * so on the host a body matches its CPU op to the last bit (up to FMA
@@ -15,104 +17,12 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../../core/kinematics.h"
 #include "../../runtime/model.h"
 
-#ifdef __CUDACC__
-#define DRAPE_HD __host__ __device__
-#else
-#define DRAPE_HD
-#endif
-
-#define HD_JOINTS 24
 #define HD_MAX_HISTORY 8 /* DRAPE_MAX_HISTORY */
 
-/* ---- rigid transforms: 3×4 row-major [R | t] ---- */
-
-/* R [9] = rodrigues(aa), float64 inside (conventions.md) */
-static inline DRAPE_HD void hd_rodrigues(float R[9], const float *aa)
-{
-    double x = aa[0], y = aa[1], z = aa[2];
-    double a = sqrt(x * x + y * y + z * z);
-    double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
-    double s = 1.0, c1 = 0.0;
-    if (a >= 1e-12) {
-        for (int i = 0; i < 9; i++) K[i] /= a;
-        s = sin(a);
-        c1 = 1.0 - cos(a);
-    }
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            double k2 = 0;
-            for (int l = 0; l < 3; l++) k2 += K[3 * i + l] * K[3 * l + j];
-            R[3 * i + j] = (float)((i == j) + s * K[3 * i + j] + c1 * k2);
-        }
-}
-
-/* out = a ∘ b; out may not alias a or b */
-static inline DRAPE_HD void hd_compose(float *out, const float *a, const float *b)
-{
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 4; j++) {
-            float acc = j == 3 ? a[4 * i + 3] : 0.0f;
-            for (int l = 0; l < 3; l++) acc += a[4 * i + l] * b[4 * l + j];
-            out[4 * i + j] = acc;
-        }
-}
-
-/* y = a x; y may not alias x */
-static inline DRAPE_HD void hd_apply(float *y, const float *a, const float *x)
-{
-    for (int i = 0; i < 3; i++) y[i] = a[4 * i] * x[0] + a[4 * i + 1] * x[1] + a[4 * i + 2] * x[2] + a[4 * i + 3];
-}
-
-/* out = a⁻¹ for a rigid a */
-static inline DRAPE_HD void hd_inverse_rigid(float *out, const float *a)
-{
-    for (int i = 0; i < 3; i++) {
-        for (int j = 0; j < 3; j++) out[4 * i + j] = a[4 * j + i];
-        out[4 * i + 3] = -(a[i] * a[3] + a[4 + i] * a[7] + a[8 + i] * a[11]);
-    }
-}
-
-/* One thread per (frame, history step): A [24,12] skinning transforms of one
- * pose [72] + trans [3] for shaped joints J [24,3] (DESIGN 2.1). G [24,12]
- * is scratch (registers/local memory on the device). */
-static inline DRAPE_HD void hd_fk(float *A, float *G, const float *pose, const float *trans, const float *J,
-                                  const int32_t *parents)
-{
-    for (int k = 0; k < HD_JOINTS; k++) {
-        float R[9], local[12];
-        hd_rodrigues(R, pose + 3 * k);
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) local[4 * i + j] = R[3 * i + j];
-            local[4 * i + 3] = k == 0 ? J[i] + trans[i] : J[3 * k + i] - J[3 * parents[k] + i];
-        }
-        if (k == 0)
-            for (int i = 0; i < 12; i++) G[i] = local[i];
-        else
-            hd_compose(G + 12 * k, G + 12 * parents[k], local);
-    }
-    for (int k = 0; k < HD_JOINTS; k++) {
-        const float *g = G + 12 * k;
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) A[12 * k + 4 * i + j] = g[4 * i + j];
-            A[12 * k + 4 * i + 3] = g[4 * i + 3] - (g[4 * i] * J[3 * k] + g[4 * i + 1] * J[3 * k + 1] + g[4 * i + 2] * J[3 * k + 2]);
-        }
-    }
-}
-
-/* H [12] heading frame [R_y(ψ) | J_0 + trans] of the current pose */
-static inline DRAPE_HD void hd_heading(float *H, const float *pose, const float *trans, const float *J0)
-{
-    float R[9];
-    hd_rodrigues(R, pose);
-    double fx = R[2], fz = R[8], psi;
-    if (sqrt(fx * fx + fz * fz) < 1e-6) psi = atan2(-(double)R[6], (double)R[0]);
-    else psi = atan2(fx, fz);
-    float s = (float)sin(psi), c = (float)cos(psi);
-    float h[12] = {c, 0, s, J0[0] + trans[0], 0, 1, 0, J0[1] + trans[1], -s, 0, c, J0[2] + trans[2]};
-    for (int i = 0; i < 12; i++) H[i] = h[i];
-}
+/* ---- the Bone-Net input ---- */
 
 /* One thread per (frame, bone b) — DESIGN 2.4 steps 1–2. A [nf][24,12] the
  * skinning transforms of the frame's nf history frames (oldest first, t
@@ -178,24 +88,6 @@ static inline DRAPE_HD void hd_bias_layernorm_row(float *dst, float *y, const fl
 }
 
 /* ---- bones and skinning ---- */
-
-/* R [9] of a 6D vector with identity offset (DESIGN 2.4 step 4) */
-static inline DRAPE_HD void hd_rot6d(float *R, const float *r)
-{
-    float a1[3] = {r[0] + 1.0f, r[1], r[2]}, a2[3] = {r[3], r[4] + 1.0f, r[5]};
-    float n1 = sqrtf(a1[0] * a1[0] + a1[1] * a1[1] + a1[2] * a1[2]);
-    float e1[3] = {a1[0] / n1, a1[1] / n1, a1[2] / n1};
-    float d = e1[0] * a2[0] + e1[1] * a2[1] + e1[2] * a2[2];
-    float u[3] = {a2[0] - d * e1[0], a2[1] - d * e1[1], a2[2] - d * e1[2]};
-    float n2 = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-    float e2[3] = {u[0] / n2, u[1] / n2, u[2] / n2};
-    float e3[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
-    for (int i = 0; i < 3; i++) {
-        R[3 * i] = e1[i];
-        R[3 * i + 1] = e2[i];
-        R[3 * i + 2] = e3[i];
-    }
-}
 
 /* One thread per (frame, bone): M_b [12] = x ↦ ΔR (T̂ x − q) + q + τ from the
  * bone's Bone-Net output net_b [9] (NULL: plain skinning, M = T̂). */
@@ -303,21 +195,6 @@ static inline DRAPE_HD int64_t hd_border_pos(int64_t i, int Hu, int Wu)
     return (int64_t)(i / 2 + 1) * pw + (i % 2 ? pw - 1 : 0);
 }
 
-/* Bilinear taps (conventions.md): texel indices i*Wu+j and weights */
-static inline DRAPE_HD void hd_uv_taps(int32_t *idx, float *w, float u, float v, int Hu, int Wu)
-{
-    float x = u * (float)Wu - 0.5f, y = v * (float)Hu - 0.5f;
-    x = x < 0 ? 0 : x > Wu - 1 ? (float)(Wu - 1) : x;
-    y = y < 0 ? 0 : y > Hu - 1 ? (float)(Hu - 1) : y;
-    int x0 = (int)floorf(x), y0 = (int)floorf(y);
-    int x1 = x0 + 1 < Wu ? x0 + 1 : Wu - 1, y1 = y0 + 1 < Hu ? y0 + 1 : Hu - 1;
-    float fx = x - (float)x0, fy = y - (float)y0;
-    idx[0] = y0 * Wu + x0; w[0] = (1 - fy) * (1 - fx);
-    idx[1] = y0 * Wu + x1; w[1] = (1 - fy) * fx;
-    idx[2] = y1 * Wu + x0; w[2] = fy * (1 - fx);
-    idx[3] = y1 * Wu + x1; w[3] = fy * fx;
-}
-
 /* One thread per (frame, vertex v): delta [3] = mean over v's UV copies of
  * the bilinear sample of map (padded layout, 3 channels). */
 static inline DRAPE_HD void hd_uv_sample_vertex(float *delta, const int32_t *copy_start, const int32_t *copy_uv,
@@ -339,39 +216,6 @@ static inline DRAPE_HD void hd_uv_sample_vertex(float *delta, const int32_t *cop
 }
 
 /* ---- module B ---- */
-
-/* One thread per point: out [3] = x + shapedirs[nn]·β (DESIGN 2.3 step 1) */
-static inline DRAPE_HD void hd_retarget_point(float *out, const float *x, int nn, const float *shapedirs,
-                                              const float *betas, int S)
-{
-    for (int d = 0; d < 3; d++) {
-        const float *sd = shapedirs + ((size_t)nn * 3 + d) * S;
-        float acc = x[d];
-        for (int s = 0; s < S; s++) acc += sd[s] * betas[s];
-        out[d] = acc;
-    }
-}
-
-/* One thread per garment vertex: ids [knn] of the nearest body vertices vs
- * [Nb,3] to x [3], ascending squared distance, ties to the lower index;
- * best [knn] scratch. */
-static inline DRAPE_HD void hd_knn_vertex(int32_t *ids, float *best, const float *x, const float *vs, int Nb, int knn)
-{
-    int have = 0;
-    for (int i = 0; i < Nb; i++) {
-        float dx = vs[3 * i] - x[0], dy = vs[3 * i + 1] - x[1], dz = vs[3 * i + 2] - x[2];
-        float d = dx * dx + dy * dy + dz * dz;
-        if (have == knn && d >= best[knn - 1]) continue;
-        int pos = have < knn ? have++ : knn - 1;
-        while (pos > 0 && best[pos - 1] > d) {
-            best[pos] = best[pos - 1];
-            ids[pos] = ids[pos - 1];
-            pos--;
-        }
-        best[pos] = d;
-        ids[pos] = i;
-    }
-}
 
 /* One thread per edge: o [7] = [x_s − x_r, |x_s − x_r|, one-hot type] */
 static inline DRAPE_HD void hd_edge_feature(float *o, const float *xs, const float *xr, int type)

@@ -1,7 +1,8 @@
-/* Geometry shared by the cloth engine, the colliders and the metrics: a
- * uniform grid over boxes (rebuilt per frame without reallocating), interior
- * edges with their two opposite vertices (bending springs, dihedral angles),
- * and the closest point on a triangle. */
+/* Geometry shared by the cloth engine, the colliders, the metrics and the
+ * refine step: a uniform grid over boxes (rebuilt per frame without
+ * reallocating) with nearest-point queries, interior edges with their two
+ * opposite vertices (bending springs, dihedral angles), and the closest point
+ * on a triangle. */
 #ifndef DRAPE_GEOM_H
 #define DRAPE_GEOM_H
 
@@ -39,11 +40,6 @@ int drape_grid_nearest_hint(const drape_grid *g, const double *pts, const double
  * more than two triangles (non-manifold) and pairs with k == l are skipped.
  * *hinges is malloc'ed. Returns 0 or DRAPE_ENOMEM. */
 int drape_hinges(int32_t **hinges, int *n, const int32_t *faces, int F);
-
-/* The seed notebook's cloth: X [nx·ny,3] an nx × ny grid of w × h centred
- * on the origin in the z = 0 plane (vertex j·nx + i at column i, row j), and
- * T [2(nx−1)(ny−1),3] each quad split along one diagonal. nx, ny >= 2. */
-void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h);
 
 /* Closest point q [3] on triangle (a, b, c) to p; w [3] its barycentric
  * weights (q = w0 a + w1 b + w2 c). Returns |p − q|². */

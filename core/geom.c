@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../runtime/status.h"
+#include "status.h"
 
 #define GRID_MAX_CELLS (1 << 21)
 
@@ -232,22 +232,4 @@ double drape_closest_on_triangle(double q[3], double w[3], const double p[3], co
         r += (p[d] - q[d]) * (p[d] - q[d]);
     }
     return r;
-}
-
-void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h)
-{
-    for (int j = 0; j < ny; j++)
-        for (int i = 0; i < nx; i++) {
-            double *p = X + 3 * (j * nx + i);
-            p[0] = -w / 2 + w * i / (nx - 1);
-            p[1] = -h / 2 + h * j / (ny - 1);
-            p[2] = 0;
-        }
-    int f = 0;
-    for (int j = 0; j + 1 < ny; j++)
-        for (int i = 0; i + 1 < nx; i++, f += 2) {
-            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
-            int32_t *t = T + 3 * f;
-            t[0] = a, t[1] = b, t[2] = d, t[3] = a, t[4] = d, t[5] = c;
-        }
 }

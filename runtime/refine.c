@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../runtime/body.h"
-#include "../runtime/mesh.h"
-#include "geom.h"
+#include "body.h"
+#include "../core/mesh.h"
+#include "../core/geom.h"
 
 struct drape_refine {
     const drape_model *m;

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "../runtime/model.h"
+#include "model.h"
 
 typedef struct drape_refine drape_refine;
 
