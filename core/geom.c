@@ -22,8 +22,8 @@ static void cell_range(const drape_grid *g, const double lo[3], const double hi[
 {
     for (int d = 0; d < 3; d++) {
         double u = floor((lo[d] - g->lo[d]) / g->cell), v = floor((hi[d] - g->lo[d]) / g->cell);
-        a[d] = u < 0 ? 0 : u >= g->dim[d] ? g->dim[d] - 1 : (int)u;
-        b[d] = v < 0 ? 0 : v >= g->dim[d] ? g->dim[d] - 1 : (int)v;
+        a[d] = !(u >= 0) ? 0 : u >= g->dim[d] ? g->dim[d] - 1 : (int)u; /* NaN: cell 0 */
+        b[d] = !(v >= 0) ? 0 : v >= g->dim[d] ? g->dim[d] - 1 : (int)v;
     }
 }
 
@@ -34,15 +34,19 @@ int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, d
         for (int d = 0; d < 3; d++) blo[d] = fmin(blo[d], lo[3 * i + d]), bhi[d] = fmax(bhi[d], hi[3 * i + d]);
     if (n == 0)
         for (int d = 0; d < 3; d++) blo[d] = bhi[d] = 0;
-    for (;;) { /* coarser cells until the grid is of a sane size */
-        int64_t cells = 1;
-        for (int d = 0; d < 3; d++) {
-            g->dim[d] = (int)((bhi[d] - blo[d]) / cell) + 1;
-            cells *= g->dim[d];
-        }
+    for (int d = 0; d < 3; d++)
+        if (!isfinite(blo[d]) || !isfinite(bhi[d])) return DRAPE_ERANGE;
+    if (!(cell > 0)) return DRAPE_EINVAL;
+    /* coarser cells until the grid is of a sane size; the dimensions are
+     * counted in double so that any finite span (1e12 m from a hostile pose)
+     * ends here rather than overflowing an int */
+    for (;;) {
+        double cells = 1;
+        for (int d = 0; d < 3; d++) cells *= floor((bhi[d] - blo[d]) / cell) + 1;
         if (cells <= GRID_MAX_CELLS) break;
-        cell *= 1.5;
+        cell *= cells > 1e6 * GRID_MAX_CELLS ? cbrt(cells / GRID_MAX_CELLS) : 1.5;
     }
+    for (int d = 0; d < 3; d++) g->dim[d] = (int)floor((bhi[d] - blo[d]) / cell) + 1;
     for (int d = 0; d < 3; d++) g->lo[d] = blo[d];
     g->cell = cell;
     int64_t cells = (int64_t)g->dim[0] * g->dim[1] * g->dim[2];

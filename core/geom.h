@@ -19,7 +19,8 @@ typedef struct {
 } drape_grid;
 
 /* lo, hi [n,3]: item boxes. cell > 0: edge of a cell (grown when the grid
- * would exceed about 2M cells). Returns 0 or DRAPE_ENOMEM. */
+ * would exceed about 2M cells, whatever the span). Returns 0, DRAPE_ENOMEM,
+ * DRAPE_ERANGE for a non-finite box or DRAPE_EINVAL for cell <= 0. */
 int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, double cell);
 void drape_grid_free(drape_grid *g);
 /* Calls visit(ctx, item) for every item in the cells overlapping [lo, hi]

@@ -72,6 +72,8 @@ int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
             goto out;
         }
         out->shape[out->ndim++] = v;
+        /* checked before the product, which would overflow for (2^32, 2^32) */
+        if (v && out->numel > NPY_MAX_BYTES / 4 / v) { rc = drape_fail(err, DRAPE_ERANGE, "%s: array too large", path); goto out; }
         out->numel *= v;
         if (out->numel * 4 > NPY_MAX_BYTES) { rc = drape_fail(err, DRAPE_ERANGE, "%s: array too large", path); goto out; }
         s = end;

@@ -131,7 +131,10 @@ int drape_refine_frame(const drape_refine *r, float *x, const float pose[DRAPE_P
     drape_body_pose(body, m, r->v_s, A);
     drape_mesh_normals(bn, body, Nb, m->body_faces, m->Fb);
     for (int i = 0; i < 3 * Nb; i++) bp[i] = body[i];
-    if (drape_grid_build(&grid, bp, bp, Nb, r->cell)) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory in the refine step"); goto out; }
+    if ((rc = drape_grid_build(&grid, bp, bp, Nb, r->cell))) {
+        rc = drape_fail(err, rc, rc == DRAPE_ENOMEM ? "out of memory in the refine step" : "refine step: the posed body is not finite");
+        goto out;
+    }
     for (int i = 0; i < 3 * V; i++) p[i] = xa[i] = x[i];
     /* the garment's rest-time body vertex (body_nn) is a near guess to start from */
     for (int v = 0; v < V; v++) nn[v] = drape_grid_nearest_hint(&grid, bp, p + 3 * v, r->g->body_nn[v]);

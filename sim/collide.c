@@ -120,7 +120,8 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
     /* cells about a triangle wide but no smaller than the reach, so a query
      * box spans at most 3 cells per axis */
     double cell = fmax(edge / c->F, c->reach);
-    if (drape_grid_build(&c->grid, c->lo, c->hi, c->F, cell)) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    int rc = drape_grid_build(&c->grid, c->lo, c->hi, c->F, cell);
+    if (rc) return drape_fail(err, rc, rc == DRAPE_ENOMEM ? "out of memory" : "collider: the body is not finite");
     c->mesh_ready = 1;
     return DRAPE_OK;
 }

@@ -455,3 +455,21 @@ Test(collision, sheet_on_the_body_passes_the_metric_test)
     free(bn);
     drape_model_free(m);
 }
+
+/* A hostile span (points 1e12 m apart, a 1 cm cell) or a non-finite box must
+ * give a grid of bounded size or a clear refusal, never a wild index. */
+Test(collision, grid_bounds_its_size_whatever_the_span)
+{
+    double pts[4 * 3] = {0, 0, 0, 1e12, -1e12, 5e11, -3e11, 2e12, 1, 0.01, 0.02, 0.03};
+    drape_grid g = {0};
+    cr_assert_eq(drape_grid_build(&g, pts, pts, 4, 0.01), 0);
+    int64_t cells = (int64_t)g.dim[0] * g.dim[1] * g.dim[2];
+    cr_assert(g.dim[0] >= 1 && g.dim[1] >= 1 && g.dim[2] >= 1 && cells <= (1 << 21), "dims %d %d %d", g.dim[0],
+              g.dim[1], g.dim[2]);
+    for (int i = 0; i < 4; i++) cr_assert_eq(drape_grid_nearest(&g, pts, pts + 3 * i), i);
+    double bad[3] = {0, NAN, 0}, inf[3] = {INFINITY, 0, 0};
+    cr_assert_eq(drape_grid_build(&g, bad, bad, 1, 0.01), DRAPE_ERANGE);
+    cr_assert_eq(drape_grid_build(&g, inf, inf, 1, 0.01), DRAPE_ERANGE);
+    cr_assert_eq(drape_grid_build(&g, pts, pts, 4, 0), DRAPE_EINVAL);
+    drape_grid_free(&g);
+}

@@ -1,0 +1,62 @@
+/* runtime/npy.c: the .npy reader refuses what it cannot hold, by name. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../runtime/npy.h"
+
+/* a version-1 .npy file with this header dict and `data` bytes after it */
+static void write_npy(const char *path, const char *dict, size_t data)
+{
+    char h[256];
+    int n = snprintf(h, sizeof h, "%s", dict);
+    while ((n + 10 + 1) % 64) h[n++] = ' ';
+    h[n++] = '\n';
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 255), (unsigned char)(n >> 8)};
+    fwrite(pre, 1, 10, f);
+    fwrite(h, 1, (size_t)n, f);
+    for (size_t i = 0; i < data; i++) fputc(0, f);
+    fclose(f);
+}
+
+Test(npy, round_trip)
+{
+    char path[] = "/tmp/drape_npy_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    float v[6] = {1, 2, 3, 4, 5, -6.5f};
+    int64_t shape[2] = {2, 3};
+    drape_error err = {0};
+    cr_assert_eq(drape_npy_write(path, v, 2, shape, &err), 0, "%s", err.msg);
+    drape_npy a;
+    cr_assert_eq(drape_npy_read(&a, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.ndim, 2);
+    cr_assert_eq(a.shape[0], 2);
+    cr_assert_eq(a.shape[1], 3);
+    cr_assert_eq(memcmp(a.data, v, sizeof v), 0);
+    drape_npy_free(&a);
+    unlink(path);
+}
+
+/* (2^32, 2^32) overflowed the element count before the size check */
+Test(npy, huge_shapes_are_refused_without_overflow)
+{
+    char path[] = "/tmp/drape_npy_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    const char *dicts[] = {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }",
+                           "{'descr': '<f4', 'fortran_order': False, 'shape': (17179869184, 17179869184, 4), }",
+                           "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 65536, 65536), }"};
+    for (int i = 0; i < 3; i++) {
+        write_npy(path, dicts[i], 16);
+        drape_npy a;
+        drape_error err = {0};
+        cr_assert_eq(drape_npy_read(&a, path, &err), DRAPE_ERANGE, "shape %d: %s", i, err.msg);
+        cr_assert(strstr(err.msg, "too large"), "%s", err.msg);
+        cr_assert_null(a.data);
+    }
+    unlink(path);
+}
