@@ -1,8 +1,10 @@
-// The viewer's stand-in body: a capsule figure posed in JavaScript by
-// forward kinematics of the 24 SMPL joints, from the rest joints of Drape's
-// procedural body at betas = 0 (train/assets.py; the server does not expose
-// the body's joints or mesh, docs/viewer.md). It follows the pose of the frame
-// on screen, so it moves with the garment, but it does not change with betas.
+// The viewer's body (docs/viewer.md). ServerBody is the server's body model
+// for the chosen betas (GET /v1/body: shaped rest mesh, joints, skinning
+// weights), posed here every frame; it is what the page draws. StandInBody
+// is the fallback until that route answers, or against a server without it:
+// a capsule figure posed by forward kinematics of the 24 SMPL joints from
+// the rest joints of Drape's procedural body at betas = 0 (train/assets.py),
+// which follows the pose of the frame on screen but not the betas.
 import * as THREE from 'three';
 
 export const PARENTS = [-1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 12, 13, 14, 16, 17, 18, 19, 20, 21];
