@@ -1,6 +1,6 @@
-// Procedural motion clips for the viewer: poses are made here in JavaScript
-// from a few sines (the model bundle ships no motion data and the server has
-// no clip route; docs/viewer.md). A clip is a loop of frames at the model's
+// Motion clips for the viewer: the clips shipped in web/clips/ (recorded from
+// train/motions.py, loaded by loadShippedClips) and a few loops made here in
+// JavaScript from sines, for when those are absent (docs/viewer.md). A clip is a loop of frames at the model's
 // fps; each frame is {pose: Float32Array(72) (24 SMPL joints × axis-angle,
 // local rotations), trans: Float32Array(3)}. The body faces +z, y up, left on
 // +x (train/assets.py).

@@ -1,6 +1,6 @@
-// The Drape viewer: a garment streamed from draped on a stand-in body, with
-// three.js. Served by draped at / (--web-root web). docs/viewer.md describes
-// the choices (the stand-in body, the procedural clips, the stats).
+// The Drape viewer: a garment streamed from draped on the server's body
+// (GET /v1/body), with three.js. Served by draped at / (--web-root web).
+// docs/viewer.md describes the choices (the body, the clips, the stats).
 // URL parameters (all optional): garment, clip, format, token (API key).
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
