@@ -86,3 +86,176 @@ Test(drape, infer_rejects_bad_input)
     cr_assert_neq(tu_run(out, sizeof out, "%s infer --model /nonexistent --garment skirt --poses '%s' --out /dev/null", bin(), pin), 0);
     cr_assert(strstr(out, "/nonexistent"), "%s", out);
 }
+
+/* ---- the option tables (tools/options.c) ---- */
+
+/* `drape ARGS` fails with exit status 2 and a message holding every needle */
+static void usage_fails(const char *args, const char *const *needles)
+{
+    char out[4096];
+    int rc = tu_run(out, sizeof out, "%s %s", bin(), args);
+    cr_assert_eq(rc, 2, "drape %s: exit %d, want 2: %s", args, rc, out);
+    for (; *needles; needles++)
+        cr_assert(strstr(out, *needles), "drape %s: '%s' should mention '%s'", args, out, *needles);
+}
+
+Test(drape, options_are_parsed_strictly)
+{
+    char pin[300], args[1024];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("strict.npy"));
+    write_poses(pin, 2, 75, -1);
+    struct { const char *opts, *needles[3]; } cases[] = {
+        {"--threads abc", {"--threads: 'abc' is not a valid number", "usage: drape infer"}},
+        {"--threads 2x", {"--threads: '2x' is not a valid number"}},
+        {"--threads ''", {"--threads: '' is not a valid number"}},
+        {"--threads 1.5", {"--threads: '1.5' is not a valid number", "integer"}},
+        {"--threads 300", {"--threads: 300 is out of range", "[0, 256]"}},
+        {"--threads=-1", {"--threads: -1 is out of range"}},
+        {"--threads 99999999999999999999", {"--threads: 99999999999999999999 is out of range"}},
+        {"--batch 0", {"--batch: 0 is out of range", "[1, 4096]"}},
+        {"--backend gpu", {"--backend: 'gpu' is not one of auto, cpu, cuda"}},
+        {"--threads", {"--threads needs a value"}},
+        {"--lbs-only=1", {"--lbs-only takes no value"}},
+        {"--bogus 1", {"unknown option '--bogus'"}},
+        {"stray", {"unexpected argument 'stray'"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        snprintf(args, sizeof args, "infer --model '%s' --garment skirt --poses '%s' --out /dev/null %s",
+                 tu_bundle("tiny_random"), pin, cases[i].opts);
+        usage_fails(args, cases[i].needles);
+    }
+    usage_fails("infer --garment skirt --poses x.npy --out y.npy", (const char *[]){"--model is required", NULL});
+    usage_fails("eval --model m --garment skirt --poses p.npy --threads abc",
+                (const char *[]){"drape eval: --threads: 'abc' is not a valid number", NULL});
+    usage_fails("eval --model m --garment skirt --poses p.npy --backend tpu",
+                (const char *[]){"drape eval: --backend: 'tpu' is not one of", NULL});
+    usage_fails("sim cloth --mesh a.obj --out b.obj --steps -1", (const char *[]){"--steps: -1 is out of range", NULL});
+    usage_fails("sim cloth --mesh a.obj --out b.obj --dt 0", (const char *[]){"--dt: 0 is out of range, want > 0", NULL});
+    usage_fails("sim cloth --mesh a.obj --out b.obj --mass heavy",
+                (const char *[]){"--mass: 'heavy' is not one of unit, area", NULL});
+    usage_fails("sim garment --model m --garment g --poses p.npy --out o.npy --gravity nan",
+                (const char *[]){"--gravity: 'nan' is not a valid number", NULL});
+    usage_fails("sim garment --model m --garment g --poses p.npy --out o.npy --damping 1",
+                (const char *[]){"--damping: 1 is out of range, want [0, 1)", NULL});
+    usage_fails("sim garment --model m --garment g --poses p.npy --out o.npy --max-substeps 65",
+                (const char *[]){"--max-substeps: 65 is out of range", NULL});
+    usage_fails("metrics --model m --garment g --poses p.npy --verts ''", (const char *[]){"--verts: the path is empty", NULL});
+    usage_fails("load --url ws://h:1/v1/stream --avatars 2 --fps 30 --duration 1 --drain 1e400",
+                (const char *[]){"--drain: '1e400' is not a valid number", NULL});
+    usage_fails("info", (const char *[]){"MODEL is required", NULL});
+    usage_fails("info a b", (const char *[]){"unexpected argument 'b'", NULL});
+    usage_fails("sim", (const char *[]){"cloth", "garment", NULL});
+    usage_fails("frobnicate", (const char *[]){"unknown command 'frobnicate'", "infer", NULL});
+
+    /* the shape of bad poses, printed as a shape */
+    char out[4096];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("narrow.npy"));
+    write_poses(pin, 3, 72, -1);
+    cr_assert_eq(tu_run(out, sizeof out, "%s infer --model '%s' --garment skirt --poses '%s' --out /dev/null", bin(),
+                        tu_bundle("tiny_random"), pin), 1, "%s", out);
+    cr_assert(strstr(out, "poses must be float32 [T, 75] (72 axis-angle + 3 translation), got [3, 72]\n"), "%s", out);
+}
+
+/* the line of out that starts with start, copied to line */
+static void help_line(const char *out, const char *start, char *line, size_t n)
+{
+    const char *p = strstr(out, start);
+    cr_assert(p, "no '%s' in:\n%s", start, out);
+    size_t len = strcspn(p, "\n");
+    snprintf(line, n, "%.*s", (int)(len < n ? len : n - 1), p);
+}
+
+Test(drape, help_on_every_command)
+{
+    static char out[16384];
+    struct { const char *cmd, *opts; } cmds[] = {
+        {"info", ""},
+        {"infer", "--model --garment --betas --poses --out --lbs-only --backend --threads --batch"},
+        {"sim cloth", "--mesh --out --pin --ym --dt --steps --iters --gravity --mass --density"},
+        {"sim garment", "--model --garment --betas --poses --out --iters --substeps --max-substeps --max-disp --settle "
+                        "--stretch --bend --density --attach --band --damping --margin --vertex-margin --friction "
+                        "--reach --gravity"},
+        {"metrics", "--model --garment --betas --poses --verts --ref"},
+        {"eval", "--model --garment --betas --poses --teacher --backend --threads"},
+        {"load", "--url --avatars --fps --duration --connections --format --garment --betas --mode --text --drain "
+                 "--json"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+        for (int h = 0; h < 2; h++) {
+            /* --help wins over bad options, wherever it is */
+            int rc = tu_run(out, sizeof out, "%s %s --bogus %s", bin(), cmds[i].cmd, h ? "-h" : "--help");
+            cr_assert_eq(rc, 0, "drape %s --help: exit %d: %s", cmds[i].cmd, rc, out);
+            char usage[64];
+            snprintf(usage, sizeof usage, "usage: drape %s", cmds[i].cmd);
+            cr_assert(strstr(out, usage) && strstr(out, "--help"), "%s", out);
+            char opts[512], *save = NULL;
+            snprintf(opts, sizeof opts, "%s", cmds[i].opts);
+            for (char *o = strtok_r(opts, " ", &save); o; o = strtok_r(NULL, " ", &save)) {
+                char start[64], line[512];
+                snprintf(start, sizeof start, "\n  %s ", o);
+                help_line(out, start, line, sizeof line);
+            }
+        }
+    char line[512];
+    /* defaults, bounds and enum values from the tables */
+    cr_assert_eq(tu_run(out, sizeof out, "%s infer --help", bin()), 0);
+    help_line(out, "  --threads N", line, sizeof line);
+    cr_assert(strstr(line, "default 0; range [0, 256]"), "%s", line);
+    help_line(out, "  --model MODEL", line, sizeof line);
+    cr_assert(strstr(line, "(required)"), "%s", line);
+    cr_assert_eq(tu_run(out, sizeof out, "%s sim garment --help", bin()), 0);
+    help_line(out, "  --iters N", line, sizeof line);
+    cr_assert(strstr(line, "default 10; range [1, 1000]"), "%s", line); /* sim/garment.c's default */
+    help_line(out, "  --vertex-margin M", line, sizeof line);
+    cr_assert(strstr(line, "default -1)"), "%s", line);
+    cr_assert_eq(tu_run(out, sizeof out, "%s sim cloth --help", bin()), 0);
+    help_line(out, "  --dt S", line, sizeof line);
+    cr_assert(strstr(line, "default 0.0333333; range > 0"), "%s", line);
+    help_line(out, "  --mass unit|area", line, sizeof line);
+    cr_assert(strstr(line, "default unit"), "%s", line);
+
+    const char *lists[][8] = {
+        {"--help", "info", "infer", "sim", "metrics", "eval", "load", NULL},
+        {"sim --help", "cloth", "garment", NULL},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(tu_run(out, sizeof out, "%s %s", bin(), lists[i][0]), 0, "drape %s: %s", lists[i][0], out);
+        for (int k = 1; lists[i][k]; k++) {
+            char start[64];
+            snprintf(start, sizeof start, "\n  %s ", lists[i][k]);
+            cr_assert(strstr(out, start), "drape %s should list %s:\n%s", lists[i][0], lists[i][k], out);
+        }
+    }
+}
+
+/* one default backend everywhere: infer's is auto, as eval's and draped's */
+Test(drape, default_backend_is_auto)
+{
+    static char out[16384];
+    char line[512];
+    const char *cmds[] = {"infer", "eval"};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(tu_run(out, sizeof out, "%s %s --help", bin(), cmds[i]), 0);
+        help_line(out, "  --backend auto|cpu|cuda", line, sizeof line);
+        cr_assert(strstr(line, "(default auto)"), "drape %s: %s", cmds[i], line);
+    }
+    /* and infer runs without --backend, as --backend auto does */
+    char pin[300], p1[300], p2[300];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("auto.npy"));
+    snprintf(p1, sizeof p1, "%s", tu_tmp("auto_default.npy"));
+    snprintf(p2, sizeof p2, "%s", tu_tmp("auto_named.npy"));
+    write_poses(pin, 3, 75, -1);
+    const char *M = tu_bundle("tiny_random");
+    cr_assert_eq(tu_run(out, sizeof out, "%s infer --model '%s' --garment skirt --poses '%s' --out '%s'", bin(), M, pin,
+                        p1), 0, "%s", out);
+    cr_assert_eq(tu_run(out, sizeof out, "%s infer --model '%s' --garment skirt --poses '%s' --out '%s' --backend auto",
+                        bin(), M, pin, p2), 0, "%s", out);
+    drape_npy a, b;
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_read(&a, p1, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_npy_read(&b, p2, &e), 0, "%s", e.msg);
+    cr_assert_eq(a.numel, b.numel);
+    cr_assert(!memcmp(a.data, b.data, (size_t)a.numel * sizeof *a.data), "default and auto disagree");
+    drape_npy_free(&a);
+    drape_npy_free(&b);
+}

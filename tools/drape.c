@@ -1,12 +1,15 @@
 /* `drape`: the command-line tool.
  *   drape info MODEL
  *   drape infer --model M --garment G [--betas b0,b1,...] --poses IN.npy --out OUT.npy
- *               [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]
+ *               [--lbs-only] [--backend auto|cpu|cuda] [--threads N] [--batch N]
  *   drape sim cloth|garment ...   (tools/sim_cmd.c)
  *   drape metrics ...             (tools/metrics_cmd.c)
  *   drape eval ...                (tools/eval_cmd.c)
  *   drape load --url ws://HOST:PORT/v1/stream ...   (tools/load_cmd.c)
- * Every failure prints one clear line to stderr and exits non-zero. */
+ * Options are read by one parser from a table per command (tools/options.h);
+ * `drape --help` lists the commands, `drape CMD --help` a command's options.
+ * Every failure prints one clear line to stderr and exits non-zero: 2 for a
+ * usage error, 1 for anything else. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,20 +23,7 @@
 #include "../runtime/sequence.h"
 #include "tools.h"
 
-static int usage(void)
-{
-    fprintf(stderr,
-            "usage: drape info MODEL\n"
-            "       drape infer --model MODEL --garment NAME [--betas b0,b1,...] --poses IN.npy --out OUT.npy\n"
-            "                   [--lbs-only] [--backend cpu|cuda|auto] [--threads N] [--batch N]\n"
-            "       drape sim cloth --mesh IN.obj [--pin i,j,...] ... --out OUT.obj   (drape sim for all options)\n"
-            "       drape sim garment --model MODEL --garment NAME [--betas ...] --poses IN.npy --out OUT.npy ...\n"
-            "       drape metrics --model MODEL --garment NAME [--betas ...] --poses IN.npy --verts X.npy [--ref Y.npy]\n"
-            "       drape eval --model MODEL --garment NAME [--betas ...] --poses IN.npy [--teacher T.npy]\n"
-            "       drape load --url ws://HOST:PORT/v1/stream --avatars N --fps F --duration S [--connections C]\n"
-            "                  [--format f32|f16|q16|meshopt] [--garment NAME] [--betas ...] [--json]   (drape load for all)\n");
-    return 2;
-}
+const char *const drape_tool_backends[] = {"auto", "cpu", "cuda", NULL};
 
 int drape_tool_die(const char *what, const drape_error *e)
 {
@@ -41,14 +31,21 @@ int drape_tool_die(const char *what, const drape_error *e)
     return 1;
 }
 
+typedef struct { const char *model; } info_opts;
+static const drape_cmd_spec info_spec = {
+    "info", "Prints a model bundle's configuration, garments and sizes.", "MODEL", offsetof(info_opts, model), NULL, 0,
+};
+
 static int cmd_info(int argc, char **argv)
 {
-    if (argc != 1) return usage();
+    info_opts o = {0};
+    int rc = drape_opts_parse(&info_spec, &o, argc, argv);
+    if (rc) return drape_opts_status(rc);
     drape_model *m;
     drape_error e = {0};
-    if (drape_model_load(&m, argv[0], &e)) return drape_tool_die("info", &e);
+    if (drape_model_load(&m, o.model, &e)) return drape_tool_die("info", &e);
     const drape_config *c = &m->cfg;
-    printf("model      %s\n", argv[0]);
+    printf("model      %s\n", o.model);
     printf("format     %d   fps %d   units m, y up\n", c->format_version, c->fps);
     printf("body       %d vertices, %d faces, %d betas in [%g, %g]\n", m->Nb, m->Fb, c->betas, c->beta_min, c->beta_max);
     printf("bones      %d (skin_k %d)\n", c->bones, c->skin_k);
@@ -96,22 +93,15 @@ int drape_tool_parse_floats(const char *s, float *out, int max, int *n)
     }
 }
 
-int drape_tool_job_opt(drape_tool_job_args *j, const char *a, const char *v)
-{
-    const char **slot = !strcmp(a, "--model") ? &j->model : !strcmp(a, "--garment") ? &j->garment
-                      : !strcmp(a, "--betas") ? &j->betas : !strcmp(a, "--poses") ? &j->poses : NULL;
-    if (slot) *slot = v;
-    return slot != NULL;
-}
-
 static int read_poses(const char *cmd, const char *path, drape_npy *poses)
 {
     drape_error e = {0};
     if (drape_npy_read(poses, path, &e)) return drape_tool_die(cmd, &e);
     if (poses->ndim != 2 || poses->shape[1] != DRAPE_FRAME_FLOATS) {
-        fprintf(stderr, "drape %s: %s: poses must be float32 [T, %d] (72 axis-angle + 3 translation), got %d dims%s%lld\n",
-                cmd, path, DRAPE_FRAME_FLOATS, poses->ndim, poses->ndim == 2 ? " with width " : "",
-                poses->ndim == 2 ? (long long)poses->shape[1] : 0LL);
+        fprintf(stderr, "drape %s: %s: poses must be float32 [T, %d] (72 axis-angle + 3 translation), got [", cmd, path,
+                DRAPE_FRAME_FLOATS);
+        for (int i = 0; i < poses->ndim; i++) fprintf(stderr, i ? ", %lld" : "%lld", (long long)poses->shape[i]);
+        fprintf(stderr, "]\n");
         return 1;
     }
     if (poses->shape[0] > (1 << 20)) { fprintf(stderr, "drape %s: too many frames\n", cmd); return 1; }
@@ -154,48 +144,52 @@ void drape_tool_job_close(drape_tool_job *j)
     *j = (drape_tool_job){0};
 }
 
+typedef struct {
+    drape_tool_job_args job;
+    const char *out;
+    int lbs_only, backend, threads, batch;
+} infer_opts;
+static const drape_opt infer_opts_table[] = {
+    DRAPE_TOOL_JOB_OPTS(infer_opts),
+    DRAPE_OPT_P(infer_opts, out, "out", "OUT.npy", DRAPE_OPT_REQUIRED,
+                "where the vertices go: float32 [T, V, 3], world positions in meters, y up"),
+    DRAPE_OPT_F(infer_opts, lbs_only, "lbs-only", "plain skinning, without the network's corrections (the baseline)"),
+    DRAPE_TOOL_BACKEND_OPTS(infer_opts),
+    DRAPE_OPT_I(infer_opts, batch, "batch", "32", 1, 4096, "N", 0, "frames per backend call"),
+};
+static const drape_cmd_spec infer_spec = {
+    "infer", "Writes a garment's vertices for a pose sequence.", NULL, 0, infer_opts_table,
+    sizeof infer_opts_table / sizeof *infer_opts_table,
+};
+
 static int cmd_infer(int argc, char **argv)
 {
-    drape_tool_job_args ja = {0};
-    const char *out_p = NULL, *backend = "cpu";
-    int lbs = 0, threads = 0, batch = 32;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--lbs-only")) { lbs = 1; continue; }
-        if (!v) { fprintf(stderr, "drape infer: %s needs a value\n", a); return usage(); }
-        if (drape_tool_job_opt(&ja, a, v)) {}
-        else if (!strcmp(a, "--out")) out_p = v;
-        else if (!strcmp(a, "--backend")) backend = v;
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else if (!strcmp(a, "--batch")) batch = atoi(v);
-        else { fprintf(stderr, "drape infer: unknown option %s\n", a); return usage(); }
-        i++;
-    }
-    if (!ja.model || !ja.garment || !ja.poses || !out_p) {
-        fprintf(stderr, "drape infer: --model, --garment, --poses and --out are required\n");
-        return usage();
-    }
-    if (threads < 0 || threads > 256 || batch < 1 || batch > 4096) {
-        fprintf(stderr, "drape infer: --threads must be in [0, 256] and --batch in [1, 4096]\n");
-        return 2;
-    }
+    infer_opts o = {0};
+    int rc = drape_opts_parse(&infer_spec, &o, argc, argv);
+    if (rc) return drape_opts_status(rc);
     drape_error e = {0};
     drape_tool_job j;
     drape_backend *be = NULL;
     drape_identity *id = NULL;
     float *out = NULL;
-    int rc = drape_tool_job_open(&j, "infer", &ja);
+    rc = drape_tool_job_open(&j, "infer", &o.job);
     if (rc) goto done;
     rc = 1;
-    drape_backend_opts o = {.threads = threads};
-    if (drape_backend_create(&be, backend, j.m, &o, &e)) { drape_tool_die("infer", &e); goto done; }
-    if (drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e)) { drape_tool_die("infer", &e); goto done; }
+    drape_backend_opts bo = {.threads = o.threads};
+    if (drape_backend_create(&be, drape_tool_backends[o.backend], j.m, &bo, &e) ||
+        drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e)) {
+        drape_tool_die("infer", &e);
+        goto done;
+    }
     int T = j.T, V = j.m->garments[j.gi].V;
     out = malloc((size_t)T * V * 3 * sizeof *out);
     if (!out) { fprintf(stderr, "drape infer: out of memory\n"); goto done; }
-    if (drape_sequence_run(be, id, j.poses.data, T, lbs, out, batch, &e)) { drape_tool_die("infer", &e); goto done; }
     int64_t shape[3] = {T, V, 3};
-    if (drape_npy_write(out_p, out, 3, shape, &e)) { drape_tool_die("infer", &e); goto done; }
+    if (drape_sequence_run(be, id, j.poses.data, T, o.lbs_only, out, o.batch, &e) ||
+        drape_npy_write(o.out, out, 3, shape, &e)) {
+        drape_tool_die("infer", &e);
+        goto done;
+    }
     rc = 0;
 done:
     free(out);
@@ -205,20 +199,20 @@ done:
     return rc;
 }
 
+static const drape_subcmd commands[] = {
+    {"info", "a model bundle's configuration, garments and sizes", cmd_info},
+    {"infer", "a garment's vertices for a pose sequence", cmd_infer},
+    {"sim", "the cloth engine: on a mesh (sim cloth) or a garment on the moving body (sim garment)", drape_cmd_sim},
+    {"metrics", "the quality of a garment vertex sequence", drape_cmd_metrics},
+    {"eval", "the model, plain skinning and the physics teacher on the same motion", drape_cmd_eval},
+    {"load", "an open-loop load generator for draped's /v1/stream", drape_cmd_load},
+};
+
 int main(int argc, char **argv)
 {
     /* `sim cloth` runs neither OpenMP nor BLAS: it skips the re-exec, half of
      * its start-up, which the notebook benchmark counts */
     if (argc > 2 && !strcmp(argv[1], "sim") && !strcmp(argv[2], "cloth")) drape_blas_single();
     else drape_omp_env(argv);
-    if (argc < 2) return usage();
-    if (!strcmp(argv[1], "info")) return cmd_info(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "infer")) return cmd_infer(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "sim")) return drape_cmd_sim(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "load")) return drape_cmd_load(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "metrics")) return drape_cmd_metrics(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "eval")) return drape_cmd_eval(argc - 2, argv + 2);
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) { usage(); return 0; }
-    fprintf(stderr, "drape: unknown command '%s'\n", argv[1]);
-    return usage();
+    return drape_subcmd_run("drape", commands, sizeof commands / sizeof *commands, argc - 1, argv + 1);
 }

@@ -1,7 +1,7 @@
 /* `drape eval`: the model, plain skinning and the physics teacher on the
  * same motion, judged the same way (sim/metrics.h).
  *   drape eval --model M --garment G [--betas b0,...] --poses IN.npy
- *              [--teacher T.npy] [--backend cpu|cuda|auto] [--threads N]
+ *              [--teacher T.npy] [--backend auto|cpu|cuda] [--threads N]
  * The teacher is `drape sim garment` with its defaults, run here unless
  * --teacher gives its output ([T,V,3], e.g. from the dataset). Prints one
  * JSON object: per method the mean and max vertex error against the teacher
@@ -42,27 +42,37 @@ static void print_method(const char *name, const drape_metrics_summary *s, int l
            last ? "" : ", ");
 }
 
+typedef struct {
+    drape_tool_job_args job;
+    const char *teacher;
+    int backend, threads;
+} eval_opts;
+static const drape_opt eval_opts_table[] = {
+    DRAPE_TOOL_JOB_OPTS(eval_opts),
+    DRAPE_OPT_P(eval_opts, teacher, "teacher", "T.npy", 0,
+                "the teacher's vertices for these poses, float32 [T, V, 3] (default: run drape sim garment's defaults)"),
+    DRAPE_TOOL_BACKEND_OPTS(eval_opts),
+};
+static const drape_cmd_spec eval_spec = {
+    "eval",
+    "Runs the model, plain skinning and the physics teacher on the same motion and prints one JSON object:\n"
+    "per method the mean and max vertex error against the teacher (mm), edge and area error, collision %,\n"
+    "the energies, and the model's mean error over skinning's.",
+    NULL, 0, eval_opts_table, sizeof eval_opts_table / sizeof *eval_opts_table,
+};
+
 int drape_cmd_eval(int argc, char **argv)
 {
-    drape_tool_job_args ja = {0};
-    const char *teacher_p = NULL, *kind = "auto";
-    int threads = 0;
-    for (int i = 0; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) { fprintf(stderr, "drape eval: %s needs a value\n", a); return 2; }
-        if (drape_tool_job_opt(&ja, a, v)) continue;
-        if (!strcmp(a, "--teacher")) teacher_p = v;
-        else if (!strcmp(a, "--backend")) kind = v;
-        else if (!strcmp(a, "--threads")) threads = atoi(v);
-        else { fprintf(stderr, "drape eval: unknown option %s\n", a); return 2; }
-    }
+    eval_opts o = {0};
+    int rc = drape_opts_parse(&eval_spec, &o, argc, argv);
+    if (rc) return drape_opts_status(rc);
     drape_error e = {0};
     drape_tool_job j;
     drape_npy Tn = {0};
     drape_backend *be = NULL;
     drape_identity *id = NULL;
     float *rest = NULL, *body = NULL, *xm = NULL, *xl = NULL, *xt = NULL;
-    int rc = drape_tool_job_open(&j, "eval", &ja);
+    rc = drape_tool_job_open(&j, "eval", &o.job);
     if (rc) goto done;
     rc = 1;
     const drape_model *m = j.m;
@@ -74,8 +84,8 @@ int drape_cmd_eval(int argc, char **argv)
     xm = malloc(n * sizeof(float));
     xl = malloc(n * sizeof(float));
     if (!rest || !body || !xm || !xl) { fprintf(stderr, "drape eval: out of memory\n"); goto done; }
-    drape_backend_opts bo = {.threads = threads};
-    if (drape_backend_create(&be, kind, m, &bo, &e) || drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e) ||
+    drape_backend_opts bo = {.threads = o.threads};
+    if (drape_backend_create(&be, drape_tool_backends[o.backend], m, &bo, &e) || drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e) ||
         drape_sequence_run(be, id, j.poses.data, T, 0, xm, 16, &e) ||
         drape_sequence_run(be, id, j.poses.data, T, 1, xl, 16, &e) ||
         drape_garment_lbs(m, j.gi, j.betas, j.nb, j.poses.data, T, rest, NULL, &e) ||
@@ -83,10 +93,10 @@ int drape_cmd_eval(int argc, char **argv)
         drape_tool_die("eval", &e);
         goto done;
     }
-    if (teacher_p) {
-        if (drape_npy_read(&Tn, teacher_p, &e)) { drape_tool_die("eval", &e); goto done; }
+    if (o.teacher) {
+        if (drape_npy_read(&Tn, o.teacher, &e)) { drape_tool_die("eval", &e); goto done; }
         if (Tn.ndim != 3 || Tn.shape[0] != T || Tn.shape[1] != g->V || Tn.shape[2] != 3) {
-            fprintf(stderr, "drape eval: %s: must be float32 [%d, %d, 3] (the teacher for these poses)\n", teacher_p, T,
+            fprintf(stderr, "drape eval: %s: must be float32 [%d, %d, 3] (the teacher for these poses)\n", o.teacher, T,
                     g->V);
             goto done;
         }

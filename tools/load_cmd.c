@@ -10,7 +10,6 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,7 @@
 #include "../core/clock.h"
 
 typedef struct {
-    const char *url, *garment;
+    const char *url, *garment, *betas_arg;
     int avatars, connections, format, mode, text, json;
     double fps, duration, drain;
     float betas[DRAPE_MSG_BETAS_MAX];
@@ -202,38 +201,32 @@ static void *worker_main(void *arg)
 
 /* ---- arguments ---- */
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "drape load: ");
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nusage: drape load --url ws://HOST:PORT/v1/stream --avatars N --fps F --duration S\n"
-                    "                  [--connections C] [--format f32|f16|q16|meshopt] [--garment NAME]\n"
-                    "                  [--betas b0,b1,...] [--mode neural|lbs|physics] [--text] [--drain S] [--json]\n");
-    return 2;
-}
+static const char *const format_names[] = {"f32", "f16", "q16", "meshopt", NULL};
+static const char *const mode_names[] = {"neural", "lbs", "physics", NULL};
+static const drape_opt load_opts_table[] = {
+    DRAPE_OPT_S(load_opts, url, "url", NULL, "ws://HOST:PORT/v1/stream", DRAPE_OPT_REQUIRED, "draped's stream"),
+    DRAPE_OPT_I(load_opts, avatars, "avatars", NULL, 1, 100000, "N", DRAPE_OPT_REQUIRED, "avatars streamed"),
+    DRAPE_OPT_D(load_opts, fps, "fps", NULL, 0.01, 1000, "F", DRAPE_OPT_REQUIRED, "poses per second per avatar"),
+    DRAPE_OPT_D(load_opts, duration, "duration", NULL, 0.001, 86400, "S", DRAPE_OPT_REQUIRED,
+                "seconds of poses sent"),
+    DRAPE_OPT_I(load_opts, connections, "connections", "1", 1, 1024, "C", 0,
+                "WebSocket connections (one thread each), the avatars spread over them"),
+    DRAPE_OPT_E(load_opts, format, "format", "f32", format_names, "the vertices' encoding"),
+    DRAPE_OPT_S(load_opts, garment, "garment", "skirt", "NAME", 0, "the garment every avatar wears"),
+    DRAPE_OPT_S(load_opts, betas_arg, "betas", NULL, "b0,b1,...", 0, "body shape (default: the server's)"),
+    DRAPE_OPT_E(load_opts, mode, "mode", "neural", mode_names, "what the server computes"),
+    DRAPE_OPT_F(load_opts, text, "text", "JSON text messages instead of msgpack"),
+    DRAPE_OPT_D(load_opts, drain, "drain", "5", 0, 600, "S", 0, "after the last pose, how long to wait for its frames"),
+    DRAPE_OPT_F(load_opts, json, "json", "print the report as JSON"),
+};
+static const drape_cmd_spec load_spec = {
+    "load",
+    "An open-loop load generator for draped's /v1/stream: avatar a's pose k is due at t0 + (a/N + k)/F, and its\n"
+    "latency counts from then, so a server that falls behind shows it.",
+    NULL, 0, load_opts_table, sizeof load_opts_table / sizeof *load_opts_table,
+};
 
-/* a number in [lo, hi]; integer when whole */
-static int number_arg(const char *opt, const char *v, double lo, double hi, int whole, double *out)
-{
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (end == v || *end || errno == ERANGE || !isfinite(d) || (whole && d != floor(d)))
-        return usage_error("%s: '%s' is not a valid number", opt, v);
-    if (d < lo || d > hi) {
-        char range[96];
-        snprintf(range, sizeof range, "%g..%g", lo, hi);
-        return usage_error("%s: %s is out of range (%s)", opt, v, range);
-    }
-    *out = d;
-    return 0;
-}
-
-static int betas_arg(const char *v, load_opts *o)
+static int parse_betas(const char *v, load_opts *o)
 {
     o->n_betas = 0;
     for (const char *s = v; *s;) {
@@ -241,8 +234,9 @@ static int betas_arg(const char *v, load_opts *o)
         errno = 0;
         float b = strtof(s, &end);
         if (end == s || errno == ERANGE || !isfinite(b) || (*end && *end != ','))
-            return usage_error("--betas: '%s' is not a comma-separated list of numbers", v);
-        if (o->n_betas == DRAPE_MSG_BETAS_MAX) return usage_error("--betas: more than 16 values in '%s'", v);
+            return drape_opts_fail(&load_spec, "--betas: '%s' is not a comma-separated list of numbers", v);
+        if (o->n_betas == DRAPE_MSG_BETAS_MAX)
+            return drape_opts_fail(&load_spec, "--betas: more than 16 values in '%s'", v);
         o->betas[o->n_betas++] = b;
         s = *end ? end + 1 : end;
     }
@@ -252,54 +246,17 @@ static int betas_arg(const char *v, load_opts *o)
 static int parse_args(int argc, char **argv, load_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->garment = "skirt";
-    o->connections = 1;
-    o->format = DRAPE_FMT_F32;
-    o->mode = DRAPE_MODE_NEURAL;
-    o->drain = 5;
     o->n_betas = -1;
-    double avatars = 0, conns = 1;
-    int have_fps = 0, have_dur = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) { o->json = 1; continue; }
-        if (!strcmp(a, "--text")) { o->text = 1; continue; }
-        if (strncmp(a, "--", 2)) return usage_error("unexpected argument '%s'", a);
-        const char *v = i + 1 < argc ? argv[++i] : NULL;
-        if (!v) return usage_error("%s needs a value", a);
-        int rc = 0;
-        if (!strcmp(a, "--url")) o->url = v;
-        else if (!strcmp(a, "--avatars")) rc = number_arg(a, v, 1, 100000, 1, &avatars);
-        else if (!strcmp(a, "--connections")) rc = number_arg(a, v, 1, 1024, 1, &conns);
-        else if (!strcmp(a, "--fps")) rc = number_arg(a, v, 0.01, 1000, 0, &o->fps), have_fps = 1;
-        else if (!strcmp(a, "--duration")) rc = number_arg(a, v, 0.001, 86400, 0, &o->duration), have_dur = 1;
-        else if (!strcmp(a, "--drain")) rc = number_arg(a, v, 0, 600, 0, &o->drain);
-        else if (!strcmp(a, "--betas")) rc = betas_arg(v, o);
-        else if (!strcmp(a, "--garment")) {
-            if (!*v || strlen(v) > DRAPE_MSG_NAME_MAX) return usage_error("--garment: '%s' must be 1..64 bytes", v);
-            o->garment = v;
-        } else if (!strcmp(a, "--format")) {
-            o->format = drape_format_parse(v);
-            if (o->format < 0) return usage_error("--format: '%s' is not one of f32, f16, q16, meshopt", v);
-        } else if (!strcmp(a, "--mode")) {
-            o->mode = !strcmp(v, "neural") ? DRAPE_MODE_NEURAL : !strcmp(v, "lbs") ? DRAPE_MODE_LBS
-                    : !strcmp(v, "physics") ? DRAPE_MODE_PHYSICS : -1;
-            if (o->mode < 0) return usage_error("--mode: '%s' is not one of neural, lbs, physics", v);
-        } else {
-            return usage_error("unknown option '%s'", a);
-        }
-        if (rc) return rc;
-    }
-    if (!o->url) return usage_error("--url is required");
-    if (strncmp(o->url, "ws://", 5)) return usage_error("--url: '%s' must start with ws://", o->url);
-    if (!avatars) return usage_error("--avatars is required");
-    if (!have_fps) return usage_error("--fps is required");
-    if (!have_dur) return usage_error("--duration is required");
-    o->avatars = (int)avatars;
-    o->connections = (int)conns;
-    if (o->connections > o->avatars) {
-        return usage_error("--connections %d is more than --avatars %d", o->connections, o->avatars);
-    }
+    int rc = drape_opts_parse(&load_spec, o, argc, argv);
+    if (rc) return rc;
+    if (strncmp(o->url, "ws://", 5)) return drape_opts_fail(&load_spec, "--url: '%s' must start with ws://", o->url);
+    if (o->betas_arg && (rc = parse_betas(o->betas_arg, o))) return rc;
+    if (!*o->garment || strlen(o->garment) > DRAPE_MSG_NAME_MAX)
+        return drape_opts_fail(&load_spec, "--garment: '%s' must be 1..64 bytes", o->garment);
+    o->format = drape_format_parse(format_names[o->format]);
+    o->mode = o->mode == 1 ? DRAPE_MODE_LBS : o->mode == 2 ? DRAPE_MODE_PHYSICS : DRAPE_MODE_NEURAL;
+    if (o->connections > o->avatars)
+        return drape_opts_fail(&load_spec, "--connections %d is more than --avatars %d", o->connections, o->avatars);
     return 0;
 }
 
@@ -307,7 +264,7 @@ int drape_cmd_load(int argc, char **argv)
 {
     load_opts o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc;
+    if (rc) return drape_opts_status(rc);
     int nc = o.connections;
     worker *w = calloc((size_t)nc, sizeof *w);
     pthread_t *th = calloc((size_t)nc, sizeof *th);

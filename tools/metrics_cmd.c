@@ -23,39 +23,44 @@ static int check_verts(const char *path, const drape_npy *a, int64_t T, int V)
     return 1;
 }
 
+typedef struct {
+    drape_tool_job_args job;
+    const char *verts, *ref;
+} metrics_opts;
+static const drape_opt metrics_opts_table[] = {
+    DRAPE_TOOL_JOB_OPTS(metrics_opts),
+    DRAPE_OPT_P(metrics_opts, verts, "verts", "X.npy", DRAPE_OPT_REQUIRED,
+                "the vertices judged, float32 [T, V, 3] (what drape infer and drape sim garment write)"),
+    DRAPE_OPT_P(metrics_opts, ref, "ref", "Y.npy", 0, "a reference of the same shape: adds the mean and max distance to it"),
+};
+static const drape_cmd_spec metrics_spec = {
+    "metrics",
+    "Judges a garment vertex sequence for the poses (sim/metrics.h), against the garment retargeted to the betas\n"
+    "and the body posed per frame, and prints one JSON object.",
+    NULL, 0, metrics_opts_table, sizeof metrics_opts_table / sizeof *metrics_opts_table,
+};
+
 int drape_cmd_metrics(int argc, char **argv)
 {
-    drape_tool_job_args ja = {0};
-    const char *verts_p = NULL, *ref_p = NULL;
-    for (int i = 0; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) { fprintf(stderr, "drape metrics: %s needs a value\n", a); return 2; }
-        if (drape_tool_job_opt(&ja, a, v)) continue;
-        if (!strcmp(a, "--verts")) verts_p = v;
-        else if (!strcmp(a, "--ref")) ref_p = v;
-        else { fprintf(stderr, "drape metrics: unknown option %s\n", a); return 2; }
-    }
-    if (!verts_p) {
-        fprintf(stderr, "usage: drape metrics --model MODEL --garment NAME [--betas b0,...] --poses IN.npy --verts X.npy "
-                        "[--ref Y.npy]\n");
-        return 2;
-    }
+    metrics_opts o = {0};
+    int rc = drape_opts_parse(&metrics_spec, &o, argc, argv);
+    if (rc) return drape_opts_status(rc);
     drape_error e = {0};
     drape_tool_job j;
     drape_npy X = {0}, Y = {0};
     float *rest = NULL, *body = NULL;
     drape_metrics *mx = NULL;
-    int rc = drape_tool_job_open(&j, "metrics", &ja);
+    rc = drape_tool_job_open(&j, "metrics", &o.job);
     if (rc) goto done;
     rc = 1;
     const drape_model *m = j.m;
     const drape_garment *g = &m->garments[j.gi];
     int T = j.T;
-    if (drape_npy_read(&X, verts_p, &e)) { drape_tool_die("metrics", &e); goto done; }
-    if (check_verts(verts_p, &X, T, g->V)) goto done;
-    if (ref_p) {
-        if (drape_npy_read(&Y, ref_p, &e)) { drape_tool_die("metrics", &e); goto done; }
-        if (check_verts(ref_p, &Y, T, g->V)) goto done;
+    if (drape_npy_read(&X, o.verts, &e)) { drape_tool_die("metrics", &e); goto done; }
+    if (check_verts(o.verts, &X, T, g->V)) goto done;
+    if (o.ref) {
+        if (drape_npy_read(&Y, o.ref, &e)) { drape_tool_die("metrics", &e); goto done; }
+        if (check_verts(o.ref, &Y, T, g->V)) goto done;
     }
     rest = malloc((size_t)g->V * 3 * sizeof *rest);
     body = malloc((size_t)T * m->Nb * 3 * sizeof *body);
@@ -69,7 +74,7 @@ int drape_cmd_metrics(int argc, char **argv)
     }
     size_t fv = (size_t)g->V * 3;
     for (int t = 0; t < T; t++)
-        if (drape_metrics_add(mx, X.data + t * fv, body + (size_t)t * m->Nb * 3, ref_p ? Y.data + t * fv : NULL, &e)) {
+        if (drape_metrics_add(mx, X.data + t * fv, body + (size_t)t * m->Nb * 3, o.ref ? Y.data + t * fv : NULL, &e)) {
             drape_tool_die("metrics", &e);
             goto done;
         }

@@ -18,14 +18,6 @@
 #include "tools.h"
 #include "../core/clock.h"
 
-static int parse_double(const char *s, double *out)
-{
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    return end == s || *end || errno == ERANGE ? -1 : 0;
-}
-
 static int parse_pins(const char *s, int32_t **pins, int *n)
 {
     *n = 0;
@@ -44,55 +36,61 @@ static int parse_pins(const char *s, int32_t **pins, int *n)
     }
 }
 
+typedef struct {
+    const char *mesh, *out, *pin;
+    double ym, dt, gravity, density;
+    int steps, iters, mass;
+} cloth_opts;
+static const char *const mass_modes[] = {"unit", "area", NULL}; /* in drape_mass_mode's order */
+static const drape_opt cloth_opts_table[] = {
+    DRAPE_OPT_P(cloth_opts, mesh, "mesh", "IN.obj", DRAPE_OPT_REQUIRED, "the cloth: a triangle mesh"),
+    DRAPE_OPT_P(cloth_opts, out, "out", "OUT.obj", DRAPE_OPT_REQUIRED, "the mesh after the last step"),
+    DRAPE_OPT_S(cloth_opts, pin, "pin", "", "i,j,...", 0, "pinned vertices, 0-based indices"),
+    DRAPE_OPT_D(cloth_opts, ym, "ym", "80", 0, DRAPE_OPT_UNBOUNDED, "K", DRAPE_OPT_GT_MIN,
+                "spring stiffness scale, k = ym / l0^2"),
+    DRAPE_OPT_D(cloth_opts, dt, "dt", NULL, 0, DRAPE_OPT_UNBOUNDED, "S", DRAPE_OPT_GT_MIN, "time step, s"),
+    DRAPE_OPT_I(cloth_opts, steps, "steps", "240", 0, 1e7, "N", 0, "steps"),
+    DRAPE_OPT_I(cloth_opts, iters, "iters", "8", 1, 1000, "N", 0, "local/global iterations per step"),
+    DRAPE_OPT_D_ANY(cloth_opts, gravity, "gravity", "9.8", "G",
+                "m/s^2, along -y"),
+    DRAPE_OPT_E(cloth_opts, mass, "mass", "unit", mass_modes, "unit: every node weighs 1; area: by its triangles' area"),
+    DRAPE_OPT_D_ANY(cloth_opts, density, "density", "0.2", "KG",
+                "kg/m^2, for --mass area (> 0)"),
+};
+static const drape_cmd_spec cloth_spec = {
+    "sim cloth", "The seed notebook's mass-spring cloth on any triangle mesh; prints the time per step.", NULL, 0,
+    cloth_opts_table, sizeof cloth_opts_table / sizeof *cloth_opts_table,
+};
+
 static int cmd_cloth(int argc, char **argv)
 {
-    const char *mesh = NULL, *out = NULL, *pin_s = "", *mass = "unit";
-    double ym = 80, dt = 1.0 / 30, gravity = 9.8, density = 0.2, steps_d = 240, iters_d = 8;
-    for (int i = 0; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double *num = !strcmp(a, "--ym") ? &ym : !strcmp(a, "--dt") ? &dt : !strcmp(a, "--gravity") ? &gravity
-                    : !strcmp(a, "--density") ? &density : !strcmp(a, "--steps") ? &steps_d
-                    : !strcmp(a, "--iters") ? &iters_d : NULL;
-        if (!v) { fprintf(stderr, "drape sim cloth: %s needs a value\n", a); return 2; }
-        if (num) {
-            if (parse_double(v, num)) { fprintf(stderr, "drape sim cloth: %s: '%s' is not a number\n", a, v); return 2; }
-        } else if (!strcmp(a, "--mesh")) mesh = v;
-        else if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--pin")) pin_s = v;
-        else if (!strcmp(a, "--mass")) mass = v;
-        else { fprintf(stderr, "drape sim cloth: unknown option %s\n", a); return 2; }
-    }
-    if (!mesh || !out) { fprintf(stderr, "drape sim cloth: --mesh and --out are required\n"); return 2; }
-    if (steps_d < 0 || steps_d > 1e7 || iters_d < 1 || iters_d > 1000 || (int)steps_d != steps_d || (int)iters_d != iters_d) {
-        fprintf(stderr, "drape sim cloth: --steps must be an integer in [0, 1e7] and --iters in [1, 1000]\n");
-        return 2;
-    }
-    if (strcmp(mass, "unit") && strcmp(mass, "area")) { fprintf(stderr, "drape sim cloth: --mass is unit or area\n"); return 2; }
+    cloth_opts o = {.dt = 1.0 / 30};
+    int rc = drape_opts_parse(&cloth_spec, &o, argc, argv);
+    if (rc) return drape_opts_status(rc);
     int32_t *pins;
     int n_pins;
-    if (parse_pins(pin_s, &pins, &n_pins)) {
-        fprintf(stderr, "drape sim cloth: --pin must be comma-separated vertex indices (0-based), got '%s'\n", pin_s);
+    if (parse_pins(o.pin, &pins, &n_pins)) {
         free(pins);
-        return 2;
+        return drape_opts_fail(&cloth_spec, "--pin must be comma-separated vertex indices (0-based), got '%s'", o.pin);
     }
     drape_error e = {0};
     drape_obj m;
     drape_cloth *c = NULL;
-    int rc = 1;
-    if (drape_obj_read(&m, mesh, &e)) { fprintf(stderr, "drape sim cloth: %s\n", e.msg); free(pins); return 1; }
-    drape_cloth_params p = {.dt = dt, .gravity = gravity, .iters = (int)iters_d, .ym = ym,
-                            .mass = strcmp(mass, "unit") ? DRAPE_MASS_AREA : DRAPE_MASS_UNIT, .density = density};
+    rc = 1;
+    if (drape_obj_read(&m, o.mesh, &e)) { fprintf(stderr, "drape sim cloth: %s\n", e.msg); free(pins); return 1; }
+    drape_cloth_params p = {.dt = o.dt, .gravity = o.gravity, .iters = o.iters, .ym = o.ym,
+                            .mass = o.mass ? DRAPE_MASS_AREA : DRAPE_MASS_UNIT, .density = o.density};
     double t0 = drape_now_ms();
     if (drape_cloth_create(&c, m.v, m.n, m.faces, m.F, pins, n_pins, &p, &e)) {
-        fprintf(stderr, "drape sim cloth: %s: %s\n", mesh, e.msg);
+        fprintf(stderr, "drape sim cloth: %s: %s\n", o.mesh, e.msg);
         goto done;
     }
     double t1 = drape_now_ms();
-    int steps = (int)steps_d;
+    int steps = o.steps;
     for (int s = 0; s < steps; s++)
         if (drape_cloth_step(c, &e)) { fprintf(stderr, "drape sim cloth: step %d: %s\n", s, e.msg); goto done; }
     double t2 = drape_now_ms();
-    if (drape_obj_write(out, drape_cloth_positions(c), m.n, m.faces, m.F, &e)) {
+    if (drape_obj_write(o.out, drape_cloth_positions(c), m.n, m.faces, m.F, &e)) {
         fprintf(stderr, "drape sim cloth: %s\n", e.msg);
         goto done;
     }
@@ -106,48 +104,57 @@ done:
     return rc;
 }
 
-static const char GARMENT_USAGE[] =
-    "usage: drape sim garment --model MODEL --garment NAME [--betas b0,...] --poses IN.npy --out OUT.npy\n"
-    "           [--iters 10] [--substeps 0 (auto)] [--max-substeps 16] [--max-disp 0.01] [--settle 60]\n"
-    "           [--stretch 200] [--bend 2] [--density 0.15] [--attach 1000] [--band 0.01] [--damping 0.02]\n"
-    "           [--margin 0.005] [--vertex-margin -1 (off)] [--friction 0.3] [--reach 0.08] [--gravity 9.81]\n";
+typedef struct {
+    drape_tool_job_args job;
+    const char *out;
+    drape_garment_sim_params p;
+} garment_opts;
+/* The defaults are sim/garment.c's (NULL here); the bounds are its checks'
+ * and the cloth's where they are inclusive. */
+static const drape_opt garment_opts_table[] = {
+    DRAPE_TOOL_JOB_OPTS(garment_opts),
+    DRAPE_OPT_P(garment_opts, out, "out", "OUT.npy", DRAPE_OPT_REQUIRED,
+                "where the vertices go: float32 [T, V, 3], as drape infer writes them"),
+    DRAPE_OPT_I(garment_opts, p.iters, "iters", NULL, 1, 1000, "N", 0, "local/global iterations per substep"),
+    DRAPE_OPT_I(garment_opts, p.substeps, "substeps", NULL, 0, 64, "N", 0, "substeps per frame; 0: from the motion"),
+    DRAPE_OPT_I(garment_opts, p.max_substeps, "max-substeps", NULL, 1, 64, "N", 0, "at most this many, when automatic"),
+    DRAPE_OPT_D(garment_opts, p.max_disp, "max-disp", NULL, 0, DRAPE_OPT_UNBOUNDED, "M", DRAPE_OPT_GT_MIN,
+                "automatic: the fewest substeps that move no body vertex more than this per substep, m"),
+    DRAPE_OPT_I(garment_opts, p.settle, "settle", NULL, 0, 100000, "N", 0, "steps at the first pose before frame 0"),
+    DRAPE_OPT_D(garment_opts, p.stretch, "stretch", NULL, 0, DRAPE_OPT_UNBOUNDED, "K", DRAPE_OPT_GT_MIN,
+                "edge springs, N/m"),
+    DRAPE_OPT_D(garment_opts, p.bend, "bend", NULL, 0, DRAPE_OPT_UNBOUNDED, "K", 0, "bending springs, N/m"),
+    DRAPE_OPT_D(garment_opts, p.density, "density", NULL, 0, DRAPE_OPT_UNBOUNDED, "KG", DRAPE_OPT_GT_MIN, "kg/m^2"),
+    DRAPE_OPT_D(garment_opts, p.attach, "attach", NULL, 0, DRAPE_OPT_UNBOUNDED, "K", 0,
+                "the waist's attachment to its skinned positions, N/m"),
+    DRAPE_OPT_D_ANY(garment_opts, p.attach_band, "band", NULL, "M",
+                "without the bundle's attach list, the vertices within this of the top are attached, m"),
+    DRAPE_OPT_D(garment_opts, p.damping, "damping", NULL, 0, 1, "D", DRAPE_OPT_LT_MAX,
+                "velocity scaled by 1 - damping after every step"),
+    DRAPE_OPT_D(garment_opts, p.margin, "margin", NULL, 0, DRAPE_OPT_UNBOUNDED, "M", 0,
+                "distance kept from the body's triangles, m"),
+    DRAPE_OPT_D_ANY(garment_opts, p.vertex_margin, "vertex-margin", NULL, "M",
+                "also keep every free vertex this far above its nearest body vertex's tangent plane, m; negative: off"),
+    DRAPE_OPT_D(garment_opts, p.friction, "friction", NULL, 0, 1, "MU", 0, "Coulomb coefficient against the body's motion"),
+    DRAPE_OPT_D_ANY(garment_opts, p.reach, "reach", NULL, "M",
+                "how deep inside the body a vertex is still found, m (> margin and vertex-margin)"),
+    DRAPE_OPT_D_ANY(garment_opts, p.gravity, "gravity", NULL, "G", "m/s^2, along -y"),
+};
+static const drape_cmd_spec garment_spec = {
+    "sim garment",
+    "Simulates a bundle's garment on its moving body (sim/garment.h); prints the substeps and the time per frame.",
+    NULL, 0, garment_opts_table, sizeof garment_opts_table / sizeof *garment_opts_table,
+};
 
 static int cmd_garment(int argc, char **argv)
 {
-    drape_tool_job_args ja = {0};
-    const char *out_p = NULL;
-    drape_garment_sim_params p = drape_garment_sim_defaults();
-    double iters = p.iters, sub = p.substeps, maxsub = p.max_substeps, settle = p.settle;
-    struct { const char *name; double *v; int integer; } num[] = {
-        {"--iters", &iters, 1}, {"--substeps", &sub, 1}, {"--max-substeps", &maxsub, 1}, {"--settle", &settle, 1},
-        {"--max-disp", &p.max_disp, 0}, {"--stretch", &p.stretch, 0}, {"--bend", &p.bend, 0},
-        {"--density", &p.density, 0}, {"--attach", &p.attach, 0}, {"--band", &p.attach_band, 0},
-        {"--damping", &p.damping, 0}, {"--margin", &p.margin, 0}, {"--vertex-margin", &p.vertex_margin, 0},
-        {"--friction", &p.friction, 0}, {"--reach", &p.reach, 0}, {"--gravity", &p.gravity, 0},
-    };
-    for (int i = 0; i < argc; i += 2) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) { fprintf(stderr, "drape sim garment: %s needs a value\n%s", a, GARMENT_USAGE); return 2; }
-        int found = 0;
-        for (size_t k = 0; k < sizeof num / sizeof *num; k++)
-            if (!strcmp(a, num[k].name)) {
-                found = 1;
-                if (parse_double(v, num[k].v) || (num[k].integer && (*num[k].v != (int)*num[k].v))) {
-                    fprintf(stderr, "drape sim garment: %s: '%s' is not %s\n", a, v,
-                            num[k].integer ? "an integer" : "a number");
-                    return 2;
-                }
-            }
-        if (found || drape_tool_job_opt(&ja, a, v)) continue;
-        if (!strcmp(a, "--out")) out_p = v;
-        else { fprintf(stderr, "drape sim garment: unknown option %s\n%s", a, GARMENT_USAGE); return 2; }
-    }
-    if (!out_p) { fprintf(stderr, "drape sim garment: --out is required\n%s", GARMENT_USAGE); return 2; }
-    p.iters = (int)iters, p.substeps = (int)sub, p.max_substeps = (int)maxsub, p.settle = (int)settle;
+    garment_opts o = {.p = drape_garment_sim_defaults()};
+    int rc = drape_opts_parse(&garment_spec, &o, argc, argv);
+    if (rc) return drape_opts_status(rc);
     drape_error e = {0};
     drape_tool_job j;
     float *out = NULL;
-    int rc = drape_tool_job_open(&j, "sim garment", &ja);
+    rc = drape_tool_job_open(&j, "sim garment", &o.job);
     if (rc) goto done;
     rc = 1;
     const drape_garment *g = &j.m->garments[j.gi];
@@ -155,15 +162,15 @@ static int cmd_garment(int argc, char **argv)
     out = malloc((size_t)T * V * 3 * sizeof *out);
     if (!out) { fprintf(stderr, "drape sim garment: out of memory\n"); goto done; }
     drape_garment_sim_stats st;
-    if (drape_garment_simulate(j.m, j.gi, j.betas, j.nb, j.poses.data, T, &p, out, &st, &e)) {
+    if (drape_garment_simulate(j.m, j.gi, j.betas, j.nb, j.poses.data, T, &o.p, out, &st, &e)) {
         drape_tool_die("sim garment", &e);
         goto done;
     }
     int64_t shape[3] = {T, V, 3};
-    if (drape_npy_write(out_p, out, 3, shape, &e)) { drape_tool_die("sim garment", &e); goto done; }
+    if (drape_npy_write(o.out, out, 3, shape, &e)) { drape_tool_die("sim garment", &e); goto done; }
     printf("%s: %d vertices, %d attached; %d frames, %d substeps of %d iterations; setup %.1f ms, settle %.1f ms, "
            "%.3f ms per frame (%.3f ms CPU), %.1f vertices in contact per frame\n",
-           g->name, V, st.attached, T, st.substeps, p.iters, st.setup_ms, st.settle_ms, st.ms_per_frame,
+           g->name, V, st.attached, T, st.substeps, o.p.iters, st.setup_ms, st.settle_ms, st.ms_per_frame,
            st.cpu_ms_per_frame, st.contacts);
     rc = 0;
 done:
@@ -172,12 +179,12 @@ done:
     return rc;
 }
 
+static const drape_subcmd sim_commands[] = {
+    {"cloth", "the seed notebook's cloth on a triangle mesh", cmd_cloth},
+    {"garment", "a bundle's garment on its moving body", cmd_garment},
+};
+
 int drape_cmd_sim(int argc, char **argv)
 {
-    if (argc >= 1 && !strcmp(argv[0], "cloth")) return cmd_cloth(argc - 1, argv + 1);
-    if (argc >= 1 && !strcmp(argv[0], "garment")) return cmd_garment(argc - 1, argv + 1);
-    fprintf(stderr, "usage: drape sim cloth --mesh IN.obj [--pin i,j,...] [--ym 80] [--dt 0.0333333] [--steps 240]\n"
-                    "                       [--iters 8] [--gravity 9.8] [--mass unit|area] [--density 0.2] --out OUT.obj\n"
-                    "%s", GARMENT_USAGE);
-    return 2;
+    return drape_subcmd_run("drape sim", sim_commands, sizeof sim_commands / sizeof *sim_commands, argc, argv);
 }

@@ -4,6 +4,7 @@
 
 #include "../runtime/model.h"
 #include "../runtime/npy.h"
+#include "options.h"
 
 int drape_cmd_sim(int argc, char **argv);     /* sim_cmd.c */
 int drape_cmd_metrics(int argc, char **argv); /* metrics_cmd.c */
@@ -16,10 +17,25 @@ int drape_tool_die(const char *cmd, const drape_error *e); /* returns 1 */
 /* comma-separated floats; 0, or −1 when malformed or more than max */
 int drape_tool_parse_floats(const char *s, float *out, int max, int *n);
 
-/* The options every garment command takes: --model, --garment, --betas, --poses. */
+/* The options every garment command takes: --model, --garment, --betas,
+ * --poses; in the options struct T as its member `job`. */
 typedef struct { const char *model, *garment, *betas, *poses; } drape_tool_job_args;
-/* 1 when a (with value v) is one of them, now recorded in j */
-int drape_tool_job_opt(drape_tool_job_args *j, const char *a, const char *v);
+#define DRAPE_TOOL_JOB_OPTS(T)                                                                                    \
+    DRAPE_OPT_P(T, job.model, "model", "MODEL", DRAPE_OPT_REQUIRED, "the model bundle (.safetensors)"),         \
+    DRAPE_OPT_S(T, job.garment, "garment", NULL, "NAME", DRAPE_OPT_REQUIRED,                                    \
+                "a garment of the model (drape info lists them)"),                                              \
+    DRAPE_OPT_S(T, job.betas, "betas", NULL, "b0,b1,...", 0,                                                    \
+                "body shape: up to 16 numbers, each in the model's beta range; missing ones are 0"),           \
+    DRAPE_OPT_P(T, job.poses, "poses", "IN.npy", DRAPE_OPT_REQUIRED,                                            \
+                "float32 [T, 75]: per frame 72 axis-angle values (SMPL joint order), then the translation")
+
+/* --backend and --threads, in T's members `backend` (an index into
+ * drape_tool_backends) and `threads`; one default, auto, for every command. */
+extern const char *const drape_tool_backends[]; /* "auto", "cpu", "cuda" */
+#define DRAPE_TOOL_BACKEND_OPTS(T)                                                                                \
+    DRAPE_OPT_E(T, backend, "backend", "auto", drape_tool_backends,                                             \
+                "where the model runs: auto is cuda when built and a GPU is present, else cpu"),              \
+    DRAPE_OPT_I(T, threads, "threads", "0", 0, 256, "N", 0, "math threads of the CPU backend (0: the default)")
 
 typedef struct {
     drape_model *m;
