@@ -137,7 +137,7 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     snprintf(pc, sizeof pc, "%s", tu_tmp("tc.npy"));
     snprintf(pr, sizeof pr, "%s", tu_tmp("tr.npy"));
     cr_assert_eq(drape_npy_write(pin, poses, 2, (int64_t[]){5, 75}, &e), 0, "%s", e.msg);
-    rc = tu_run(log_, sizeof log_, "%s infer --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s", bin(), model,
+    rc = tu_run(log_, sizeof log_, "%s infer --backend cpu --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s", bin(), model,
                 pin, pc);
     cr_assert_eq(rc, 0, "drape infer on the trained bundle:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s train/reference.py infer --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s",
@@ -274,7 +274,7 @@ Test(train, init_set_sizes_and_a_longer_history)
     tu_random_poses(poses, 7, 0.3f, 0.2f, 77);
     drape_error e = {0};
     cr_assert_eq(drape_npy_write(pin, poses, 2, (int64_t[]){7, 75}, &e), 0, "%s", e.msg);
-    rc = tu_run(log_, sizeof log_, "%s infer --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s", bin(),
+    rc = tu_run(log_, sizeof log_, "%s infer --backend cpu --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s", bin(),
                 model, pin, pout);
     cr_assert_eq(rc, 0, "drape infer on a longer history:\n%s", log_);
     rc = tu_run(log_, sizeof log_,
@@ -496,7 +496,7 @@ static drape_npy infer_of(const char *model, const char *garment, const char *pi
 {
     char out[300];
     snprintf(out, sizeof out, "%s", tu_tmp(tag));
-    int rc = tu_run(log_, sizeof log_, "%s infer --model %s --garment %s --betas 0.5,-1 --poses %s --out %s", bin(), model,
+    int rc = tu_run(log_, sizeof log_, "%s infer --backend cpu --model %s --garment %s --betas 0.5,-1 --poses %s --out %s", bin(), model,
                     garment, pin, out);
     cr_assert_eq(rc, 0, "drape infer %s %s:\n%s", model, garment, log_);
     drape_npy x;
