@@ -28,6 +28,10 @@ deps:
 	@scripts/deps.sh
 clean:
 	rm -rf build build-asan
+# any other target (a file such as build/drape) builds without installing
+Makefile: ;
+%:
+	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 
 else
 
