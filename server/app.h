@@ -50,9 +50,9 @@ void draped_streams_shutdown(draped *d);
 
 /* identity.c: an id, a garment + betas, or both (the recipe re-creates an
  * id this replica does not know) → a pinned cache entry; *code is the
- * stream/HTTP error code on failure. */
+ * stream/HTTP error code on failure (proto/errors.h). */
 int draped_identity_resolve(draped *d, const char *id, const char *garment, const float *betas, int n_betas,
-                            drape_idcache_entry **out, const char **code, drape_error *err);
+                            drape_idcache_entry **out, drape_errcode *code, drape_error *err);
 
 /* one-line JSON error bodies and stream errors share the stream codes */
 int draped_check_key(const draped *d, const char *authorization, const char *token);

@@ -63,18 +63,41 @@ static enum MHD_Result send_json(draped *d, struct MHD_Connection *c, int route,
     return send_buf(d, c, route, status, "application/json", s, strlen(s), MHD_RESPMEM_MUST_FREE);
 }
 
-static enum MHD_Result send_error(draped *d, struct MHD_Connection *c, int route, unsigned status, const char *code,
-                                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static enum MHD_Result send_error(draped *d, struct MHD_Connection *c, int route, unsigned status, const char *code,
-                                  const char *fmt, ...)
+static enum MHD_Result send_error_va(draped *d, struct MHD_Connection *c, int route, unsigned status,
+                                     drape_errcode code, const char *fmt, va_list ap)
 {
     char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    const char *wire = drape_errcode_wire(code);
+    LOG_DEBUG("http %u %s: %s", status, wire, msg);
+    return send_json(d, c, route, status, json_pack("{s:{s:s,s:s}}", "error", "code", wire, "message", msg));
+}
+
+/* An error answered with its code's HTTP status (proto/errors.h). */
+static enum MHD_Result send_error(draped *d, struct MHD_Connection *c, int route, drape_errcode code, const char *fmt,
+                                  ...) __attribute__((format(printf, 5, 6)));
+static enum MHD_Result send_error(draped *d, struct MHD_Connection *c, int route, drape_errcode code, const char *fmt,
+                                  ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    enum MHD_Result ok = send_error_va(d, c, route, drape_errcode_http(code), code, fmt, ap);
     va_end(ap);
-    LOG_DEBUG("http %u %s: %s", status, code, msg);
-    return send_json(d, c, route, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
+    return ok;
+}
+
+/* The same with a narrower status than the code's, where the route knows
+ * more: 413 for a body over the limit, 503 for a failure that passes. */
+static enum MHD_Result send_error_as(draped *d, struct MHD_Connection *c, int route, unsigned status,
+                                     drape_errcode code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static enum MHD_Result send_error_as(draped *d, struct MHD_Connection *c, int route, unsigned status,
+                                     drape_errcode code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum MHD_Result ok = send_error_va(d, c, route, status, code, fmt, ap);
+    va_end(ap);
+    return ok;
 }
 
 /* ---- auth ---- */
@@ -166,7 +189,7 @@ static enum MHD_Result route_garment_glb(draped *d, struct MHD_Connection *c, co
     free(nrm);
     if (rc) {
         drape_buf_free(&out);
-        return send_error(d, c, R_GARMENT, 500, DRAPE_ERR_INTERNAL, "cannot write the glTF: %s", drape_strerror(rc));
+        return send_error(d, c, R_GARMENT, DRAPE_EC_INTERNAL, "cannot write the glTF: %s", drape_strerror(rc));
     }
     return send_buf(d, c, R_GARMENT, 200, "model/gltf-binary", out.p, out.len, MHD_RESPMEM_MUST_FREE);
 }
@@ -174,12 +197,12 @@ static enum MHD_Result route_garment_glb(draped *d, struct MHD_Connection *c, co
 static enum MHD_Result route_garment(draped *d, struct MHD_Connection *c, const char *name)
 {
     int gi = drape_model_garment(d->model, name);
-    if (gi < 0) return send_error(d, c, R_GARMENT, 404, DRAPE_ERR_UNKNOWN_GARMENT, "unknown garment '%s'", name);
+    if (gi < 0) return send_error(d, c, R_GARMENT, DRAPE_EC_UNKNOWN_GARMENT, "unknown garment '%s'", name);
     const drape_garment *g = &d->model->garments[gi];
     const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
     if (fmt && !strcmp(fmt, "glb")) return route_garment_glb(d, c, g);
     if (fmt && strcmp(fmt, "json"))
-        return send_error(d, c, R_GARMENT, 400, DRAPE_ERR_BAD_FIELD, "format '%s': use json or glb", fmt);
+        return send_error(d, c, R_GARMENT, DRAPE_EC_BAD_FIELD, "format '%s': use json or glb", fmt);
     json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o}", "name", g->name, "vertices", g->V, "faces", g->F,
                           "uvs", g->Nuv, "positions", floats(g->rest, (size_t)g->V * 3), "indices",
                           ints(g->faces, (size_t)g->F * 3), "uv", floats(g->uv, (size_t)g->Nuv * 2), "uv_indices",
@@ -201,15 +224,15 @@ static enum MHD_Result route_body(draped *d, struct MHD_Connection *c)
         char *end;
         float v = strtof(p, &end);
         if (end == p || (*end && *end != ',') || nb == DRAPE_MAX_BETAS)
-            return send_error(d, c, R_OTHER, 400, DRAPE_ERR_BAD_BETAS, "betas must be up to %d comma-separated numbers",
+            return send_error(d, c, R_BODY, DRAPE_EC_BAD_BETAS, "betas must be up to %d comma-separated numbers",
                               m->cfg.betas);
         betas[nb++] = v;
         p = *end ? end + 1 : end;
     }
     drape_error e = {0};
-    if (drape_model_check_betas(m, betas, nb, &e)) return send_error(d, c, R_OTHER, 400, DRAPE_ERR_BAD_BETAS, "%s", e.msg);
+    if (drape_model_check_betas(m, betas, nb, &e)) return send_error(d, c, R_BODY, DRAPE_EC_BAD_BETAS, "%s", e.msg);
     float *v = malloc(sizeof(float) * 3 * (size_t)m->Nb), J[DRAPE_JOINTS * 3];
-    if (!v) return send_error(d, c, R_OTHER, 503, DRAPE_ERR_INTERNAL, "out of memory");
+    if (!v) return send_error_as(d, c, R_BODY, 503, DRAPE_EC_INTERNAL, "out of memory");
     drape_body_shape(v, J, m, betas);
     json_t *idx = json_array(), *w = json_array();
     for (int i = 0; i < m->Nb; i++) {
@@ -237,19 +260,19 @@ static enum MHD_Result route_body(draped *d, struct MHD_Connection *c)
                           "indices", ints(m->body_faces, (size_t)m->Fb * 3), "joints", floats(J, DRAPE_JOINTS * 3),
                           "parents", ints(m->parents, DRAPE_JOINTS), "skin_idx", idx, "skin_w", w);
     free(v);
-    return send_json(d, c, R_OTHER, 200, j);
+    return send_json(d, c, R_BODY, 200, j);
 }
 
 /* garment + betas from a JSON object (POST /v1/identities, /v1/frames). */
 static int parse_recipe(draped *d, json_t *o, int *garment, float *betas, int *nb, char *msg, size_t cap,
-                        const char **code)
+                        drape_errcode *code)
 {
     json_t *g = json_object_get(o, "garment"), *b = json_object_get(o, "betas");
-    *code = DRAPE_ERR_BAD_FIELD;
+    *code = DRAPE_EC_BAD_FIELD;
     if (!json_is_string(g)) return snprintf(msg, cap, "'garment' must be a string"), -1;
     *garment = drape_model_garment(d->model, json_string_value(g));
     if (*garment < 0) {
-        *code = DRAPE_ERR_UNKNOWN_GARMENT;
+        *code = DRAPE_EC_UNKNOWN_GARMENT;
         return snprintf(msg, cap, "unknown garment '%s'", json_string_value(g)), -1;
     }
     *nb = 0;
@@ -257,7 +280,7 @@ static int parse_recipe(draped *d, json_t *o, int *garment, float *betas, int *n
         if (!json_is_array(b)) return snprintf(msg, cap, "'betas' must be an array of numbers"), -1;
         size_t n = json_array_size(b);
         if ((int)n > d->model->cfg.betas) {
-            *code = DRAPE_ERR_BAD_BETAS;
+            *code = DRAPE_EC_BAD_BETAS;
             return snprintf(msg, cap, "'betas' has %zu values; this model has %d", n, d->model->cfg.betas), -1;
         }
         for (size_t i = 0; i < n; i++) {
@@ -268,16 +291,11 @@ static int parse_recipe(draped *d, json_t *o, int *garment, float *betas, int *n
         *nb = (int)n;
         drape_error e = {0};
         if (drape_model_check_betas(d->model, betas, *nb, &e)) {
-            *code = DRAPE_ERR_BAD_BETAS;
+            *code = DRAPE_EC_BAD_BETAS;
             return snprintf(msg, cap, "%.250s", e.msg), -1;
         }
     }
     return 0;
-}
-
-static unsigned status_of(int rc)
-{
-    return rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ERANGE ? 503 : rc == DRAPE_ENOMEM ? 503 : 500;
 }
 
 static enum MHD_Result route_identities(draped *d, struct MHD_Connection *c, req_ctx *rq)
@@ -286,15 +304,15 @@ static enum MHD_Result route_identities(draped *d, struct MHD_Connection *c, req
     json_t *o = json_loadb((const char *)rq->body.p, rq->body.len, JSON_REJECT_DUPLICATES, &je);
     if (!json_is_object(o)) {
         json_decref(o);
-        return send_error(d, c, R_IDENTITIES, 400, DRAPE_ERR_BAD_MESSAGE, "body must be a JSON object: %s", je.text);
+        return send_error(d, c, R_IDENTITIES, DRAPE_EC_BAD_MESSAGE, "body must be a JSON object: %s", je.text);
     }
     int g, nb;
     float betas[DRAPE_MAX_BETAS] = {0};
     char msg[256];
-    const char *code;
+    drape_errcode code;
     if (parse_recipe(d, o, &g, betas, &nb, msg, sizeof msg, &code)) {
         json_decref(o);
-        return send_error(d, c, R_IDENTITIES, strcmp(code, DRAPE_ERR_UNKNOWN_GARMENT) ? 400 : 404, code, "%s", msg);
+        return send_error(d, c, R_IDENTITIES, code, "%s", msg);
     }
     json_decref(o);
     drape_idcache_entry *e;
@@ -302,11 +320,13 @@ static enum MHD_Result route_identities(draped *d, struct MHD_Connection *c, req
     drape_error err = {0};
     int64_t t0 = drape_now_ns();
     int rc = drape_idcache_acquire(d->cache, &e, g, betas, nb, &hit, &err);
-    if (rc) {
-        if (rc == DRAPE_ERANGE) COUNT(d->met.limits[L_CACHE]);
-        return send_error(d, c, R_IDENTITIES, status_of(rc), rc == DRAPE_ERANGE ? DRAPE_ERR_LIMIT : DRAPE_ERR_INTERNAL,
-                          "%s", err.msg);
+    if (rc == DRAPE_ERANGE) {
+        COUNT(d->met.limits[L_CACHE]);
+        return send_error(d, c, R_IDENTITIES, DRAPE_EC_LIMIT, "%s", err.msg);
     }
+    /* out of memory passes; an identity the cache cannot find is not there */
+    if (rc) return send_error_as(d, c, R_IDENTITIES, rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ENOMEM ? 503 : 500,
+                                 DRAPE_EC_INTERNAL, "%s", err.msg);
     json_t *r = json_pack("{s:s,s:s,s:o,s:b,s:I,s:f}", "identity", drape_idcache_entry_key(e), "garment",
                           d->model->garments[g].name, "betas", floats(betas, (size_t)d->model->cfg.betas), "cached",
                           hit, "bytes", (json_int_t)drape_identity_bytes(drape_idcache_identity(e)), "encode_ms",
@@ -372,10 +392,9 @@ static int parse_frames(json_t *a, const drape_config *c, int width, float out[]
     return 0;
 }
 
-static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap, const char **code, int *status)
+static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap, drape_errcode *code)
 {
-    *status = 400;
-    *code = DRAPE_ERR_BAD_FIELD;
+    *code = DRAPE_EC_BAD_FIELD;
     if (!json_is_object(o)) return snprintf(msg, cap, "an item must be a JSON object"), -1;
     json_t *fmt = json_object_get(o, "format"), *mode = json_object_get(o, "mode");
     it->format = DRAPE_FMT_F32;
@@ -401,16 +420,11 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
     if (!id && !gj) return snprintf(msg, cap, "'identity' or 'garment' is required"), -1;
     int g, nb = 0;
     float betas[DRAPE_MAX_BETAS] = {0};
-    if (gj && parse_recipe(d, o, &g, betas, &nb, msg, cap, code)) {
-        if (!strcmp(*code, DRAPE_ERR_UNKNOWN_GARMENT)) *status = 404;
-        return -1;
-    }
+    if (gj && parse_recipe(d, o, &g, betas, &nb, msg, cap, code)) return -1;
     int rc = draped_identity_resolve(d, id ? json_string_value(id) : NULL, gj ? json_string_value(gj) : NULL, betas,
                                      nb, &it->e, code, &err);
     if (rc) {
-        *status = rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ERANGE && !strcmp(*code, DRAPE_ERR_LIMIT) ? 503 : 400;
-        if (!strcmp(*code, DRAPE_ERR_INTERNAL)) *status = 500;
-        if (!strcmp(*code, DRAPE_ERR_LIMIT)) COUNT(d->met.limits[L_CACHE]);
+        if (*code == DRAPE_EC_LIMIT) COUNT(d->met.limits[L_CACHE]);
         return snprintf(msg, cap, "%.250s", err.msg), -1;
     }
     it->job.frame.id = drape_idcache_identity(it->e);
@@ -442,12 +456,12 @@ static enum MHD_Result route_frames(draped *d, struct MHD_Connection *c, req_ctx
 {
     json_error_t je;
     json_t *o = json_loadb((const char *)rq->body.p, rq->body.len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) return send_error(d, c, R_FRAMES, 400, DRAPE_ERR_BAD_MESSAGE, "body is not JSON: %s", je.text);
+    if (!o) return send_error(d, c, R_FRAMES, DRAPE_EC_BAD_MESSAGE, "body is not JSON: %s", je.text);
     json_t *list = json_is_array(o) ? o : json_object_get(o, "items");
     size_t n = list ? json_array_size(list) : 1;
     if (list && (!json_is_array(list) || n == 0 || n > MAX_ITEMS)) {
         json_decref(o);
-        return send_error(d, c, R_FRAMES, 400, DRAPE_ERR_BAD_FIELD, "'items' must be an array of 1..%d items",
+        return send_error(d, c, R_FRAMES, DRAPE_EC_BAD_FIELD, "'items' must be an array of 1..%d items",
                           MAX_ITEMS);
     }
     http_item *items = calloc(n, sizeof *items);
@@ -456,13 +470,14 @@ static enum MHD_Result route_frames(draped *d, struct MHD_Connection *c, req_ctx
     int left = 0;
     size_t made = 0;
     char msg[400];
-    const char *code = DRAPE_ERR_INTERNAL;
-    int status = 500, bad = !items;
+    drape_errcode code = DRAPE_EC_INTERNAL;
+    unsigned status = 0; /* 0: the code's */
+    int bad = !items;
     if (bad) snprintf(msg, sizeof msg, "out of memory");
     for (; !bad && made < n; made++) {
         http_item *it = &items[made];
         char m[300];
-        if (parse_item(d, list ? json_array_get(list, made) : o, it, m, sizeof m, &code, &status)) {
+        if (parse_item(d, list ? json_array_get(list, made) : o, it, m, sizeof m, &code)) {
             snprintf(msg, sizeof msg, "items[%zu]: %s", made, m);
             bad = 1;
             break;
@@ -500,8 +515,8 @@ static enum MHD_Result route_frames(draped *d, struct MHD_Connection *c, req_ctx
             http_item *it = &items[i];
             if (it->status) {
                 snprintf(msg, sizeof msg, "items[%zu]: %s", i, it->err.msg);
-                status = 503;
-                code = DRAPE_ERR_INTERNAL;
+                status = 503; /* the backend failed this batch; the next may pass */
+                code = DRAPE_EC_INTERNAL;
                 bad = 1;
                 break;
             }
@@ -530,7 +545,8 @@ static enum MHD_Result route_frames(draped *d, struct MHD_Connection *c, req_ctx
     json_decref(o);
     if (bad) {
         json_decref(frames);
-        return send_error(d, c, R_FRAMES, (unsigned)status, code, "%s", msg);
+        return status ? send_error_as(d, c, R_FRAMES, status, code, "%s", msg)
+                      : send_error(d, c, R_FRAMES, code, "%s", msg);
     }
     return send_json(d, c, R_FRAMES, 200, json_pack("{s:o,s:s}", "frames", frames, "instance", d->instance));
 }
@@ -592,14 +608,14 @@ static const char *mime(const char *path)
 static enum MHD_Result route_static(draped *d, struct MHD_Connection *c, const char *url)
 {
     if (strstr(url, "..") || strstr(url, "//") || strlen(url) > 256)
-        return send_error(d, c, R_STATIC, 404, "not_found", "no such file");
+        return send_error(d, c, R_STATIC, DRAPE_EC_NOT_FOUND, "no such file");
     char path[1024];
     snprintf(path, sizeof path, "%s%s%s", d->cfg.web_root, url, url[strlen(url) - 1] == '/' ? "index.html" : "");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         if (fd >= 0) close(fd);
-        return send_error(d, c, R_STATIC, 404, "not_found", "no such file: %s", url);
+        return send_error(d, c, R_STATIC, DRAPE_EC_NOT_FOUND, "no such file: %s", url);
     }
     struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
     if (!r) {
@@ -635,13 +651,13 @@ static int header_has_token(const char *h, const char *tok)
 static enum MHD_Result route_stream(draped *d, struct MHD_Connection *c, const char *method)
 {
     if (strcmp(method, "GET"))
-        return send_error(d, c, R_STREAM, 405, "method_not_allowed", "use GET with a WebSocket upgrade");
+        return send_error(d, c, R_STREAM, DRAPE_EC_METHOD_NOT_ALLOWED, "use GET with a WebSocket upgrade");
     const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
     const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
     const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
     const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
     if (!up || strcasecmp(up, "websocket") || !header_has_token(conn, "upgrade"))
-        return send_error(d, c, R_STREAM, 400, DRAPE_ERR_BAD_MESSAGE,
+        return send_error(d, c, R_STREAM, DRAPE_EC_BAD_MESSAGE,
                           "GET /v1/stream needs 'Upgrade: websocket' and 'Connection: Upgrade'");
     if (!ver || strcmp(ver, "13")) {
         struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
@@ -654,15 +670,15 @@ static enum MHD_Result route_stream(draped *d, struct MHD_Connection *c, const c
     }
     char accept[29];
     if (!key || drape_ws_accept_key(accept, key))
-        return send_error(d, c, R_STREAM, 400, DRAPE_ERR_BAD_MESSAGE, "bad Sec-WebSocket-Key");
+        return send_error(d, c, R_STREAM, DRAPE_EC_BAD_MESSAGE, "bad Sec-WebSocket-Key");
     if (atomic_load(&d->stopping))
-        return send_error(d, c, R_STREAM, 503, DRAPE_ERR_LIMIT, "the server is shutting down");
+        return send_error(d, c, R_STREAM, DRAPE_EC_LIMIT, "the server is shutting down");
     pthread_mutex_lock(&d->mu);
     int full = d->n_streams >= d->cfg.max_connections;
     pthread_mutex_unlock(&d->mu);
     if (full) {
         COUNT(d->met.limits[L_CONNECTIONS]);
-        return send_error(d, c, R_STREAM, 503, DRAPE_ERR_LIMIT, "too many stream connections (limit %lld)",
+        return send_error(d, c, R_STREAM, DRAPE_EC_LIMIT, "too many stream connections (limit %lld)",
                           (long long)d->cfg.max_connections);
     }
     return draped_stream_upgrade(d, c, accept) ? MHD_NO : MHD_YES;
@@ -704,11 +720,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         const char *tok = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
         if (!draped_check_key(d, auth, tok)) {
             COUNT(d->met.auth_failures);
-            return send_error(d, c, R_OTHER, 401, "unauthorized", "a valid API key is required (Authorization: Bearer KEY)");
+            return send_error(d, c, R_OTHER, DRAPE_EC_UNAUTHORIZED, "a valid API key is required (Authorization: Bearer KEY)");
         }
         if (rq->too_big) {
             COUNT(d->met.limits[L_BODY]);
-            return send_error(d, c, R_OTHER, 413, DRAPE_ERR_LIMIT, "request body over %lld bytes",
+            return send_error_as(d, c, R_OTHER, 413, DRAPE_EC_LIMIT, "request body over %lld bytes",
                               (long long)d->cfg.max_message);
         }
         if (!strcmp(url, "/v1/stream")) return route_stream(d, c, method);
@@ -719,11 +735,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!strcmp(url, "/v1/frames") && post) return route_frames(d, c, rq);
         if (!strcmp(url, "/v1/model") || !strncmp(url, "/v1/garments/", 13) || !strcmp(url, "/v1/identities") ||
             !strcmp(url, "/v1/frames"))
-            return send_error(d, c, R_OTHER, 405, "method_not_allowed", "%s does not take %s", url, method);
-        return send_error(d, c, R_OTHER, 404, "not_found", "no route %s %s", method, url);
+            return send_error(d, c, R_OTHER, DRAPE_EC_METHOD_NOT_ALLOWED, "%s does not take %s", url, method);
+        return send_error(d, c, R_OTHER, DRAPE_EC_NOT_FOUND, "no route %s %s", method, url);
     }
     if (get) return route_static(d, c, url);
-    return send_error(d, c, R_OTHER, 404, "not_found", "no route %s %s", method, url);
+    return send_error(d, c, R_OTHER, DRAPE_EC_NOT_FOUND, "no route %s %s", method, url);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe)

@@ -8,13 +8,29 @@
 #include <stdint.h>
 
 #include "../proto/buf.h"
+#include "../proto/errors.h"
 
-enum { R_HEALTHZ, R_READYZ, R_METRICS, R_MODEL, R_GARMENT, R_IDENTITIES, R_FRAMES, R_STREAM, R_STATIC, R_OTHER, R_COUNT };
+/* The routes drape_http_requests_total counts by: R_<name>, its label. */
+#define DRAPED_ROUTE_MAP(XX)                                                                                       \
+    XX(HEALTHZ, "healthz")                                                                                         \
+    XX(READYZ, "readyz")                                                                                           \
+    XX(METRICS, "metrics")                                                                                         \
+    XX(MODEL, "model")                                                                                             \
+    XX(GARMENT, "garment")                                                                                         \
+    XX(BODY, "body")                                                                                               \
+    XX(IDENTITIES, "identities")                                                                                   \
+    XX(FRAMES, "frames")                                                                                           \
+    XX(STREAM, "stream")                                                                                           \
+    XX(STATIC, "static")                                                                                           \
+    XX(OTHER, "other")
+
+enum {
+#define XX(name, label) R_##name,
+    DRAPED_ROUTE_MAP(XX)
+#undef XX
+    R_COUNT
+};
 enum { C_200, C_400, C_401, C_404, C_405, C_413, C_500, C_503, C_OTHER, C_COUNT };
-
-/* stream errors by code (the DRAPE_ERR_* strings, in this order) */
-enum { E_BAD_MESSAGE, E_BAD_FIELD, E_UNKNOWN_GARMENT, E_UNKNOWN_IDENTITY, E_BAD_BETAS, E_NOT_OPEN, E_ALREADY_OPEN,
-       E_LIMIT, E_INTERNAL, E_COUNT };
 
 /* hard limits, counted when hit */
 enum { L_CONNECTIONS, L_AVATARS, L_MESSAGE, L_BODY, L_SEND_QUEUE, L_ERROR_FLOOD, L_IDLE, L_CACHE, L_COUNT };
@@ -30,7 +46,7 @@ typedef struct {
     _Atomic uint64_t http[R_COUNT][C_COUNT];
     _Atomic uint64_t stream_conns_total, stream_conns_open, avatars_open;
     _Atomic uint64_t poses_total, frames_total, dropped_total, frames_lost_on_close;
-    _Atomic uint64_t stream_errors[E_COUNT];
+    _Atomic uint64_t stream_errors[DRAPE_EC_COUNT]; /* by code; only the map's STREAM codes are rendered */
     _Atomic uint64_t ws_closes[6]; /* 1000 1001 1002 1007 1008 1009, 1011 counted as 1008's neighbour below */
     _Atomic uint64_t ws_close_1011;
     _Atomic uint64_t limits[L_COUNT];
@@ -39,7 +55,7 @@ typedef struct {
 } draped_metrics;
 
 void draped_count_http(draped_metrics *m, int route, unsigned code);
-void draped_count_error(draped_metrics *m, const char *code);
+void draped_count_error(draped_metrics *m, drape_errcode code);
 void draped_count_close(draped_metrics *m, int code);
 void draped_hist_add(draped_hist *h, uint64_t us);
 /* Appends the metrics text; extra is rendered by the caller (cache, batcher). */

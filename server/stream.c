@@ -88,11 +88,11 @@ static void send_close(stream_conn *sc, int code, const char *reason)
     LOG_DEBUG("stream %d: closing %d %s", sc->fd, code, reason);
 }
 
-static void send_error(stream_conn *sc, int binary, const char *code, const char *message,
+static void send_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
                        const drape_avatar_key *av, int has_seq, uint64_t seq)
 {
     drape_buf m = {0};
-    drape_msg_error(&m, binary, code, message, av, has_seq, seq);
+    drape_msg_error(&m, binary, drape_errcode_wire(code), message, av, has_seq, seq);
     tx_msg(sc, binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
     drape_buf_free(&m);
     draped_count_error(&sc->d->met, code);
@@ -172,7 +172,7 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[75], uint64_t seq, 
     a->job.done = job_done;
     a->job.user = a;
     if (drape_batcher_submit(sc->d->batcher, &a->job)) {
-        send_error(sc, a->binary, DRAPE_ERR_INTERNAL, "the server is shutting down", &a->key, 1, seq);
+        send_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down", &a->key, 1, seq);
         return;
     }
     a->inflight = 1;
@@ -193,7 +193,7 @@ static void complete(stream_conn *sc, avatar *a)
     if (a->status) {
         atomic_store(&d->healthy, 0);
         LOG_ERROR("backend failed a batch: %s", a->err.msg);
-        send_error(sc, a->binary, DRAPE_ERR_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
+        send_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
     } else {
         int64_t t0 = drape_now_ns();
         drape_buf pk = {0}, m = {0};
@@ -247,7 +247,7 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
 {
     draped *d = sc->d;
     if (find(sc, &m->avatar)) {
-        send_error(sc, binary, DRAPE_ERR_ALREADY_OPEN, "this avatar is already open on this connection", &m->avatar,
+        send_error(sc, binary, DRAPE_EC_ALREADY_OPEN, "this avatar is already open on this connection", &m->avatar,
                    0, 0);
         return;
     }
@@ -255,19 +255,19 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
         COUNT(d->met.limits[L_AVATARS]);
         char msg[96];
         snprintf(msg, sizeof msg, "too many avatars on this connection (limit %lld)", (long long)d->cfg.max_avatars);
-        send_error(sc, binary, DRAPE_ERR_LIMIT, msg, &m->avatar, 0, 0);
+        send_error(sc, binary, DRAPE_EC_LIMIT, msg, &m->avatar, 0, 0);
         return;
     }
     if (m->mode == DRAPE_MODE_PHYSICS) {
-        send_error(sc, binary, DRAPE_ERR_BAD_FIELD, "mode 'physics' is not served yet; use neural or lbs",
+        send_error(sc, binary, DRAPE_EC_BAD_FIELD, "mode 'physics' is not served yet; use neural or lbs",
                    &m->avatar, 0, 0);
         return;
     }
     drape_idcache_entry *e = NULL;
     drape_error err = {0};
-    const char *code = DRAPE_ERR_INTERNAL;
+    drape_errcode code = DRAPE_EC_INTERNAL;
     if (draped_identity_resolve(d, m->identity, m->garment, m->betas, m->n_betas, &e, &code, &err)) {
-        if (!strcmp(code, DRAPE_ERR_LIMIT)) COUNT(d->met.limits[L_CACHE]);
+        if (code == DRAPE_EC_LIMIT) COUNT(d->met.limits[L_CACHE]);
         send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
         return;
     }
@@ -278,7 +278,7 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
     if (!a || !a->out) {
         if (a) free(a);
         drape_idcache_release(d->cache, e);
-        send_error(sc, binary, DRAPE_ERR_INTERNAL, "out of memory", &m->avatar, 0, 0);
+        send_error(sc, binary, DRAPE_EC_INTERNAL, "out of memory", &m->avatar, 0, 0);
         return;
     }
     a->sc = sc;
@@ -303,7 +303,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
 {
     avatar *a = find(sc, &m->avatar);
     if (!a) {
-        send_error(sc, binary, DRAPE_ERR_NOT_OPEN, "pose for an avatar that is not open", &m->avatar, m->has_seq,
+        send_error(sc, binary, DRAPE_EC_NOT_OPEN, "pose for an avatar that is not open", &m->avatar, m->has_seq,
                    m->seq);
         return;
     }
@@ -341,7 +341,7 @@ static void on_close_avatar(stream_conn *sc, drape_msg *m, int binary)
     while (*pp && *pp != find(sc, &m->avatar)) pp = &(*pp)->next;
     avatar *a = *pp;
     if (!a) {
-        send_error(sc, binary, DRAPE_ERR_NOT_OPEN, "close for an avatar that is not open", &m->avatar, 0, 0);
+        send_error(sc, binary, DRAPE_EC_NOT_OPEN, "close for an avatar that is not open", &m->avatar, 0, 0);
         return;
     }
     *pp = a->next;
@@ -361,13 +361,11 @@ static void on_close_avatar(stream_conn *sc, drape_msg *m, int binary)
 static void on_message(stream_conn *sc, const uint8_t *data, size_t len, int binary)
 {
     drape_msg m;
-    const char *code = NULL;
     char msg[256];
     memset(&m, 0, sizeof m);
-    if (drape_msg_parse(&m, data, len, binary, &code, msg, sizeof msg)) {
+    if (drape_msg_parse(&m, data, len, binary, NULL, msg, sizeof msg)) {
         int has_av = m.avatar.is_str ? m.avatar.str[0] != 0 : 1;
-        send_error(sc, binary, code ? code : DRAPE_ERR_BAD_MESSAGE, msg, has_av && m.op ? &m.avatar : NULL,
-                   m.has_seq, m.seq);
+        send_error(sc, binary, m.err, msg, has_av && m.op ? &m.avatar : NULL, m.has_seq, m.seq);
         return;
     }
     sc->errors_in_row = 0;
