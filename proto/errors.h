@@ -43,62 +43,27 @@ typedef enum {
 
 enum { DRAPE_EC_METRIC_NONE, DRAPE_EC_METRIC_STREAM };
 
-/* Out-of-range codes read as DRAPE_EC_INTERNAL's row. */
-static inline const char *drape_errcode_wire(drape_errcode c)
-{
-    switch (c) {
-#define XX(name, wire, message, http, metric)                                                                     \
-    case DRAPE_EC_##name: return wire;
-        DRAPE_ERRCODE_MAP(XX)
-#undef XX
-    default: return "internal";
-    }
-}
+typedef struct {
+    const char *name, *wire, *message;
+    unsigned http;
+    int metric; /* DRAPE_EC_METRIC_* */
+} drape_errcode_info;
 
-static inline const char *drape_errcode_message(drape_errcode c)
-{
-    switch (c) {
-#define XX(name, wire, message, http, metric)                                                                     \
-    case DRAPE_EC_##name: return message;
-        DRAPE_ERRCODE_MAP(XX)
-#undef XX
-    default: return drape_errcode_message(DRAPE_EC_INTERNAL);
-    }
-}
+/* the map's rows, by code (errors.c) */
+extern const drape_errcode_info drape_errcodes[DRAPE_EC_COUNT];
 
-static inline unsigned drape_errcode_http(drape_errcode c)
+/* The row of c; an out-of-range c reads as DRAPE_EC_INTERNAL's. */
+static inline const drape_errcode_info *drape_errcode_row(drape_errcode c)
 {
-    switch (c) {
-#define XX(name, wire, message, http, metric)                                                                     \
-    case DRAPE_EC_##name: return http;
-        DRAPE_ERRCODE_MAP(XX)
-#undef XX
-    default: return drape_errcode_http(DRAPE_EC_INTERNAL);
-    }
+    return &drape_errcodes[(unsigned)c < DRAPE_EC_COUNT ? c : DRAPE_EC_INTERNAL];
 }
+static inline const char *drape_errcode_wire(drape_errcode c) { return drape_errcode_row(c)->wire; }
+static inline const char *drape_errcode_message(drape_errcode c) { return drape_errcode_row(c)->message; }
+static inline unsigned drape_errcode_http(drape_errcode c) { return drape_errcode_row(c)->http; }
+static inline int drape_errcode_metric(drape_errcode c) { return drape_errcode_row(c)->metric; }
 
-/* DRAPE_EC_METRIC_STREAM or DRAPE_EC_METRIC_NONE */
-static inline int drape_errcode_metric(drape_errcode c)
-{
-    switch (c) {
-#define XX(name, wire, message, http, metric)                                                                     \
-    case DRAPE_EC_##name: return DRAPE_EC_METRIC_##metric;
-        DRAPE_ERRCODE_MAP(XX)
-#undef XX
-    default: return drape_errcode_metric(DRAPE_EC_INTERNAL);
-    }
-}
-
-/* The code of a wire string; DRAPE_EC_COUNT for one this table lacks. */
-static inline drape_errcode drape_errcode_parse(const char *wire)
-{
-    for (int c = 0; c < DRAPE_EC_COUNT; c++) {
-        const char *w = drape_errcode_wire((drape_errcode)c), *s = wire;
-        while (s && *w && *w == *s) w++, s++;
-        if (s && !*w && !*s) return (drape_errcode)c;
-    }
-    return DRAPE_EC_COUNT;
-}
+/* The code of a wire string; DRAPE_EC_COUNT for one the map lacks (or NULL). */
+drape_errcode drape_errcode_parse(const char *wire);
 
 /* The wire strings by their old names (tests and clients compare with them). */
 #define DRAPE_ERR_BAD_MESSAGE drape_errcode_wire(DRAPE_EC_BAD_MESSAGE)
