@@ -54,7 +54,8 @@ void draped_streams_shutdown(draped *d);
 int draped_identity_resolve(draped *d, const char *id, const char *garment, const float *betas, int n_betas,
                             drape_idcache_entry **out, drape_errcode *code, drape_error *err);
 
-/* one-line JSON error bodies and stream errors share the stream codes */
+/* http.c: whether a request carries a valid API key (the Authorization
+ * header or ?token=); always, with auth off */
 int draped_check_key(const draped *d, const char *authorization, const char *token);
 
 #endif

@@ -122,3 +122,41 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
     rc |= hist(o, "drape_frame_server_seconds", "Pose received to frame queued for sending.", &m->server_us);
     return rc ? -1 : 0;
 }
+
+int draped_metrics_render_runtime(drape_buf *o, const drape_idcache_stats *cs, const drape_batcher_stats *bs,
+                                  int healthy)
+{
+    int rc = drape_buf_printf(o,
+                           "# TYPE drape_cache_hits_total counter\ndrape_cache_hits_total %llu\n"
+                           "# TYPE drape_cache_misses_total counter\ndrape_cache_misses_total %llu\n"
+                           "# TYPE drape_cache_encodes_total counter\ndrape_cache_encodes_total %llu\n"
+                           "# TYPE drape_cache_evictions_total counter\ndrape_cache_evictions_total %llu\n"
+                           "# TYPE drape_cache_refused_total counter\ndrape_cache_refused_total %llu\n"
+                           "# TYPE drape_cache_bytes gauge\ndrape_cache_bytes %zu\n"
+                           "# TYPE drape_cache_budget_bytes gauge\ndrape_cache_budget_bytes %zu\n"
+                           "# TYPE drape_cache_identities gauge\ndrape_cache_identities %d\n"
+                           "# TYPE drape_cache_pinned gauge\ndrape_cache_pinned %d\n"
+                           "# TYPE drape_batches_total counter\ndrape_batches_total %llu\n"
+                           "# TYPE drape_batch_frames_total counter\ndrape_batch_frames_total %llu\n"
+                           "# TYPE drape_batch_failures_total counter\ndrape_batch_failures_total %llu\n"
+                           "# TYPE drape_batcher_queued gauge\ndrape_batcher_queued %d\n"
+                           "# TYPE drape_backend_healthy gauge\ndrape_backend_healthy %d\n",
+                           (unsigned long long)cs->hits, (unsigned long long)cs->misses,
+                           (unsigned long long)cs->encodes, (unsigned long long)cs->evictions,
+                           (unsigned long long)cs->refused, cs->bytes, cs->max_bytes, cs->resident, cs->pinned,
+                           (unsigned long long)bs->batches, (unsigned long long)bs->frames,
+                           (unsigned long long)bs->failed_batches, bs->queued, healthy);
+    rc |= drape_buf_printf(o, "# HELP drape_batch_size Frames per batch.\n# TYPE drape_batch_size histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i < 8; i++) {
+        cum += bs->size_hist[i];
+        if (i < 7)
+            rc |= drape_buf_printf(o, "drape_batch_size_bucket{le=\"%d\"} %llu\n", (2 << i) - 1,
+                                   (unsigned long long)cum);
+    }
+    rc |= drape_buf_printf(o,
+                           "drape_batch_size_bucket{le=\"+Inf\"} %llu\ndrape_batch_size_sum %llu\n"
+                           "drape_batch_size_count %llu\n",
+                           (unsigned long long)cum, (unsigned long long)bs->frames, (unsigned long long)bs->batches);
+    return rc ? -1 : 0;
+}

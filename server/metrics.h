@@ -1,4 +1,4 @@
-/* draped's counters, rendered in Prometheus text format by GET /metrics.
+/* draped's counters, and all of the Prometheus text GET /metrics serves.
  * Everything is a relaxed atomic: counting never takes a lock. Cache and
  * batcher figures are read from their own stats at scrape time. */
 #ifndef DRAPED_METRICS_H
@@ -9,6 +9,8 @@
 
 #include "../proto/buf.h"
 #include "../proto/errors.h"
+#include "../runtime/batcher.h"
+#include "../runtime/idcache.h"
 
 /* The routes drape_http_requests_total counts by: R_<name>, its label. */
 #define DRAPED_ROUTE_MAP(XX)                                                                                       \
@@ -58,8 +60,12 @@ void draped_count_http(draped_metrics *m, int route, unsigned code);
 void draped_count_error(draped_metrics *m, drape_errcode code);
 void draped_count_close(draped_metrics *m, int code);
 void draped_hist_add(draped_hist *h, uint64_t us);
-/* Appends the metrics text; extra is rendered by the caller (cache, batcher). */
+/* Append the metrics text (every Prometheus line draped serves): the
+ * counters above, then the identity cache's and the batcher's figures and
+ * the backend's health, read by the caller at scrape time. */
 int draped_metrics_render(drape_buf *out, draped_metrics *m);
+int draped_metrics_render_runtime(drape_buf *out, const drape_idcache_stats *cs, const drape_batcher_stats *bs,
+                                  int healthy);
 
 #define COUNT(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
 #define COUNT_N(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)

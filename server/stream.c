@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "../proto/msg.h"
-#include "../proto/pack.h"
 #include "../proto/ws.h"
 #include "app.h"
+#include "frame.h"
 
 typedef struct avatar avatar;
 
@@ -161,13 +161,7 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[75], uint64_t seq, 
     memcpy(a->jpose, pose, sizeof(float) * 75 * (size_t)nf);
     a->jseq = seq;
     a->j_recv_ns = recv_ns;
-    a->job.frame.id = drape_idcache_identity(a->e);
-    for (int k = 0; k < nf; k++) {
-        a->job.frame.pose[k] = a->jpose[k];
-        a->job.frame.trans[k] = a->jpose[k] + 72;
-    }
-    a->job.frame.lbs_only = a->mode == DRAPE_MODE_LBS;
-    a->job.frame.out = a->out;
+    draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->out);
     a->job.key = (uint64_t)(uintptr_t)a;
     a->job.done = job_done;
     a->job.user = a;
@@ -195,13 +189,10 @@ static void complete(stream_conn *sc, avatar *a)
         LOG_ERROR("backend failed a batch: %s", a->err.msg);
         send_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
     } else {
-        int64_t t0 = drape_now_ns();
         drape_buf pk = {0}, m = {0};
         float bbox[6];
-        drape_pack(&pk, bbox, a->format, a->out, a->V);
-        int64_t t1 = drape_now_ns();
-        drape_timing t = {(uint32_t)((a->job.t_start_ns - a->job.t_submit_ns) / 1000),
-                          (uint32_t)((a->job.t_end_ns - a->job.t_start_ns) / 1000), (uint32_t)((t1 - t0) / 1000)};
+        drape_timing t;
+        draped_frame_pack(&pk, bbox, &t, &a->job, a->format, a->V);
         drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
         tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
         drape_buf_free(&pk);
