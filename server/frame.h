@@ -8,6 +8,8 @@
 #include "../runtime/batcher.h"
 #include "../runtime/sequence.h"
 
+_Static_assert(DRAPE_FRAME_FLOATS == DRAPE_MSG_POSE + 3, "a frame's floats: the wire's pose, then its translation");
+
 /* Fills the frame of j: identity id, the window win of the model's n_hist
  * frames (oldest first, t last; each DRAPE_FRAME_FLOATS: the pose, then the
  * translation), output out. The caller sets key, done and user; win and out

@@ -144,7 +144,8 @@ enum MHD_Result draped_route_body(draped *d, struct MHD_Connection *c, const dra
         p = *end ? end + 1 : end;
     }
     drape_error e = {0};
-    if (drape_model_check_betas(m, betas, nb, &e)) return draped_http_error(d, c, R_BODY, DRAPE_EC_BAD_BETAS, "%s", e.msg);
+    if (drape_model_check_betas(m, betas, nb, &e))
+        return draped_http_error(d, c, R_BODY, DRAPE_EC_BAD_BETAS, "%s", e.msg);
     float *v = malloc(sizeof(float) * 3 * (size_t)m->Nb), J[DRAPE_JOINTS * 3];
     if (!v) return draped_http_error_as(d, c, R_BODY, 503, DRAPE_EC_INTERNAL, "out of memory");
     drape_body_shape(v, J, m, betas);
@@ -239,8 +240,10 @@ enum MHD_Result draped_route_identities(draped *d, struct MHD_Connection *c, con
         return draped_http_error(d, c, R_IDENTITIES, DRAPE_EC_LIMIT, "%s", err.msg);
     }
     /* out of memory passes; an identity the cache cannot find is not there */
-    if (rc) return draped_http_error_as(d, c, R_IDENTITIES, rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ENOMEM ? 503 : 500,
-                                 DRAPE_EC_INTERNAL, "%s", err.msg);
+    if (rc) {
+        unsigned status = rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ENOMEM ? 503 : 500;
+        return draped_http_error_as(d, c, R_IDENTITIES, status, DRAPE_EC_INTERNAL, "%s", err.msg);
+    }
     json_t *r = json_pack("{s:s,s:s,s:o,s:b,s:I,s:f}", "identity", drape_idcache_entry_key(e), "garment",
                           d->model->garments[g].name, "betas", floats(betas, (size_t)d->model->cfg.betas), "cached",
                           hit, "bytes", (json_int_t)drape_identity_bytes(drape_idcache_identity(e)), "encode_ms",
@@ -254,7 +257,7 @@ enum MHD_Result draped_route_identities(draped *d, struct MHD_Connection *c, con
 typedef struct {
     drape_job job;
     drape_idcache_entry *e;
-    float pose[DRAPE_MAX_HISTORY][75]; /* the model's history frames, t last */
+    float pose[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS]; /* the model's history frames, t last */
     int format, lbs;
     float *out;
     pthread_mutex_t *mu;
@@ -277,8 +280,8 @@ static void http_item_done(drape_job *j, int status, const drape_error *err)
 
 /* pose arrays: [72] (every history frame the same) or one [72] per frame of
  * the model's history (cfg.hist, oldest first: t−2, t−1, t by default) */
-static int parse_frames(json_t *a, const drape_config *c, int width, float out[][75], int off, const char *what,
-                        char *msg, size_t cap)
+static int parse_frames(json_t *a, const drape_config *c, int width, float out[][DRAPE_FRAME_FLOATS], int off,
+                        const char *what, char *msg, size_t cap)
 {
     if (!json_is_array(a)) return snprintf(msg, cap, "'%s' must be an array", what), -1;
     size_t n = json_array_size(a);
@@ -323,11 +326,12 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
     }
     memset(it->pose, 0, sizeof it->pose);
     const drape_config *c = &d->model->cfg;
-    if (parse_frames(json_object_get(o, "poses") ? json_object_get(o, "poses") : json_object_get(o, "pose"), c, 72,
+    if (parse_frames(json_object_get(o, "poses") ? json_object_get(o, "poses") : json_object_get(o, "pose"), c,
+                     DRAPE_MSG_POSE,
                      it->pose, 0, "poses", msg, cap))
         return -1;
     json_t *tr = json_object_get(o, "trans");
-    if (tr && parse_frames(tr, c, 3, it->pose, 72, "trans", msg, cap)) return -1;
+    if (tr && parse_frames(tr, c, 3, it->pose, DRAPE_MSG_POSE, "trans", msg, cap)) return -1;
     json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
     drape_error err = {0};
     if (id && !json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;

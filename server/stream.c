@@ -53,22 +53,22 @@ struct avatar {
     int V, format, mode, binary;
     uint64_t n_seen; /* poses received: the next one is frame n_seen of the stream */
     drape_job job;
-    float jpose[DRAPE_MAX_HISTORY][75]; /* the window of the frame in flight */
+    float jpose[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS]; /* the window of the frame in flight */
     uint64_t jseq, next_seq;
     int64_t j_recv_ns;
     float *out;
     int inflight, status;
     drape_error err;
     int pending;
-    float ppose[DRAPE_MAX_HISTORY][75]; /* the window of the pending frame */
+    float ppose[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS]; /* the window of the pending frame */
     uint64_t pseq;
     int64_t p_recv_ns;
     uint64_t dropped;
     int closed;
     avatar *next, *rnext;
-    /* the last hist[0] + 1 poses (75 floats each), frame i at i % that:
-     * enough for every offset of the model's history (DESIGN 2.4) */
-    float ring[][75];
+    /* the last hist[0] + 1 poses (DRAPE_FRAME_FLOATS floats each), frame i
+     * at i % that: enough for every offset of the model's history (DESIGN 2.4) */
+    float ring[][DRAPE_FRAME_FLOATS];
 };
 
 /* ---- sending ---- */
@@ -155,10 +155,11 @@ static void job_done(drape_job *j, int status, const drape_error *err)
     if (write(sc->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
 }
 
-static void submit(stream_conn *sc, avatar *a, float (*pose)[75], uint64_t seq, int64_t recv_ns)
+static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS], uint64_t seq,
+                   int64_t recv_ns)
 {
     int nf = sc->d->model->cfg.n_hist;
-    memcpy(a->jpose, pose, sizeof(float) * 75 * (size_t)nf);
+    memcpy(a->jpose, pose, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)nf);
     a->jseq = seq;
     a->j_recv_ns = recv_ns;
     draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->out);
@@ -262,7 +263,7 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
         send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
         return;
     }
-    avatar *a = calloc(1, sizeof *a + sizeof(float[75]) * (size_t)(d->model->cfg.hist[0] + 1));
+    avatar *a = calloc(1, sizeof *a + sizeof(float[DRAPE_FRAME_FLOATS]) * (size_t)(d->model->cfg.hist[0] + 1));
     int g = drape_idcache_entry_garment(e);
     int V = d->model->garments[g].V;
     if (a) a->out = malloc(sizeof(float) * 3 * (size_t)V);
@@ -307,9 +308,9 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     int span = c->hist[0] + 1;
     long long t = (long long)a->n_seen++;
     float *cur = a->ring[t % span];
-    memcpy(cur, m->pose, sizeof(float) * 72);
-    memcpy(cur + 72, m->trans, sizeof(float) * 3);
-    float win[DRAPE_MAX_HISTORY][75];
+    memcpy(cur, m->pose, sizeof(float) * DRAPE_MSG_POSE);
+    memcpy(cur + DRAPE_MSG_POSE, m->trans, sizeof(float) * 3);
+    float win[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS];
     for (int k = 0; k < c->n_hist; k++)
         memcpy(win[k], a->ring[drape_history_index(t, c->hist[k]) % span], sizeof win[k]);
     if (!a->inflight) {
@@ -321,7 +322,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
         COUNT(sc->d->met.dropped_total);
     }
     a->pending = 1;
-    memcpy(a->ppose, win, sizeof(float) * 75 * (size_t)c->n_hist);
+    memcpy(a->ppose, win, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)c->n_hist);
     a->pseq = seq;
     a->p_recv_ns = now;
 }
