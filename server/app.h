@@ -45,7 +45,9 @@ void draped_http_stop(draped *d);
  * accepted; the stream runs on its own thread. */
 struct MHD_Connection;
 int draped_stream_upgrade(draped *d, struct MHD_Connection *c, const char *ws_key);
-/* Asks every stream to drain and close (1001), waits up to drain_ms + 1 s. */
+/* The streams list's lock and condition variable (on CLOCK_MONOTONIC). */
+void draped_streams_init(draped *d);
+/* Asks every stream to drain and close (1001), waits up to drain_ms + 3 s. */
 void draped_streams_shutdown(draped *d);
 
 /* identity.c: an id, a garment + betas, or both (the recipe re-creates an

@@ -9,8 +9,12 @@
  * pending pose, so an avatar's output buffer is never written while it is
  * being packed and frames leave in order.
  *
- * The pose window of a frame (t−2, t−1, t) is the avatar's last poses as
- * received, dropped ones included: they are the motion the client sent. */
+ * The pose window of a frame is the frames of the model's pose history
+ * (cfg.hist: offsets back from t, t−2, t−1, t unless the bundle says more),
+ * taken from a ring of the avatar's last hist[0] + 1 poses as received,
+ * dropped ones included: they are the motion the client sent. Before an
+ * avatar has sent that many, its first pose stands in for the frames
+ * before it, as in `drape infer`. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <microhttpd.h>
@@ -19,6 +23,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../proto/msg.h"
@@ -538,25 +543,30 @@ int draped_stream_upgrade(draped *d, struct MHD_Connection *c, const char *accep
     return ok == MHD_YES ? 0 : -1;
 }
 
+void draped_streams_init(draped *d)
+{
+    pthread_mutex_init(&d->mu, NULL);
+    /* the shutdown's deadline is on drape_now_ns's clock, which a change
+     * of the wall clock does not move */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 void draped_streams_shutdown(draped *d)
 {
     atomic_store(&d->stopping, 1);
     int64_t deadline = drape_now_ns() + (d->cfg.drain_ms + 3000) * 1000000;
+    struct timespec ts = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
     pthread_mutex_lock(&d->mu);
     for (stream_conn *s = d->streams; s; s = s->next) {
         uint64_t one = 1;
         if (write(s->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
     }
-    while (d->n_streams > 0 && drape_now_ns() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&d->cv, &d->mu, &ts);
-    }
+    /* every stream that leaves broadcasts */
+    while (d->n_streams > 0 && drape_now_ns() < deadline) pthread_cond_timedwait(&d->cv, &d->mu, &ts);
     if (d->n_streams) LOG_WARN("%d streams did not close in time", d->n_streams);
     pthread_mutex_unlock(&d->mu);
 }
