@@ -139,7 +139,7 @@ enum MHD_Result draped_route_body(draped *d, struct MHD_Connection *c, const dra
         float v = strtof(p, &end);
         if (end == p || (*end && *end != ',') || nb == DRAPE_MAX_BETAS)
             return draped_http_error(d, c, R_BODY, DRAPE_EC_BAD_BETAS, "betas must be up to %d comma-separated numbers",
-                              m->cfg.betas);
+                                     m->cfg.betas);
         betas[nb++] = v;
         p = *end ? end + 1 : end;
     }
@@ -374,7 +374,7 @@ enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const d
     if (list && (!json_is_array(list) || n == 0 || n > MAX_ITEMS)) {
         json_decref(o);
         return draped_http_error(d, c, R_FRAMES, DRAPE_EC_BAD_FIELD, "'items' must be an array of 1..%d items",
-                          MAX_ITEMS);
+                                 MAX_ITEMS);
     }
     http_item *items = calloc(n, sizeof *items);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

@@ -35,7 +35,7 @@ enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const d
     const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
     if (!up || strcasecmp(up, "websocket") || !header_has_token(conn, "upgrade"))
         return draped_http_error(d, c, R_STREAM, DRAPE_EC_BAD_MESSAGE,
-                          "GET /v1/stream needs 'Upgrade: websocket' and 'Connection: Upgrade'");
+                                 "GET /v1/stream needs 'Upgrade: websocket' and 'Connection: Upgrade'");
     if (!ver || strcmp(ver, "13")) {
         struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
         MHD_add_response_header(r, "Sec-WebSocket-Version", "13");
@@ -56,7 +56,7 @@ enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const d
     if (full) {
         COUNT(d->met.limits[L_CONNECTIONS]);
         return draped_http_error(d, c, R_STREAM, DRAPE_EC_LIMIT, "too many stream connections (limit %lld)",
-                          (long long)d->cfg.max_connections);
+                                 (long long)d->cfg.max_connections);
     }
     return draped_stream_upgrade(d, c, accept) ? MHD_NO : MHD_YES;
 }
