@@ -158,7 +158,9 @@ $(BUILD)/drape: $(TOOL_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 $(BUILD)/draped: $(SERVER_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
 
-$(BUILD)/drape_tests: $(TEST_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
+# the server's counters are tested alone (tests/test_errors.c); the rest of
+# the server through the draped binary
+$(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/server/metrics.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS) -lcriterion
 
 $(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(LAYER_LIBS) $(CUDA_PLUGIN)

@@ -119,14 +119,16 @@ static const char *vstr(val v, size_t *n)
 
 typedef struct {
     const char **code;
+    drape_errcode *ec;
     char *msg;
     size_t cap;
 } errctx;
 
-static int bad(errctx *e, const char *code, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int bad(errctx *e, const char *code, int status, const char *fmt, ...)
+static int bad(errctx *e, drape_errcode code, int status, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int bad(errctx *e, drape_errcode code, int status, const char *fmt, ...)
 {
-    if (e->code) *e->code = code;
+    if (e->code) *e->code = drape_errcode_wire(code);
+    if (e->ec) *e->ec = code;
     if (e->msg && e->cap) {
         va_list ap;
         va_start(ap, fmt);
@@ -140,19 +142,19 @@ static int want_kind(errctx *e, val v, const char *field, int kind, const char *
 {
     int k = vkind(v);
     if (k == kind) return DRAPE_OK;
-    if (k == V_ABSENT) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "%s: missing (expected %s)", field, what);
-    return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "%s: expected %s, got %s", field, what, kind_name(k));
+    if (k == V_ABSENT) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "%s: missing (expected %s)", field, what);
+    return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "%s: expected %s, got %s", field, what, kind_name(k));
 }
 
 /* A non-negative integer below 2^53. */
 static int get_uint(errctx *e, val v, const char *field, uint64_t *out)
 {
     int k = vkind(v);
-    if (k == V_NEGINT) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ERANGE, "%s: must not be negative", field);
+    if (k == V_NEGINT) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ERANGE, "%s: must not be negative", field);
     int rc = want_kind(e, v, field, V_UINT, "a non-negative integer");
     if (rc) return rc;
     uint64_t u = vuint(v);
-    if (u >= SAFE_INT_MAX) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ERANGE, "%s: must be below 2^53", field);
+    if (u >= SAFE_INT_MAX) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ERANGE, "%s: must be below 2^53", field);
     *out = u;
     return DRAPE_OK;
 }
@@ -164,10 +166,10 @@ static int get_str(errctx *e, val v, const char *field, char *out, size_t max)
     if (rc) return rc;
     size_t n;
     const char *s = vstr(v, &n);
-    if (n == 0) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "%s: must not be empty", field);
-    if (n > max) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ERANGE, "%s: longer than %zu bytes", field, max);
+    if (n == 0) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "%s: must not be empty", field);
+    if (n > max) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ERANGE, "%s: longer than %zu bytes", field, max);
     if (memchr(s, 0, n) || !drape_utf8_valid((const uint8_t *)s, n))
-        return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "%s: not valid UTF-8 text", field);
+        return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "%s: not valid UTF-8 text", field);
     memcpy(out, s, n);
     out[n] = 0;
     return DRAPE_OK;
@@ -178,13 +180,13 @@ static int get_float(errctx *e, val v, const char *field, float *out)
 {
     int k = vkind(v);
     if (k != V_UINT && k != V_NEGINT && k != V_FLOAT) {
-        if (k == V_ABSENT) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "%s: missing (expected a number)", field);
-        return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "%s: expected a number, got %s", field, kind_name(k));
+        if (k == V_ABSENT) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "%s: missing (expected a number)", field);
+        return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "%s: expected a number, got %s", field, kind_name(k));
     }
     double d = vnum(v);
     float f = (float)d;
     if (!isfinite(d) || !isfinite(f))
-        return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ENONFINITE, "%s: not finite (NaN, Inf or beyond float range)", field);
+        return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ENONFINITE, "%s: not finite (NaN, Inf or beyond float range)", field);
     *out = f;
     return DRAPE_OK;
 }
@@ -196,7 +198,7 @@ static int get_floats(errctx *e, val v, const char *field, float *out, int n, in
     if (rc) return rc;
     size_t len = vlen(v);
     if (at_most ? len > (size_t)n : len != (size_t)n)
-        return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ESHAPE, "%s: expected %s%d numbers, got %zu", field,
+        return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ESHAPE, "%s: expected %s%d numbers, got %zu", field,
                    at_most ? "at most " : "", n, len);
     for (size_t i = 0; i < len; i++) {
         char name[64];
@@ -232,7 +234,7 @@ static int get_enum(errctx *e, val v, const char *field, const char *const *name
         }
     char list[128] = "";
     for (int i = 0; i < n; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
-    return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "%s: '%s' is not one of %s", field, s, list);
+    return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "%s: '%s' is not one of %s", field, s, list);
 }
 
 static int get_format(errctx *e, val v, int *out)
@@ -255,26 +257,26 @@ static int doc_load(doc *d, const uint8_t *data, size_t len, int binary, errctx 
 {
     memset(d, 0, sizeof *d);
     d->binary = binary;
-    if (!data && len) return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EINVAL, "no data");
+    if (!data && len) return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EINVAL, "no data");
     if (binary) {
         msgpack_unpacked_init(&d->u);
         size_t off = 0;
         int r = msgpack_unpack_next(&d->u, (const char *)data, len, &off);
         if (r == MSGPACK_UNPACK_CONTINUE)
-            return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "msgpack: truncated message");
+            return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "msgpack: truncated message");
         if (r != MSGPACK_UNPACK_SUCCESS && r != MSGPACK_UNPACK_EXTRA_BYTES)
-            return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "msgpack: malformed data");
+            return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "msgpack: malformed data");
         if (off != len)
-            return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "msgpack: %zu bytes of trailing garbage", len - off);
+            return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "msgpack: %zu bytes of trailing garbage", len - off);
         d->root.o = &d->u.data;
     } else {
         json_error_t je;
         d->j = json_loadb((const char *)data, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
-        if (!d->j) return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "JSON: %s at byte %d", je.text, je.position);
+        if (!d->j) return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "JSON: %s at byte %d", je.text, je.position);
         d->root.j = d->j;
     }
     int k = vkind(d->root);
-    if (k != V_MAP) return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "message is %s, not a map", kind_name(k));
+    if (k != V_MAP) return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "message is %s, not a map", kind_name(k));
     return DRAPE_OK;
 }
 
@@ -294,20 +296,20 @@ static int parse_open(drape_msg *m, val r, errctx *e)
     int has_id = vkind(id) != V_ABSENT, has_g = vkind(g) != V_ABSENT;
     /* identity and garment may come together: the recipe then re-creates an
      * identity this server does not know (another replica made it) */
-    if (!has_id && !has_g) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "identity or garment: missing");
+    if (!has_id && !has_g) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "identity or garment: missing");
     if (has_id) {
         if ((rc = get_str(e, id, "identity", m->identity, DRAPE_MSG_ID_MAX))) return rc;
         for (const char *c = m->identity; *c; c++)
             if (!strchr("0123456789abcdefABCDEF", *c))
-                return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "identity: not a hex string");
+                return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "identity: not a hex string");
         if (!has_g && vkind(b) != V_ABSENT)
-            return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_EINVAL, "betas: only with garment (an identity has its shape)");
+            return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "betas: only with garment (an identity has its shape)");
     }
     if (has_g) {
         if ((rc = get_str(e, g, "garment", m->garment, DRAPE_MSG_NAME_MAX))) return rc;
         if (vkind(b) != V_ABSENT) {
             if (vkind(b) == V_ARRAY && vlen(b) > DRAPE_MSG_BETAS_MAX)
-                return bad(e, DRAPE_ERR_BAD_BETAS, DRAPE_ESHAPE, "betas: at most %d values, got %zu",
+                return bad(e, DRAPE_EC_BAD_BETAS, DRAPE_ESHAPE, "betas: at most %d values, got %zu",
                            DRAPE_MSG_BETAS_MAX, vlen(b));
             if ((rc = get_floats(e, b, "betas", m->betas, DRAPE_MSG_BETAS_MAX, 1, &m->n_betas))) return rc;
         }
@@ -322,8 +324,8 @@ static int parse_client(drape_msg *m, val r, errctx *e)
     static const char *const ops[] = {"open", "pose", "close"};
     val opv = vget(r, "op");
     if (vkind(opv) != V_STR) {
-        if (vkind(opv) == V_ABSENT) return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "op: missing");
-        return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "op: expected a string, got %s", kind_name(vkind(opv)));
+        if (vkind(opv) == V_ABSENT) return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "op: missing");
+        return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "op: expected a string, got %s", kind_name(vkind(opv)));
     }
     size_t n;
     const char *s = vstr(opv, &n);
@@ -334,7 +336,7 @@ static int parse_client(drape_msg *m, val r, errctx *e)
         snprintf(shown, sizeof shown, "%.*s", (int)(n < 32 ? n : 32), s);
         for (char *c = shown; *c; c++)
             if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7F) *c = '?';
-        return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "op: unknown '%s' (expected open, pose or close)", shown);
+        return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "op: unknown '%s' (expected open, pose or close)", shown);
     }
     int rc;
     if ((rc = get_avatar(e, vget(r, "avatar"), &m->avatar))) return rc;
@@ -357,7 +359,7 @@ int drape_msg_parse(drape_msg *m, const uint8_t *data, size_t len, int binary, c
     m->n_betas = -1;
     m->format = DRAPE_FMT_F32;
     m->mode = DRAPE_MODE_NEURAL;
-    errctx e = {code, msg, msg_cap};
+    errctx e = {code, &m->err, msg, msg_cap};
     if (code) *code = NULL;
     if (msg && msg_cap) msg[0] = 0;
     doc d;
@@ -711,7 +713,7 @@ static int json_data(drape_server_msg *m, val d, errctx *e)
         } else {
             uint64_t u;
             if ((rc = get_uint(e, x, "data[]", &u))) return rc;
-            if (u >= (w == 2 ? 65536u : 256u)) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ERANGE, "data[%zu]: out of range", i);
+            if (u >= (w == 2 ? 65536u : 256u)) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ERANGE, "data[%zu]: out of range", i);
             p[0] = (uint8_t)u;
             if (w == 2) p[1] = (uint8_t)(u >> 8);
         }
@@ -727,7 +729,7 @@ static int parse_frame(drape_server_msg *m, val r, errctx *e)
     m->has_seq = 1;
     if ((rc = get_format(e, vget(r, "format"), &m->format))) return rc;
     if ((rc = get_uint(e, vget(r, "count"), "count", &u))) return rc;
-    if (u > INT32_MAX) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ERANGE, "count: too large");
+    if (u > INT32_MAX) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ERANGE, "count: too large");
     m->count = (int)u;
     if ((rc = get_floats(e, vget(r, "bbox"), "bbox", m->bbox, 6, 0, NULL))) return rc;
     val d = vget(r, "data");
@@ -770,7 +772,7 @@ static int parse_server(drape_server_msg *m, val r, errctx *e)
         if ((rc = copy_opt_str(e, r, "garment", m->garment, DRAPE_MSG_NAME_MAX))) return rc;
         uint64_t u;
         if ((rc = get_uint(e, vget(r, "vertices"), "vertices", &u))) return rc;
-        if (u > INT32_MAX) return bad(e, DRAPE_ERR_BAD_FIELD, DRAPE_ERANGE, "vertices: too large");
+        if (u > INT32_MAX) return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ERANGE, "vertices: too large");
         m->vertices = (int)u;
         if ((rc = get_format(e, vget(r, "format"), &m->format))) return rc;
         val md = vget(r, "mode");
@@ -793,7 +795,7 @@ static int parse_server(drape_server_msg *m, val r, errctx *e)
             m->has_seq = 1;
         }
     } else if (strcmp(m->op, "closed")) {
-        return bad(e, DRAPE_ERR_BAD_MESSAGE, DRAPE_EFORMAT, "op: unknown '%s'", m->op);
+        return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "op: unknown '%s'", m->op);
     }
     return DRAPE_OK;
 }
@@ -802,7 +804,7 @@ int drape_server_msg_parse(drape_server_msg *m, const uint8_t *data, size_t len,
 {
     memset(m, 0, sizeof *m);
     char why[256];
-    errctx e = {NULL, why, sizeof why};
+    errctx e = {NULL, NULL, why, sizeof why};
     doc d;
     int rc = doc_load(&d, data, len, binary, &e);
     if (!rc) rc = parse_server(m, d.root, &e);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "errors.h" /* the codes of `error` messages */
 
 #define DRAPE_MSG_NAME_MAX 64   /* garment names, avatar strings */
 #define DRAPE_MSG_ID_MAX 64     /* identity ids (hex) */
@@ -56,18 +57,9 @@ typedef struct {
     uint64_t seq;
     float pose[DRAPE_MSG_POSE];
     float trans[3];                      /* 0 when absent */
+    drape_errcode err;                   /* (added) when parsing failed: the code of *code */
 } drape_msg;
 
-/* Error codes carried in `error` messages (the "code" string). */
-#define DRAPE_ERR_BAD_MESSAGE "bad_message"     /* not JSON/msgpack, not a map, no/unknown op */
-#define DRAPE_ERR_BAD_FIELD "bad_field"         /* missing field, wrong type, wrong length, NaN/Inf */
-#define DRAPE_ERR_UNKNOWN_GARMENT "unknown_garment"
-#define DRAPE_ERR_UNKNOWN_IDENTITY "unknown_identity"
-#define DRAPE_ERR_BAD_BETAS "bad_betas"         /* too many, or outside the model's range */
-#define DRAPE_ERR_NOT_OPEN "not_open"           /* pose/close for an avatar never opened */
-#define DRAPE_ERR_ALREADY_OPEN "already_open"
-#define DRAPE_ERR_LIMIT "limit"                 /* too many avatars on this connection, ... */
-#define DRAPE_ERR_INTERNAL "internal"
 
 /* Parses one message. binary: 1 for msgpack, 0 for JSON text. On failure
  * returns a negative status, sets *code to one of DRAPE_ERR_* and msg to a

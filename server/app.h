@@ -45,16 +45,19 @@ void draped_http_stop(draped *d);
  * accepted; the stream runs on its own thread. */
 struct MHD_Connection;
 int draped_stream_upgrade(draped *d, struct MHD_Connection *c, const char *ws_key);
-/* Asks every stream to drain and close (1001), waits up to drain_ms + 1 s. */
+/* The streams list's lock and condition variable (on CLOCK_MONOTONIC). */
+void draped_streams_init(draped *d);
+/* Asks every stream to drain and close (1001), waits up to drain_ms + 3 s. */
 void draped_streams_shutdown(draped *d);
 
 /* identity.c: an id, a garment + betas, or both (the recipe re-creates an
  * id this replica does not know) → a pinned cache entry; *code is the
- * stream/HTTP error code on failure. */
+ * stream/HTTP error code on failure (proto/errors.h). */
 int draped_identity_resolve(draped *d, const char *id, const char *garment, const float *betas, int n_betas,
-                            drape_idcache_entry **out, const char **code, drape_error *err);
+                            drape_idcache_entry **out, drape_errcode *code, drape_error *err);
 
-/* one-line JSON error bodies and stream errors share the stream codes */
+/* http.c: whether a request carries a valid API key (the Authorization
+ * header or ?token=); always, with auth off */
 int draped_check_key(const draped *d, const char *authorization, const char *token);
 
 #endif

@@ -6,41 +6,25 @@
  * client, where a polling thread (or a small pool) would stall every other
  * request that shares it. Streams leave MHD after the upgrade and run on
  * their own threads (stream.c), so the per-connection threads are short
- * lived. */
+ * lived.
+ *
+ * This file is the daemon, the keys and the dispatch; the answers are in
+ * routes.c, static.c (the viewer) and upgrade.c (GET /v1/stream). */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <jansson.h>
-#include <math.h>
-#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <stdarg.h>
 #include <strings.h>
 
-#include "../proto/gltf.h"
-#include "../proto/msg.h"
-#include "../runtime/body.h"
-#include "../core/mesh.h"
-#include "../proto/pack.h"
-#include "../proto/ws.h"
-#include "app.h"
-
-#define MAX_ITEMS 256
-
-typedef struct {
-    drape_buf body;
-    int too_big;
-} req_ctx;
+#include "http.h"
 
 /* ---- responses ---- */
 
-static enum MHD_Result send_buf(draped *d, struct MHD_Connection *c, int route, unsigned status, const char *type,
+enum MHD_Result draped_http_buf(draped *d, struct MHD_Connection *c, int route, unsigned status, const char *type,
                                 void *data, size_t len, enum MHD_ResponseMemoryMode mode)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, data, mode);
@@ -55,26 +39,42 @@ static enum MHD_Result send_buf(draped *d, struct MHD_Connection *c, int route, 
     return ok;
 }
 
-static enum MHD_Result send_json(draped *d, struct MHD_Connection *c, int route, unsigned status, json_t *j)
+enum MHD_Result draped_http_json(draped *d, struct MHD_Connection *c, int route, unsigned status, json_t *j)
 {
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!s) return MHD_NO;
-    return send_buf(d, c, route, status, "application/json", s, strlen(s), MHD_RESPMEM_MUST_FREE);
+    return draped_http_buf(d, c, route, status, "application/json", s, strlen(s), MHD_RESPMEM_MUST_FREE);
 }
 
-static enum MHD_Result send_error(draped *d, struct MHD_Connection *c, int route, unsigned status, const char *code,
-                                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static enum MHD_Result send_error(draped *d, struct MHD_Connection *c, int route, unsigned status, const char *code,
-                                  const char *fmt, ...)
+static enum MHD_Result send_error_va(draped *d, struct MHD_Connection *c, int route, unsigned status,
+                                     drape_errcode code, const char *fmt, va_list ap)
 {
     char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    const char *wire = drape_errcode_wire(code);
+    LOG_DEBUG("http %u %s: %s", status, wire, msg);
+    return draped_http_json(d, c, route, status, json_pack("{s:{s:s,s:s}}", "error", "code", wire, "message", msg));
+}
+
+enum MHD_Result draped_http_error(draped *d, struct MHD_Connection *c, int route, drape_errcode code, const char *fmt,
+                                  ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    enum MHD_Result ok = send_error_va(d, c, route, drape_errcode_http(code), code, fmt, ap);
     va_end(ap);
-    LOG_DEBUG("http %u %s: %s", status, code, msg);
-    return send_json(d, c, route, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
+    return ok;
+}
+
+enum MHD_Result draped_http_error_as(draped *d, struct MHD_Connection *c, int route, unsigned status,
+                                     drape_errcode code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    enum MHD_Result ok = send_error_va(d, c, route, status, code, fmt, ap);
+    va_end(ap);
+    return ok;
 }
 
 /* ---- auth ---- */
@@ -98,584 +98,35 @@ int draped_check_key(const draped *d, const char *authorization, const char *tok
     return ok;
 }
 
-/* ---- routes ---- */
-
-static json_t *floats(const float *v, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_real(v[i]));
-    return a;
-}
-
-static json_t *ints(const int32_t *v, size_t n)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer(v[i]));
-    return a;
-}
-
-static enum MHD_Result route_model(draped *d, struct MHD_Connection *c)
-{
-    const drape_config *cfg = &d->model->cfg;
-    json_t *g = json_array();
-    for (int i = 0; i < cfg->n_garments; i++) {
-        const drape_garment *gm = &d->model->garments[i];
-        json_array_append_new(g, json_pack("{s:s,s:i,s:i,s:b,s:b}", "name", gm->name, "vertices", gm->V, "faces", gm->F,
-                                           "own_network", d->model->own[i] != NULL, "refined",
-                                           cfg->refine[i].iters > 0));
-    }
-    json_t *conv = json_array();
-    for (int i = 0; i < cfg->n_conv; i++) json_array_append_new(conv, json_integer(cfg->conv[i]));
-    json_t *hist = json_array(); /* the frames /v1/frames' "poses" hold, offsets back from t */
-    for (int i = 0; i < cfg->n_hist; i++) json_array_append_new(hist, json_integer(cfg->hist[i]));
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],"
-                          "s:[s,s],s:{s:i,s:i}}",
-                          "version", DRAPED_VERSION, "instance", d->instance, "backend", drape_backend_name(d->be),
-                          "model", d->cfg.model, "config", "fps", cfg->fps, "betas", cfg->betas, "bones", cfg->bones,
-                          "joints", DRAPE_JOINTS, "beta_range", (double)cfg->beta_min, (double)cfg->beta_max,
-                          "hidden", cfg->hidden, "uv", cfg->uv_h, cfg->uv_w, "conv", conv, "history", hist, "skin_k",
-                          cfg->skin_k, "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16",
-                          "meshopt",
-                          "modes", "neural", "lbs", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
-                          (int)d->cfg.max_avatars);
-    char digest[17];
-    snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
-    json_object_set_new(j, "digest", json_string(digest));
-    return send_json(d, c, R_MODEL, 200, j);
-}
-
-/* The garment as binary glTF. Its vertices are the model's garment vertices
- * in order, so streamed frames update the geometry in place; a vertex on a
- * UV seam takes the first of its UVs (the JSON form has the exact per-face
- * UVs). Normals are the rest pose's. */
-static enum MHD_Result route_garment_glb(draped *d, struct MHD_Connection *c, const drape_garment *g)
-{
-    float *uv = malloc(sizeof(float) * 2 * (size_t)g->V), *nrm = malloc(sizeof(float) * 3 * (size_t)g->V);
-    drape_buf out = {0};
-    int rc = DRAPE_ENOMEM;
-    if (uv && nrm) {
-        for (int v = 0; v < g->V; v++) {
-            int k = g->copy_start[v] < g->copy_start[v + 1] ? g->copy_uv[g->copy_start[v]] : -1;
-            uv[2 * v] = k >= 0 ? g->uv[2 * k] : 0.0f;
-            uv[2 * v + 1] = k >= 0 ? g->uv[2 * k + 1] : 0.0f;
-        }
-        drape_mesh_normals(nrm, g->rest, g->V, g->faces, g->F);
-        rc = drape_gltf_write(&out, g->rest, g->V, uv, nrm, g->faces, g->F, g->name);
-    }
-    free(uv);
-    free(nrm);
-    if (rc) {
-        drape_buf_free(&out);
-        return send_error(d, c, R_GARMENT, 500, DRAPE_ERR_INTERNAL, "cannot write the glTF: %s", drape_strerror(rc));
-    }
-    return send_buf(d, c, R_GARMENT, 200, "model/gltf-binary", out.p, out.len, MHD_RESPMEM_MUST_FREE);
-}
-
-static enum MHD_Result route_garment(draped *d, struct MHD_Connection *c, const char *name)
-{
-    int gi = drape_model_garment(d->model, name);
-    if (gi < 0) return send_error(d, c, R_GARMENT, 404, DRAPE_ERR_UNKNOWN_GARMENT, "unknown garment '%s'", name);
-    const drape_garment *g = &d->model->garments[gi];
-    const char *fmt = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
-    if (fmt && !strcmp(fmt, "glb")) return route_garment_glb(d, c, g);
-    if (fmt && strcmp(fmt, "json"))
-        return send_error(d, c, R_GARMENT, 400, DRAPE_ERR_BAD_FIELD, "format '%s': use json or glb", fmt);
-    json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:o,s:o,s:o,s:o}", "name", g->name, "vertices", g->V, "faces", g->F,
-                          "uvs", g->Nuv, "positions", floats(g->rest, (size_t)g->V * 3), "indices",
-                          ints(g->faces, (size_t)g->F * 3), "uv", floats(g->uv, (size_t)g->Nuv * 2), "uv_indices",
-                          ints(g->uv_faces, (size_t)g->F * 3));
-    return send_json(d, c, R_GARMENT, 200, j);
-}
-
-/* GET /v1/body?betas=b0,b1,...: the body model for a shape, for viewers
- * that pose it themselves (linear blend skinning with the 24 joints):
- * shaped rest vertices, faces, joints J(β), parents, and the 4 largest
- * skinning weights per vertex (renormalized). */
-static enum MHD_Result route_body(draped *d, struct MHD_Connection *c)
-{
-    const drape_model *m = d->model;
-    float betas[DRAPE_MAX_BETAS] = {0};
-    int nb = 0;
-    const char *bs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "betas");
-    for (const char *p = bs; p && *p && nb <= DRAPE_MAX_BETAS;) {
-        char *end;
-        float v = strtof(p, &end);
-        if (end == p || (*end && *end != ',') || nb == DRAPE_MAX_BETAS)
-            return send_error(d, c, R_OTHER, 400, DRAPE_ERR_BAD_BETAS, "betas must be up to %d comma-separated numbers",
-                              m->cfg.betas);
-        betas[nb++] = v;
-        p = *end ? end + 1 : end;
-    }
-    drape_error e = {0};
-    if (drape_model_check_betas(m, betas, nb, &e)) return send_error(d, c, R_OTHER, 400, DRAPE_ERR_BAD_BETAS, "%s", e.msg);
-    float *v = malloc(sizeof(float) * 3 * (size_t)m->Nb), J[DRAPE_JOINTS * 3];
-    if (!v) return send_error(d, c, R_OTHER, 503, DRAPE_ERR_INTERNAL, "out of memory");
-    drape_body_shape(v, J, m, betas);
-    json_t *idx = json_array(), *w = json_array();
-    for (int i = 0; i < m->Nb; i++) {
-        const float *wi = m->weights + (size_t)i * DRAPE_JOINTS;
-        int top[4] = {0, 0, 0, 0};
-        float tw[4] = {-1, -1, -1, -1}, sum = 0;
-        for (int j = 0; j < DRAPE_JOINTS; j++)
-            for (int k = 0; k < 4; k++)
-                if (wi[j] > tw[k]) {
-                    for (int q = 3; q > k; q--) {
-                        tw[q] = tw[q - 1];
-                        top[q] = top[q - 1];
-                    }
-                    tw[k] = wi[j];
-                    top[k] = j;
-                    break;
-                }
-        for (int k = 0; k < 4; k++) sum += tw[k] > 0 ? tw[k] : 0;
-        for (int k = 0; k < 4; k++) {
-            json_array_append_new(idx, json_integer(top[k]));
-            json_array_append_new(w, json_real(sum > 0 && tw[k] > 0 ? tw[k] / sum : 0));
-        }
-    }
-    json_t *j = json_pack("{s:i,s:o,s:o,s:o,s:o,s:o,s:o}", "vertices", m->Nb, "positions", floats(v, (size_t)m->Nb * 3),
-                          "indices", ints(m->body_faces, (size_t)m->Fb * 3), "joints", floats(J, DRAPE_JOINTS * 3),
-                          "parents", ints(m->parents, DRAPE_JOINTS), "skin_idx", idx, "skin_w", w);
-    free(v);
-    return send_json(d, c, R_OTHER, 200, j);
-}
-
-/* garment + betas from a JSON object (POST /v1/identities, /v1/frames). */
-static int parse_recipe(draped *d, json_t *o, int *garment, float *betas, int *nb, char *msg, size_t cap,
-                        const char **code)
-{
-    json_t *g = json_object_get(o, "garment"), *b = json_object_get(o, "betas");
-    *code = DRAPE_ERR_BAD_FIELD;
-    if (!json_is_string(g)) return snprintf(msg, cap, "'garment' must be a string"), -1;
-    *garment = drape_model_garment(d->model, json_string_value(g));
-    if (*garment < 0) {
-        *code = DRAPE_ERR_UNKNOWN_GARMENT;
-        return snprintf(msg, cap, "unknown garment '%s'", json_string_value(g)), -1;
-    }
-    *nb = 0;
-    if (b && !json_is_null(b)) {
-        if (!json_is_array(b)) return snprintf(msg, cap, "'betas' must be an array of numbers"), -1;
-        size_t n = json_array_size(b);
-        if ((int)n > d->model->cfg.betas) {
-            *code = DRAPE_ERR_BAD_BETAS;
-            return snprintf(msg, cap, "'betas' has %zu values; this model has %d", n, d->model->cfg.betas), -1;
-        }
-        for (size_t i = 0; i < n; i++) {
-            json_t *v = json_array_get(b, i);
-            if (!json_is_number(v)) return snprintf(msg, cap, "betas[%zu] is not a number", i), -1;
-            betas[i] = (float)json_number_value(v);
-        }
-        *nb = (int)n;
-        drape_error e = {0};
-        if (drape_model_check_betas(d->model, betas, *nb, &e)) {
-            *code = DRAPE_ERR_BAD_BETAS;
-            return snprintf(msg, cap, "%.250s", e.msg), -1;
-        }
-    }
-    return 0;
-}
-
-static unsigned status_of(int rc)
-{
-    return rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ERANGE ? 503 : rc == DRAPE_ENOMEM ? 503 : 500;
-}
-
-static enum MHD_Result route_identities(draped *d, struct MHD_Connection *c, req_ctx *rq)
-{
-    json_error_t je;
-    json_t *o = json_loadb((const char *)rq->body.p, rq->body.len, JSON_REJECT_DUPLICATES, &je);
-    if (!json_is_object(o)) {
-        json_decref(o);
-        return send_error(d, c, R_IDENTITIES, 400, DRAPE_ERR_BAD_MESSAGE, "body must be a JSON object: %s", je.text);
-    }
-    int g, nb;
-    float betas[DRAPE_MAX_BETAS] = {0};
-    char msg[256];
-    const char *code;
-    if (parse_recipe(d, o, &g, betas, &nb, msg, sizeof msg, &code)) {
-        json_decref(o);
-        return send_error(d, c, R_IDENTITIES, strcmp(code, DRAPE_ERR_UNKNOWN_GARMENT) ? 400 : 404, code, "%s", msg);
-    }
-    json_decref(o);
-    drape_idcache_entry *e;
-    int hit;
-    drape_error err = {0};
-    int64_t t0 = drape_now_ns();
-    int rc = drape_idcache_acquire(d->cache, &e, g, betas, nb, &hit, &err);
-    if (rc) {
-        if (rc == DRAPE_ERANGE) COUNT(d->met.limits[L_CACHE]);
-        return send_error(d, c, R_IDENTITIES, status_of(rc), rc == DRAPE_ERANGE ? DRAPE_ERR_LIMIT : DRAPE_ERR_INTERNAL,
-                          "%s", err.msg);
-    }
-    json_t *r = json_pack("{s:s,s:s,s:o,s:b,s:I,s:f}", "identity", drape_idcache_entry_key(e), "garment",
-                          d->model->garments[g].name, "betas", floats(betas, (size_t)d->model->cfg.betas), "cached",
-                          hit, "bytes", (json_int_t)drape_identity_bytes(drape_idcache_identity(e)), "encode_ms",
-                          (double)(drape_now_ns() - t0) / 1e6);
-    drape_idcache_release(d->cache, e);
-    return send_json(d, c, R_IDENTITIES, 200, r);
-}
-
-/* ---- POST /v1/frames ---- */
-
-typedef struct {
-    drape_job job;
-    drape_idcache_entry *e;
-    float pose[DRAPE_MAX_HISTORY][75]; /* the model's history frames, t last */
-    int format;
-    float *out;
-    pthread_mutex_t *mu;
-    pthread_cond_t *cv;
-    int *left;
-    int status;
-    drape_error err;
-} http_item;
-
-static void http_item_done(drape_job *j, int status, const drape_error *err)
-{
-    http_item *it = j->user;
-    pthread_mutex_lock(it->mu);
-    it->status = status;
-    if (err) it->err = *err;
-    (*it->left)--;
-    pthread_cond_broadcast(it->cv);
-    pthread_mutex_unlock(it->mu);
-}
-
-/* pose arrays: [72] (every history frame the same) or one [72] per frame of
- * the model's history (cfg.hist, oldest first: t−2, t−1, t by default) */
-static int parse_frames(json_t *a, const drape_config *c, int width, float out[][75], int off, const char *what,
-                        char *msg, size_t cap)
-{
-    if (!json_is_array(a)) return snprintf(msg, cap, "'%s' must be an array", what), -1;
-    size_t n = json_array_size(a);
-    int nested = n > 0 && json_is_array(json_array_get(a, 0)), nf = c->n_hist;
-    if (nested && n != (size_t)nf) {
-        char frames[96] = "";
-        for (int k = 0, len = 0; k < nf && len < (int)sizeof frames; k++)
-            len += snprintf(frames + len, sizeof frames - (size_t)len, c->hist[k] ? "%st-%d" : "%st", k ? ", " : "",
-                            c->hist[k]);
-        return snprintf(msg, cap, "'%s' must hold %d frames (%s), not %zu", what, nf, frames, n), -1;
-    }
-    for (int f = 0; f < nf; f++) {
-        json_t *row = nested ? json_array_get(a, (size_t)f) : a;
-        if (!json_is_array(row) || json_array_size(row) != (size_t)width)
-            return snprintf(msg, cap, "'%s' frames must have %d numbers", what, width), -1;
-        for (int i = 0; i < width; i++) {
-            json_t *v = json_array_get(row, (size_t)i);
-            if (!json_is_number(v)) return snprintf(msg, cap, "'%s' value %d is not a number", what, i), -1;
-            double x = json_number_value(v);
-            if (!isfinite(x) || fabs(x) > 1e4)
-                return snprintf(msg, cap, "'%s' value %d is not finite or absurdly large", what, i), -1;
-            out[f][off + i] = (float)x;
-        }
-    }
-    return 0;
-}
-
-static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap, const char **code, int *status)
-{
-    *status = 400;
-    *code = DRAPE_ERR_BAD_FIELD;
-    if (!json_is_object(o)) return snprintf(msg, cap, "an item must be a JSON object"), -1;
-    json_t *fmt = json_object_get(o, "format"), *mode = json_object_get(o, "mode");
-    it->format = DRAPE_FMT_F32;
-    if (fmt && (!json_is_string(fmt) || (it->format = drape_format_parse(json_string_value(fmt))) < 0))
-        return snprintf(msg, cap, "'format' must be f32, f16, q16 or meshopt"), -1;
-    int lbs = 0;
-    if (mode) {
-        const char *m = json_is_string(mode) ? json_string_value(mode) : "";
-        if (!strcmp(m, "lbs")) lbs = 1;
-        else if (strcmp(m, "neural"))
-            return snprintf(msg, cap, "'mode' must be neural or lbs (physics is not served yet)"), -1;
-    }
-    memset(it->pose, 0, sizeof it->pose);
-    const drape_config *c = &d->model->cfg;
-    if (parse_frames(json_object_get(o, "poses") ? json_object_get(o, "poses") : json_object_get(o, "pose"), c, 72,
-                     it->pose, 0, "poses", msg, cap))
-        return -1;
-    json_t *tr = json_object_get(o, "trans");
-    if (tr && parse_frames(tr, c, 3, it->pose, 72, "trans", msg, cap)) return -1;
-    json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
-    drape_error err = {0};
-    if (id && !json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;
-    if (!id && !gj) return snprintf(msg, cap, "'identity' or 'garment' is required"), -1;
-    int g, nb = 0;
-    float betas[DRAPE_MAX_BETAS] = {0};
-    if (gj && parse_recipe(d, o, &g, betas, &nb, msg, cap, code)) {
-        if (!strcmp(*code, DRAPE_ERR_UNKNOWN_GARMENT)) *status = 404;
-        return -1;
-    }
-    int rc = draped_identity_resolve(d, id ? json_string_value(id) : NULL, gj ? json_string_value(gj) : NULL, betas,
-                                     nb, &it->e, code, &err);
-    if (rc) {
-        *status = rc == DRAPE_ENOTFOUND ? 404 : rc == DRAPE_ERANGE && !strcmp(*code, DRAPE_ERR_LIMIT) ? 503 : 400;
-        if (!strcmp(*code, DRAPE_ERR_INTERNAL)) *status = 500;
-        if (!strcmp(*code, DRAPE_ERR_LIMIT)) COUNT(d->met.limits[L_CACHE]);
-        return snprintf(msg, cap, "%.250s", err.msg), -1;
-    }
-    it->job.frame.id = drape_idcache_identity(it->e);
-    for (int k = 0; k < c->n_hist; k++) {
-        it->job.frame.pose[k] = it->pose[k];
-        it->job.frame.trans[k] = it->pose[k] + 72;
-    }
-    it->job.frame.lbs_only = lbs;
-    return 0;
-}
-
-static json_t *data_array(int fmt, const uint8_t *p, size_t len)
-{
-    json_t *a = json_array();
-    if (fmt == DRAPE_FMT_F32)
-        for (size_t i = 0; i + 4 <= len; i += 4) {
-            float f;
-            memcpy(&f, p + i, 4);
-            json_array_append_new(a, json_real(f));
-        }
-    else if (fmt == DRAPE_FMT_MESHOPT)
-        for (size_t i = 0; i < len; i++) json_array_append_new(a, json_integer(p[i]));
-    else
-        for (size_t i = 0; i + 2 <= len; i += 2) json_array_append_new(a, json_integer(p[i] | p[i + 1] << 8));
-    return a;
-}
-
-static enum MHD_Result route_frames(draped *d, struct MHD_Connection *c, req_ctx *rq)
-{
-    json_error_t je;
-    json_t *o = json_loadb((const char *)rq->body.p, rq->body.len, JSON_REJECT_DUPLICATES, &je);
-    if (!o) return send_error(d, c, R_FRAMES, 400, DRAPE_ERR_BAD_MESSAGE, "body is not JSON: %s", je.text);
-    json_t *list = json_is_array(o) ? o : json_object_get(o, "items");
-    size_t n = list ? json_array_size(list) : 1;
-    if (list && (!json_is_array(list) || n == 0 || n > MAX_ITEMS)) {
-        json_decref(o);
-        return send_error(d, c, R_FRAMES, 400, DRAPE_ERR_BAD_FIELD, "'items' must be an array of 1..%d items",
-                          MAX_ITEMS);
-    }
-    http_item *items = calloc(n, sizeof *items);
-    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-    int left = 0;
-    size_t made = 0;
-    char msg[400];
-    const char *code = DRAPE_ERR_INTERNAL;
-    int status = 500, bad = !items;
-    if (bad) snprintf(msg, sizeof msg, "out of memory");
-    for (; !bad && made < n; made++) {
-        http_item *it = &items[made];
-        char m[300];
-        if (parse_item(d, list ? json_array_get(list, made) : o, it, m, sizeof m, &code, &status)) {
-            snprintf(msg, sizeof msg, "items[%zu]: %s", made, m);
-            bad = 1;
-            break;
-        }
-        int V = d->model->garments[drape_idcache_entry_garment(it->e)].V;
-        it->out = malloc(sizeof(float) * 3 * (size_t)V);
-        it->mu = &mu;
-        it->cv = &cv;
-        it->left = &left;
-        it->job.frame.out = it->out;
-        it->job.done = http_item_done;
-        it->job.user = it;
-        if (!it->out) {
-            drape_idcache_release(d->cache, it->e);
-            snprintf(msg, sizeof msg, "out of memory");
-            bad = 1;
-            break;
-        }
-    }
-    json_t *frames = NULL;
-    if (!bad) {
-        pthread_mutex_lock(&mu);
-        for (size_t i = 0; i < n; i++) {
-            left++;
-            if (drape_batcher_submit(d->batcher, &items[i].job)) {
-                left--;
-                items[i].status = DRAPE_EINVAL;
-                snprintf(items[i].err.msg, sizeof items[i].err.msg, "the server is shutting down");
-            }
-        }
-        while (left > 0) pthread_cond_wait(&cv, &mu);
-        pthread_mutex_unlock(&mu);
-        frames = json_array();
-        for (size_t i = 0; i < n && !bad; i++) {
-            http_item *it = &items[i];
-            if (it->status) {
-                snprintf(msg, sizeof msg, "items[%zu]: %s", i, it->err.msg);
-                status = 503;
-                code = DRAPE_ERR_INTERNAL;
-                bad = 1;
-                break;
-            }
-            int V = d->model->garments[drape_idcache_entry_garment(it->e)].V;
-            int64_t t0 = drape_now_ns();
-            drape_buf pk = {0};
-            float bbox[6];
-            drape_pack(&pk, bbox, it->format, it->out, V);
-            uint32_t pack_us = (uint32_t)((drape_now_ns() - t0) / 1000);
-            json_array_append_new(
-                frames, json_pack("{s:s,s:i,s:s,s:o,s:o,s:{s:I,s:I,s:I}}", "identity",
-                                  drape_idcache_entry_key(it->e), "count", V, "format", drape_format_name(it->format),
-                                  "bbox", floats(bbox, 6), "data", data_array(it->format, pk.p, pk.len), "timing",
-                                  "queue", (json_int_t)((it->job.t_start_ns - it->job.t_submit_ns) / 1000),
-                                  "compute", (json_int_t)((it->job.t_end_ns - it->job.t_start_ns) / 1000), "pack",
-                                  (json_int_t)pack_us));
-            drape_buf_free(&pk);
-            COUNT(d->met.http_frames_total);
-        }
-    }
-    for (size_t i = 0; i < made; i++) {
-        drape_idcache_release(d->cache, items[i].e);
-        free(items[i].out);
-    }
-    free(items);
-    json_decref(o);
-    if (bad) {
-        json_decref(frames);
-        return send_error(d, c, R_FRAMES, (unsigned)status, code, "%s", msg);
-    }
-    return send_json(d, c, R_FRAMES, 200, json_pack("{s:o,s:s}", "frames", frames, "instance", d->instance));
-}
-
-static enum MHD_Result route_metrics(draped *d, struct MHD_Connection *c)
-{
-    drape_buf o = {0};
-    draped_metrics_render(&o, &d->met);
-    drape_idcache_stats cs;
-    drape_idcache_get_stats(d->cache, &cs);
-    drape_batcher_stats bs;
-    drape_batcher_get_stats(d->batcher, &bs);
-    drape_buf_printf(&o,
-                     "# TYPE drape_cache_hits_total counter\ndrape_cache_hits_total %llu\n"
-                     "# TYPE drape_cache_misses_total counter\ndrape_cache_misses_total %llu\n"
-                     "# TYPE drape_cache_encodes_total counter\ndrape_cache_encodes_total %llu\n"
-                     "# TYPE drape_cache_evictions_total counter\ndrape_cache_evictions_total %llu\n"
-                     "# TYPE drape_cache_refused_total counter\ndrape_cache_refused_total %llu\n"
-                     "# TYPE drape_cache_bytes gauge\ndrape_cache_bytes %zu\n"
-                     "# TYPE drape_cache_budget_bytes gauge\ndrape_cache_budget_bytes %zu\n"
-                     "# TYPE drape_cache_identities gauge\ndrape_cache_identities %d\n"
-                     "# TYPE drape_cache_pinned gauge\ndrape_cache_pinned %d\n"
-                     "# TYPE drape_batches_total counter\ndrape_batches_total %llu\n"
-                     "# TYPE drape_batch_frames_total counter\ndrape_batch_frames_total %llu\n"
-                     "# TYPE drape_batch_failures_total counter\ndrape_batch_failures_total %llu\n"
-                     "# TYPE drape_batcher_queued gauge\ndrape_batcher_queued %d\n"
-                     "# TYPE drape_backend_healthy gauge\ndrape_backend_healthy %d\n",
-                     (unsigned long long)cs.hits, (unsigned long long)cs.misses, (unsigned long long)cs.encodes,
-                     (unsigned long long)cs.evictions, (unsigned long long)cs.refused, cs.bytes, cs.max_bytes,
-                     cs.resident, cs.pinned, (unsigned long long)bs.batches, (unsigned long long)bs.frames,
-                     (unsigned long long)bs.failed_batches, bs.queued, atomic_load(&d->healthy));
-    drape_buf_printf(&o, "# HELP drape_batch_size Frames per batch.\n# TYPE drape_batch_size histogram\n");
-    uint64_t cum = 0;
-    for (int i = 0; i < 8; i++) {
-        cum += bs.size_hist[i];
-        if (i < 7) drape_buf_printf(&o, "drape_batch_size_bucket{le=\"%d\"} %llu\n", (2 << i) - 1, (unsigned long long)cum);
-    }
-    drape_buf_printf(&o, "drape_batch_size_bucket{le=\"+Inf\"} %llu\ndrape_batch_size_sum %llu\ndrape_batch_size_count %llu\n",
-                     (unsigned long long)cum, (unsigned long long)bs.frames, (unsigned long long)bs.batches);
-    return send_buf(d, c, R_METRICS, 200, "text/plain; version=0.0.4", o.p, o.len, MHD_RESPMEM_MUST_FREE);
-}
-
-/* ---- static files (the viewer) ---- */
-
-static const char *mime(const char *path)
-{
-    const char *dot = strrchr(path, '.');
-    if (!dot) return "application/octet-stream";
-    static const char *map[][2] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript"},
-                                   {".mjs", "text/javascript"},          {".css", "text/css"},
-                                   {".json", "application/json"},        {".wasm", "application/wasm"},
-                                   {".png", "image/png"},                {".svg", "image/svg+xml"},
-                                   {".glb", "model/gltf-binary"},        {".npy", "application/octet-stream"}};
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (!strcmp(dot, map[i][0])) return map[i][1];
-    return "application/octet-stream";
-}
-
-static enum MHD_Result route_static(draped *d, struct MHD_Connection *c, const char *url)
-{
-    if (strstr(url, "..") || strstr(url, "//") || strlen(url) > 256)
-        return send_error(d, c, R_STATIC, 404, "not_found", "no such file");
-    char path[1024];
-    snprintf(path, sizeof path, "%s%s%s", d->cfg.web_root, url, url[strlen(url) - 1] == '/' ? "index.html" : "");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        if (fd >= 0) close(fd);
-        return send_error(d, c, R_STATIC, 404, "not_found", "no such file: %s", url);
-    }
-    struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd);
-    if (!r) {
-        close(fd);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", mime(path));
-    MHD_add_response_header(r, "X-Drape-Instance", d->instance);
-    enum MHD_Result ok = MHD_queue_response(c, 200, r);
-    MHD_destroy_response(r);
-    draped_count_http(&d->met, R_STATIC, 200);
-    return ok;
-}
-
-/* ---- the stream upgrade ---- */
-
-static int header_has_token(const char *h, const char *tok)
-{
-    if (!h) return 0;
-    size_t n = strlen(tok);
-    for (const char *p = h; *p;) {
-        while (*p == ' ' || *p == ',') p++;
-        const char *e = p;
-        while (*e && *e != ',') e++;
-        const char *t = e;
-        while (t > p && t[-1] == ' ') t--;
-        if ((size_t)(t - p) == n && !strncasecmp(p, tok, n)) return 1;
-        p = e;
-    }
-    return 0;
-}
-
-static enum MHD_Result route_stream(draped *d, struct MHD_Connection *c, const char *method)
-{
-    if (strcmp(method, "GET"))
-        return send_error(d, c, R_STREAM, 405, "method_not_allowed", "use GET with a WebSocket upgrade");
-    const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
-    const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
-    const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
-    const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
-    if (!up || strcasecmp(up, "websocket") || !header_has_token(conn, "upgrade"))
-        return send_error(d, c, R_STREAM, 400, DRAPE_ERR_BAD_MESSAGE,
-                          "GET /v1/stream needs 'Upgrade: websocket' and 'Connection: Upgrade'");
-    if (!ver || strcmp(ver, "13")) {
-        struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-        MHD_add_response_header(r, "Sec-WebSocket-Version", "13");
-        MHD_add_response_header(r, "X-Drape-Instance", d->instance);
-        enum MHD_Result ok = MHD_queue_response(c, 426, r);
-        MHD_destroy_response(r);
-        draped_count_http(&d->met, R_STREAM, 426);
-        return ok;
-    }
-    char accept[29];
-    if (!key || drape_ws_accept_key(accept, key))
-        return send_error(d, c, R_STREAM, 400, DRAPE_ERR_BAD_MESSAGE, "bad Sec-WebSocket-Key");
-    if (atomic_load(&d->stopping))
-        return send_error(d, c, R_STREAM, 503, DRAPE_ERR_LIMIT, "the server is shutting down");
-    pthread_mutex_lock(&d->mu);
-    int full = d->n_streams >= d->cfg.max_connections;
-    pthread_mutex_unlock(&d->mu);
-    if (full) {
-        COUNT(d->met.limits[L_CONNECTIONS]);
-        return send_error(d, c, R_STREAM, 503, DRAPE_ERR_LIMIT, "too many stream connections (limit %lld)",
-                          (long long)d->cfg.max_connections);
-    }
-    return draped_stream_upgrade(d, c, accept) ? MHD_NO : MHD_YES;
-}
-
 /* ---- dispatch ---- */
+
+enum { M_GET = 1, M_POST = 2, M_OTHER = 4, M_ANY = 7 };
+
+/* Every path under /v1/ needs a key, a route or not; the others (the
+ * probes, the scraper, the viewer's files) do not. A route that does not
+ * take the method answers 405; /v1/stream answers its methods itself. */
+static const struct {
+    const char *path;
+    int prefix, methods;
+    draped_route_fn fn;
+} routes[] = {
+    {"/healthz", 0, M_ANY, draped_route_healthz},
+    {"/readyz", 0, M_ANY, draped_route_readyz},
+    {"/metrics", 0, M_ANY, draped_route_metrics},
+    {"/v1/stream", 0, M_ANY, draped_route_stream},
+    {"/v1/model", 0, M_GET, draped_route_model},
+    {"/v1/body", 0, M_GET, draped_route_body},
+    {"/v1/garments/", 1, M_GET, draped_route_garment},
+    {"/v1/identities", 0, M_POST, draped_route_identities},
+    {"/v1/frames", 0, M_POST, draped_route_frames},
+};
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **req_cls)
 {
     (void)version;
     draped *d = cls;
-    req_ctx *rq = *req_cls;
+    draped_req *rq = *req_cls;
     if (!rq) {
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
@@ -689,41 +140,34 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *upload_size = 0;
         return MHD_YES;
     }
-    int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
-    if (!strcmp(url, "/healthz")) return send_json(d, c, R_HEALTHZ, 200, json_pack("{s:s}", "status", "ok"));
-    if (!strcmp(url, "/readyz")) {
-        if (!drape_backend_healthy(d->be)) atomic_store(&d->healthy, 0);
-        int ok = d->model && d->be && atomic_load(&d->healthy) && !atomic_load(&d->stopping);
-        return send_json(d, c, R_READYZ, ok ? 200 : 503,
-                         json_pack("{s:s,s:s}", "status", ok ? "ready" : "unavailable", "backend",
-                                   atomic_load(&d->healthy) ? drape_backend_name(d->be) : "unhealthy"));
-    }
-    if (!strcmp(url, "/metrics")) return route_metrics(d, c);
-    if (!strncmp(url, "/v1/", 4)) {
+    rq->url = url;
+    rq->method = method;
+    int m = !strcmp(method, "GET") || !strcmp(method, "HEAD") ? M_GET : !strcmp(method, "POST") ? M_POST : M_OTHER;
+    int r = 0, n = (int)(sizeof routes / sizeof routes[0]);
+    while (r < n && (routes[r].prefix ? strncmp(url, routes[r].path, strlen(routes[r].path))
+                                      : strcmp(url, routes[r].path)))
+        r++;
+    int v1 = !strncmp(url, "/v1/", 4);
+    if (v1) {
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
         const char *tok = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
         if (!draped_check_key(d, auth, tok)) {
             COUNT(d->met.auth_failures);
-            return send_error(d, c, R_OTHER, 401, "unauthorized", "a valid API key is required (Authorization: Bearer KEY)");
+            return draped_http_error(d, c, R_OTHER, DRAPE_EC_UNAUTHORIZED,
+                                     "a valid API key is required (Authorization: Bearer KEY)");
         }
         if (rq->too_big) {
             COUNT(d->met.limits[L_BODY]);
-            return send_error(d, c, R_OTHER, 413, DRAPE_ERR_LIMIT, "request body over %lld bytes",
-                              (long long)d->cfg.max_message);
+            return draped_http_error_as(d, c, R_OTHER, 413, DRAPE_EC_LIMIT, "request body over %lld bytes",
+                                        (long long)d->cfg.max_message);
         }
-        if (!strcmp(url, "/v1/stream")) return route_stream(d, c, method);
-        if (!strcmp(url, "/v1/model") && get) return route_model(d, c);
-        if (!strcmp(url, "/v1/body") && get) return route_body(d, c);
-        if (!strncmp(url, "/v1/garments/", 13) && get) return route_garment(d, c, url + 13);
-        if (!strcmp(url, "/v1/identities") && post) return route_identities(d, c, rq);
-        if (!strcmp(url, "/v1/frames") && post) return route_frames(d, c, rq);
-        if (!strcmp(url, "/v1/model") || !strncmp(url, "/v1/garments/", 13) || !strcmp(url, "/v1/identities") ||
-            !strcmp(url, "/v1/frames"))
-            return send_error(d, c, R_OTHER, 405, "method_not_allowed", "%s does not take %s", url, method);
-        return send_error(d, c, R_OTHER, 404, "not_found", "no route %s %s", method, url);
     }
-    if (get) return route_static(d, c, url);
-    return send_error(d, c, R_OTHER, 404, "not_found", "no route %s %s", method, url);
+    if (r < n) {
+        if (routes[r].methods & m) return routes[r].fn(d, c, rq);
+        return draped_http_error(d, c, R_OTHER, DRAPE_EC_METHOD_NOT_ALLOWED, "%s does not take %s", url, method);
+    }
+    if (!v1 && m == M_GET) return draped_route_static(d, c, rq);
+    return draped_http_error(d, c, R_OTHER, DRAPE_EC_NOT_FOUND, "no route %s %s", method, url);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe)
@@ -731,7 +175,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls, enum 
     (void)cls;
     (void)c;
     (void)toe;
-    req_ctx *rq = *req_cls;
+    draped_req *rq = *req_cls;
     if (!rq) return;
     drape_buf_free(&rq->body);
     free(rq);
@@ -747,24 +191,6 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     while (n && line[n - 1] == '\n') line[--n] = 0;
     LOG_WARN("libmicrohttpd: %s", line);
 }
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 && n < (1 << 20) ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 int draped_http_start(draped *d)
 {
     struct sockaddr_in sa = {0};
@@ -776,29 +202,16 @@ int draped_http_start(draped *d)
     }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_UPGRADE |
                      MHD_USE_ERROR_LOG | MHD_USE_POLL;
-    char *cert = NULL, *key = NULL;
-    if (*d->cfg.tls_cert) {
-        cert = slurp(d->cfg.tls_cert);
-        key = slurp(d->cfg.tls_key);
-        if (!cert || !key) {
-            LOG_ERROR("cannot read the TLS certificate '%s' or key '%s'", d->cfg.tls_cert, d->cfg.tls_key);
-            free(cert);
-            free(key);
-            return -1;
-        }
-        flags |= MHD_USE_TLS;
-    }
+    char *cert, *key;
+    if (draped_tls_load(d, &cert, &key)) return -1;
+    if (cert) flags |= MHD_USE_TLS;
     unsigned limit = (unsigned)d->cfg.max_connections + 64;
-    if (cert)
-        d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, d,
-                                  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, d,
-                                  MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                                  MHD_OPTION_HTTPS_MEM_CERT, cert, MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_END);
-    else
-        d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, d,
-                                  MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, d,
-                                  MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                                  MHD_OPTION_END);
+    /* without TLS the option list ends before the certificate */
+    d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, d,
+                              MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, d,
+                              MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                              cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
+                              MHD_OPTION_END);
     free(cert);
     free(key);
     if (!d->mhd) {

@@ -73,8 +73,7 @@ int main(int argc, char **argv)
     static const char *levels[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++)
         if (!strcmp(d.cfg.log_level, levels[i])) drape_log_level = i;
-    pthread_mutex_init(&d.mu, NULL);
-    pthread_cond_init(&d.cv, NULL);
+    draped_streams_init(&d);
     atomic_store(&d.healthy, 1);
 
     /* every thread inherits this mask; main takes the signals with sigwait */

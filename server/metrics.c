@@ -1,15 +1,11 @@
 #include "metrics.h"
 
-#include <string.h>
-
-#include "../proto/msg.h"
-
-static const char *route_names[R_COUNT] = {"healthz", "readyz", "metrics", "model", "garment",
-                                           "identities", "frames", "stream", "static", "other"};
+static const char *route_names[R_COUNT] = {
+#define XX(name, label) label,
+    DRAPED_ROUTE_MAP(XX)
+#undef XX
+};
 static const unsigned codes[C_COUNT] = {200, 400, 401, 404, 405, 413, 500, 503, 0};
-static const char *error_names[E_COUNT] = {DRAPE_ERR_BAD_MESSAGE, DRAPE_ERR_BAD_FIELD, DRAPE_ERR_UNKNOWN_GARMENT,
-                                           DRAPE_ERR_UNKNOWN_IDENTITY, DRAPE_ERR_BAD_BETAS, DRAPE_ERR_NOT_OPEN,
-                                           DRAPE_ERR_ALREADY_OPEN, DRAPE_ERR_LIMIT, DRAPE_ERR_INTERNAL};
 static const char *limit_names[L_COUNT] = {"connections", "avatars", "message", "body", "send_queue",
                                            "error_flood", "idle", "cache"};
 static const int close_codes[6] = {1000, 1001, 1002, 1007, 1008, 1009};
@@ -26,14 +22,12 @@ void draped_count_http(draped_metrics *m, int route, unsigned code)
     COUNT(m->http[route][c]);
 }
 
-void draped_count_error(draped_metrics *m, const char *code)
+void draped_count_error(draped_metrics *m, drape_errcode code)
 {
-    for (int i = 0; i < E_COUNT; i++)
-        if (!strcmp(code, error_names[i])) {
-            COUNT(m->stream_errors[i]);
-            return;
-        }
-    COUNT(m->stream_errors[E_INTERNAL]);
+    /* a code without a slot would be lost: count it where a reader looks */
+    if ((unsigned)code >= DRAPE_EC_COUNT || drape_errcode_metric(code) != DRAPE_EC_METRIC_STREAM)
+        code = DRAPE_EC_INTERNAL;
+    COUNT(m->stream_errors[code]);
 }
 
 void draped_count_close(draped_metrics *m, int code)
@@ -107,9 +101,10 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
                   "counter");
     rc |= drape_buf_printf(o, "# HELP drape_stream_errors_total Stream error messages sent, by code.\n"
                               "# TYPE drape_stream_errors_total counter\n");
-    for (int i = 0; i < E_COUNT; i++)
-        rc |= drape_buf_printf(o, "drape_stream_errors_total{code=\"%s\"} %llu\n", error_names[i],
-                               (unsigned long long)LOAD(m->stream_errors[i]));
+    for (int i = 0; i < DRAPE_EC_COUNT; i++)
+        if (drape_errcode_metric((drape_errcode)i) == DRAPE_EC_METRIC_STREAM)
+            rc |= drape_buf_printf(o, "drape_stream_errors_total{code=\"%s\"} %llu\n",
+                                   drape_errcode_wire((drape_errcode)i), (unsigned long long)LOAD(m->stream_errors[i]));
     rc |= drape_buf_printf(o, "# HELP drape_ws_closes_total WebSocket closes sent, by close code.\n"
                               "# TYPE drape_ws_closes_total counter\n");
     for (int i = 0; i < 6; i++)
@@ -125,5 +120,43 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
     rc |= hist(o, "drape_frame_compute_seconds", "Batch compute time per frame's batch.", &m->compute_us);
     rc |= hist(o, "drape_frame_pack_seconds", "Time to pack a frame for the wire.", &m->pack_us);
     rc |= hist(o, "drape_frame_server_seconds", "Pose received to frame queued for sending.", &m->server_us);
+    return rc ? -1 : 0;
+}
+
+int draped_metrics_render_runtime(drape_buf *o, const drape_idcache_stats *cs, const drape_batcher_stats *bs,
+                                  int healthy)
+{
+    int rc = drape_buf_printf(o,
+                           "# TYPE drape_cache_hits_total counter\ndrape_cache_hits_total %llu\n"
+                           "# TYPE drape_cache_misses_total counter\ndrape_cache_misses_total %llu\n"
+                           "# TYPE drape_cache_encodes_total counter\ndrape_cache_encodes_total %llu\n"
+                           "# TYPE drape_cache_evictions_total counter\ndrape_cache_evictions_total %llu\n"
+                           "# TYPE drape_cache_refused_total counter\ndrape_cache_refused_total %llu\n"
+                           "# TYPE drape_cache_bytes gauge\ndrape_cache_bytes %zu\n"
+                           "# TYPE drape_cache_budget_bytes gauge\ndrape_cache_budget_bytes %zu\n"
+                           "# TYPE drape_cache_identities gauge\ndrape_cache_identities %d\n"
+                           "# TYPE drape_cache_pinned gauge\ndrape_cache_pinned %d\n"
+                           "# TYPE drape_batches_total counter\ndrape_batches_total %llu\n"
+                           "# TYPE drape_batch_frames_total counter\ndrape_batch_frames_total %llu\n"
+                           "# TYPE drape_batch_failures_total counter\ndrape_batch_failures_total %llu\n"
+                           "# TYPE drape_batcher_queued gauge\ndrape_batcher_queued %d\n"
+                           "# TYPE drape_backend_healthy gauge\ndrape_backend_healthy %d\n",
+                           (unsigned long long)cs->hits, (unsigned long long)cs->misses,
+                           (unsigned long long)cs->encodes, (unsigned long long)cs->evictions,
+                           (unsigned long long)cs->refused, cs->bytes, cs->max_bytes, cs->resident, cs->pinned,
+                           (unsigned long long)bs->batches, (unsigned long long)bs->frames,
+                           (unsigned long long)bs->failed_batches, bs->queued, healthy);
+    rc |= drape_buf_printf(o, "# HELP drape_batch_size Frames per batch.\n# TYPE drape_batch_size histogram\n");
+    uint64_t cum = 0;
+    for (int i = 0; i < 8; i++) {
+        cum += bs->size_hist[i];
+        if (i < 7)
+            rc |= drape_buf_printf(o, "drape_batch_size_bucket{le=\"%d\"} %llu\n", (2 << i) - 1,
+                                   (unsigned long long)cum);
+    }
+    rc |= drape_buf_printf(o,
+                           "drape_batch_size_bucket{le=\"+Inf\"} %llu\ndrape_batch_size_sum %llu\n"
+                           "drape_batch_size_count %llu\n",
+                           (unsigned long long)cum, (unsigned long long)bs->frames, (unsigned long long)bs->batches);
     return rc ? -1 : 0;
 }

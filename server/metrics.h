@@ -1,4 +1,4 @@
-/* draped's counters, rendered in Prometheus text format by GET /metrics.
+/* draped's counters, and all of the Prometheus text GET /metrics serves.
  * Everything is a relaxed atomic: counting never takes a lock. Cache and
  * batcher figures are read from their own stats at scrape time. */
 #ifndef DRAPED_METRICS_H
@@ -8,13 +8,31 @@
 #include <stdint.h>
 
 #include "../proto/buf.h"
+#include "../proto/errors.h"
+#include "../runtime/batcher.h"
+#include "../runtime/idcache.h"
 
-enum { R_HEALTHZ, R_READYZ, R_METRICS, R_MODEL, R_GARMENT, R_IDENTITIES, R_FRAMES, R_STREAM, R_STATIC, R_OTHER, R_COUNT };
+/* The routes drape_http_requests_total counts by: R_<name>, its label. */
+#define DRAPED_ROUTE_MAP(XX)                                                                                       \
+    XX(HEALTHZ, "healthz")                                                                                         \
+    XX(READYZ, "readyz")                                                                                           \
+    XX(METRICS, "metrics")                                                                                         \
+    XX(MODEL, "model")                                                                                             \
+    XX(GARMENT, "garment")                                                                                         \
+    XX(BODY, "body")                                                                                               \
+    XX(IDENTITIES, "identities")                                                                                   \
+    XX(FRAMES, "frames")                                                                                           \
+    XX(STREAM, "stream")                                                                                           \
+    XX(STATIC, "static")                                                                                           \
+    XX(OTHER, "other")
+
+enum {
+#define XX(name, label) R_##name,
+    DRAPED_ROUTE_MAP(XX)
+#undef XX
+    R_COUNT
+};
 enum { C_200, C_400, C_401, C_404, C_405, C_413, C_500, C_503, C_OTHER, C_COUNT };
-
-/* stream errors by code (the DRAPE_ERR_* strings, in this order) */
-enum { E_BAD_MESSAGE, E_BAD_FIELD, E_UNKNOWN_GARMENT, E_UNKNOWN_IDENTITY, E_BAD_BETAS, E_NOT_OPEN, E_ALREADY_OPEN,
-       E_LIMIT, E_INTERNAL, E_COUNT };
 
 /* hard limits, counted when hit */
 enum { L_CONNECTIONS, L_AVATARS, L_MESSAGE, L_BODY, L_SEND_QUEUE, L_ERROR_FLOOD, L_IDLE, L_CACHE, L_COUNT };
@@ -30,7 +48,7 @@ typedef struct {
     _Atomic uint64_t http[R_COUNT][C_COUNT];
     _Atomic uint64_t stream_conns_total, stream_conns_open, avatars_open;
     _Atomic uint64_t poses_total, frames_total, dropped_total, frames_lost_on_close;
-    _Atomic uint64_t stream_errors[E_COUNT];
+    _Atomic uint64_t stream_errors[DRAPE_EC_COUNT]; /* by code; only the map's STREAM codes are rendered */
     _Atomic uint64_t ws_closes[6]; /* 1000 1001 1002 1007 1008 1009, 1011 counted as 1008's neighbour below */
     _Atomic uint64_t ws_close_1011;
     _Atomic uint64_t limits[L_COUNT];
@@ -39,11 +57,15 @@ typedef struct {
 } draped_metrics;
 
 void draped_count_http(draped_metrics *m, int route, unsigned code);
-void draped_count_error(draped_metrics *m, const char *code);
+void draped_count_error(draped_metrics *m, drape_errcode code);
 void draped_count_close(draped_metrics *m, int code);
 void draped_hist_add(draped_hist *h, uint64_t us);
-/* Appends the metrics text; extra is rendered by the caller (cache, batcher). */
+/* Append the metrics text (every Prometheus line draped serves): the
+ * counters above, then the identity cache's and the batcher's figures and
+ * the backend's health, read by the caller at scrape time. */
 int draped_metrics_render(drape_buf *out, draped_metrics *m);
+int draped_metrics_render_runtime(drape_buf *out, const drape_idcache_stats *cs, const drape_batcher_stats *bs,
+                                  int healthy);
 
 #define COUNT(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
 #define COUNT_N(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)

@@ -9,8 +9,12 @@
  * pending pose, so an avatar's output buffer is never written while it is
  * being packed and frames leave in order.
  *
- * The pose window of a frame (t−2, t−1, t) is the avatar's last poses as
- * received, dropped ones included: they are the motion the client sent. */
+ * The pose window of a frame is the frames of the model's pose history
+ * (cfg.hist: offsets back from t, t−2, t−1, t unless the bundle says more),
+ * taken from a ring of the avatar's last hist[0] + 1 poses as received,
+ * dropped ones included: they are the motion the client sent. Before an
+ * avatar has sent that many, its first pose stands in for the frames
+ * before it, as in `drape infer`. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <microhttpd.h>
@@ -19,12 +23,13 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../proto/msg.h"
-#include "../proto/pack.h"
 #include "../proto/ws.h"
 #include "app.h"
+#include "frame.h"
 
 typedef struct avatar avatar;
 
@@ -53,22 +58,22 @@ struct avatar {
     int V, format, mode, binary;
     uint64_t n_seen; /* poses received: the next one is frame n_seen of the stream */
     drape_job job;
-    float jpose[DRAPE_MAX_HISTORY][75]; /* the window of the frame in flight */
+    float jpose[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS]; /* the window of the frame in flight */
     uint64_t jseq, next_seq;
     int64_t j_recv_ns;
     float *out;
     int inflight, status;
     drape_error err;
     int pending;
-    float ppose[DRAPE_MAX_HISTORY][75]; /* the window of the pending frame */
+    float ppose[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS]; /* the window of the pending frame */
     uint64_t pseq;
     int64_t p_recv_ns;
     uint64_t dropped;
     int closed;
     avatar *next, *rnext;
-    /* the last hist[0] + 1 poses (75 floats each), frame i at i % that:
-     * enough for every offset of the model's history (DESIGN 2.4) */
-    float ring[][75];
+    /* the last hist[0] + 1 poses (DRAPE_FRAME_FLOATS floats each), frame i
+     * at i % that: enough for every offset of the model's history (DESIGN 2.4) */
+    float ring[][DRAPE_FRAME_FLOATS];
 };
 
 /* ---- sending ---- */
@@ -88,11 +93,11 @@ static void send_close(stream_conn *sc, int code, const char *reason)
     LOG_DEBUG("stream %d: closing %d %s", sc->fd, code, reason);
 }
 
-static void send_error(stream_conn *sc, int binary, const char *code, const char *message,
+static void send_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
                        const drape_avatar_key *av, int has_seq, uint64_t seq)
 {
     drape_buf m = {0};
-    drape_msg_error(&m, binary, code, message, av, has_seq, seq);
+    drape_msg_error(&m, binary, drape_errcode_wire(code), message, av, has_seq, seq);
     tx_msg(sc, binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
     drape_buf_free(&m);
     draped_count_error(&sc->d->met, code);
@@ -155,24 +160,19 @@ static void job_done(drape_job *j, int status, const drape_error *err)
     if (write(sc->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
 }
 
-static void submit(stream_conn *sc, avatar *a, float (*pose)[75], uint64_t seq, int64_t recv_ns)
+static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS], uint64_t seq,
+                   int64_t recv_ns)
 {
     int nf = sc->d->model->cfg.n_hist;
-    memcpy(a->jpose, pose, sizeof(float) * 75 * (size_t)nf);
+    memcpy(a->jpose, pose, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)nf);
     a->jseq = seq;
     a->j_recv_ns = recv_ns;
-    a->job.frame.id = drape_idcache_identity(a->e);
-    for (int k = 0; k < nf; k++) {
-        a->job.frame.pose[k] = a->jpose[k];
-        a->job.frame.trans[k] = a->jpose[k] + 72;
-    }
-    a->job.frame.lbs_only = a->mode == DRAPE_MODE_LBS;
-    a->job.frame.out = a->out;
+    draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->out);
     a->job.key = (uint64_t)(uintptr_t)a;
     a->job.done = job_done;
     a->job.user = a;
     if (drape_batcher_submit(sc->d->batcher, &a->job)) {
-        send_error(sc, a->binary, DRAPE_ERR_INTERNAL, "the server is shutting down", &a->key, 1, seq);
+        send_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down", &a->key, 1, seq);
         return;
     }
     a->inflight = 1;
@@ -193,15 +193,12 @@ static void complete(stream_conn *sc, avatar *a)
     if (a->status) {
         atomic_store(&d->healthy, 0);
         LOG_ERROR("backend failed a batch: %s", a->err.msg);
-        send_error(sc, a->binary, DRAPE_ERR_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
+        send_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
     } else {
-        int64_t t0 = drape_now_ns();
         drape_buf pk = {0}, m = {0};
         float bbox[6];
-        drape_pack(&pk, bbox, a->format, a->out, a->V);
-        int64_t t1 = drape_now_ns();
-        drape_timing t = {(uint32_t)((a->job.t_start_ns - a->job.t_submit_ns) / 1000),
-                          (uint32_t)((a->job.t_end_ns - a->job.t_start_ns) / 1000), (uint32_t)((t1 - t0) / 1000)};
+        drape_timing t;
+        draped_frame_pack(&pk, bbox, &t, &a->job, a->format, a->V);
         drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
         tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
         drape_buf_free(&pk);
@@ -247,7 +244,7 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
 {
     draped *d = sc->d;
     if (find(sc, &m->avatar)) {
-        send_error(sc, binary, DRAPE_ERR_ALREADY_OPEN, "this avatar is already open on this connection", &m->avatar,
+        send_error(sc, binary, DRAPE_EC_ALREADY_OPEN, "this avatar is already open on this connection", &m->avatar,
                    0, 0);
         return;
     }
@@ -255,30 +252,30 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
         COUNT(d->met.limits[L_AVATARS]);
         char msg[96];
         snprintf(msg, sizeof msg, "too many avatars on this connection (limit %lld)", (long long)d->cfg.max_avatars);
-        send_error(sc, binary, DRAPE_ERR_LIMIT, msg, &m->avatar, 0, 0);
+        send_error(sc, binary, DRAPE_EC_LIMIT, msg, &m->avatar, 0, 0);
         return;
     }
     if (m->mode == DRAPE_MODE_PHYSICS) {
-        send_error(sc, binary, DRAPE_ERR_BAD_FIELD, "mode 'physics' is not served yet; use neural or lbs",
+        send_error(sc, binary, DRAPE_EC_BAD_FIELD, "mode 'physics' is not served yet; use neural or lbs",
                    &m->avatar, 0, 0);
         return;
     }
     drape_idcache_entry *e = NULL;
     drape_error err = {0};
-    const char *code = DRAPE_ERR_INTERNAL;
+    drape_errcode code = DRAPE_EC_INTERNAL;
     if (draped_identity_resolve(d, m->identity, m->garment, m->betas, m->n_betas, &e, &code, &err)) {
-        if (!strcmp(code, DRAPE_ERR_LIMIT)) COUNT(d->met.limits[L_CACHE]);
+        if (code == DRAPE_EC_LIMIT) COUNT(d->met.limits[L_CACHE]);
         send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
         return;
     }
-    avatar *a = calloc(1, sizeof *a + sizeof(float[75]) * (size_t)(d->model->cfg.hist[0] + 1));
+    avatar *a = calloc(1, sizeof *a + sizeof(float[DRAPE_FRAME_FLOATS]) * (size_t)(d->model->cfg.hist[0] + 1));
     int g = drape_idcache_entry_garment(e);
     int V = d->model->garments[g].V;
     if (a) a->out = malloc(sizeof(float) * 3 * (size_t)V);
     if (!a || !a->out) {
         if (a) free(a);
         drape_idcache_release(d->cache, e);
-        send_error(sc, binary, DRAPE_ERR_INTERNAL, "out of memory", &m->avatar, 0, 0);
+        send_error(sc, binary, DRAPE_EC_INTERNAL, "out of memory", &m->avatar, 0, 0);
         return;
     }
     a->sc = sc;
@@ -303,7 +300,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
 {
     avatar *a = find(sc, &m->avatar);
     if (!a) {
-        send_error(sc, binary, DRAPE_ERR_NOT_OPEN, "pose for an avatar that is not open", &m->avatar, m->has_seq,
+        send_error(sc, binary, DRAPE_EC_NOT_OPEN, "pose for an avatar that is not open", &m->avatar, m->has_seq,
                    m->seq);
         return;
     }
@@ -316,9 +313,9 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     int span = c->hist[0] + 1;
     long long t = (long long)a->n_seen++;
     float *cur = a->ring[t % span];
-    memcpy(cur, m->pose, sizeof(float) * 72);
-    memcpy(cur + 72, m->trans, sizeof(float) * 3);
-    float win[DRAPE_MAX_HISTORY][75];
+    memcpy(cur, m->pose, sizeof(float) * DRAPE_MSG_POSE);
+    memcpy(cur + DRAPE_MSG_POSE, m->trans, sizeof(float) * 3);
+    float win[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS];
     for (int k = 0; k < c->n_hist; k++)
         memcpy(win[k], a->ring[drape_history_index(t, c->hist[k]) % span], sizeof win[k]);
     if (!a->inflight) {
@@ -330,7 +327,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
         COUNT(sc->d->met.dropped_total);
     }
     a->pending = 1;
-    memcpy(a->ppose, win, sizeof(float) * 75 * (size_t)c->n_hist);
+    memcpy(a->ppose, win, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)c->n_hist);
     a->pseq = seq;
     a->p_recv_ns = now;
 }
@@ -341,7 +338,7 @@ static void on_close_avatar(stream_conn *sc, drape_msg *m, int binary)
     while (*pp && *pp != find(sc, &m->avatar)) pp = &(*pp)->next;
     avatar *a = *pp;
     if (!a) {
-        send_error(sc, binary, DRAPE_ERR_NOT_OPEN, "close for an avatar that is not open", &m->avatar, 0, 0);
+        send_error(sc, binary, DRAPE_EC_NOT_OPEN, "close for an avatar that is not open", &m->avatar, 0, 0);
         return;
     }
     *pp = a->next;
@@ -361,13 +358,11 @@ static void on_close_avatar(stream_conn *sc, drape_msg *m, int binary)
 static void on_message(stream_conn *sc, const uint8_t *data, size_t len, int binary)
 {
     drape_msg m;
-    const char *code = NULL;
     char msg[256];
     memset(&m, 0, sizeof m);
-    if (drape_msg_parse(&m, data, len, binary, &code, msg, sizeof msg)) {
+    if (drape_msg_parse(&m, data, len, binary, NULL, msg, sizeof msg)) {
         int has_av = m.avatar.is_str ? m.avatar.str[0] != 0 : 1;
-        send_error(sc, binary, code ? code : DRAPE_ERR_BAD_MESSAGE, msg, has_av && m.op ? &m.avatar : NULL,
-                   m.has_seq, m.seq);
+        send_error(sc, binary, m.err, msg, has_av && m.op ? &m.avatar : NULL, m.has_seq, m.seq);
         return;
     }
     sc->errors_in_row = 0;
@@ -548,25 +543,30 @@ int draped_stream_upgrade(draped *d, struct MHD_Connection *c, const char *accep
     return ok == MHD_YES ? 0 : -1;
 }
 
+void draped_streams_init(draped *d)
+{
+    pthread_mutex_init(&d->mu, NULL);
+    /* the shutdown's deadline is on drape_now_ns's clock, which a change
+     * of the wall clock does not move */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
 void draped_streams_shutdown(draped *d)
 {
     atomic_store(&d->stopping, 1);
     int64_t deadline = drape_now_ns() + (d->cfg.drain_ms + 3000) * 1000000;
+    struct timespec ts = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
     pthread_mutex_lock(&d->mu);
     for (stream_conn *s = d->streams; s; s = s->next) {
         uint64_t one = 1;
         if (write(s->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
     }
-    while (d->n_streams > 0 && drape_now_ns() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100000000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
-        pthread_cond_timedwait(&d->cv, &d->mu, &ts);
-    }
+    /* every stream that leaves broadcasts */
+    while (d->n_streams > 0 && drape_now_ns() < deadline) pthread_cond_timedwait(&d->cv, &d->mu, &ts);
     if (d->n_streams) LOG_WARN("%d streams did not close in time", d->n_streams);
     pthread_mutex_unlock(&d->mu);
 }

@@ -1,0 +1,25 @@
+#include "frame.h"
+
+#include "../proto/pack.h"
+
+void draped_frame_job(drape_job *j, const drape_identity *id, const float (*win)[DRAPE_FRAME_FLOATS], int n_hist,
+                      int lbs_only, float *out)
+{
+    j->frame.id = id;
+    for (int k = 0; k < n_hist; k++) {
+        j->frame.pose[k] = win[k];
+        j->frame.trans[k] = win[k] + DRAPE_MSG_POSE;
+    }
+    j->frame.lbs_only = lbs_only;
+    j->frame.out = out;
+}
+
+int draped_frame_pack(drape_buf *pk, float bbox[6], drape_timing *t, const drape_job *j, int format, int V)
+{
+    int64_t t0 = drape_now_ns();
+    int rc = drape_pack(pk, bbox, format, j->frame.out, V);
+    t->queue_us = (uint32_t)((j->t_start_ns - j->t_submit_ns) / 1000);
+    t->compute_us = (uint32_t)((j->t_end_ns - j->t_start_ns) / 1000);
+    t->pack_us = (uint32_t)((drape_now_ns() - t0) / 1000);
+    return rc;
+}

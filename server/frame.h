@@ -1,0 +1,24 @@
+/* One frame through the batcher, the same for a stream's avatar and for
+ * POST /v1/frames: the job that points at an identity and a pose window,
+ * and the packing of its result with the times the client is told. */
+#ifndef DRAPED_FRAME_H
+#define DRAPED_FRAME_H
+
+#include "../proto/msg.h"
+#include "../runtime/batcher.h"
+#include "../runtime/sequence.h"
+
+_Static_assert(DRAPE_FRAME_FLOATS == DRAPE_MSG_POSE + 3, "a frame's floats: the wire's pose, then its translation");
+
+/* Fills the frame of j: identity id, the window win of the model's n_hist
+ * frames (oldest first, t last; each DRAPE_FRAME_FLOATS: the pose, then the
+ * translation), output out. The caller sets key, done and user; win and out
+ * must live until the job is done. */
+void draped_frame_job(drape_job *j, const drape_identity *id, const float (*win)[DRAPE_FRAME_FLOATS], int n_hist,
+                      int lbs_only, float *out);
+
+/* Packs the V vertices a finished job wrote in format into pk (bbox: their
+ * box) and fills t: the job's queue and compute times and the pack's, in µs. */
+int draped_frame_pack(drape_buf *pk, float bbox[6], drape_timing *t, const drape_job *j, int format, int V);
+
+#endif

@@ -1,0 +1,56 @@
+/* Inside the HTTP layer: what http.c (the daemon, dispatch and keys) gives
+ * the files that answer requests — routes.c, static.c, upgrade.c — and
+ * what they give it. */
+#ifndef DRAPED_HTTP_H
+#define DRAPED_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "../proto/errors.h"
+#include "app.h"
+
+/* A request: its URL and method, and the body as it came (too_big: it passed
+ * --max-message and was not kept). */
+typedef struct {
+    const char *url, *method;
+    drape_buf body;
+    int too_big;
+} draped_req;
+
+typedef enum MHD_Result (*draped_route_fn)(draped *d, struct MHD_Connection *c, const draped_req *rq);
+
+/* Responses, each counted under route (R_*) and its status. data is sent
+ * as mode says; j is taken. */
+enum MHD_Result draped_http_buf(draped *d, struct MHD_Connection *c, int route, unsigned status, const char *type,
+                                void *data, size_t len, enum MHD_ResponseMemoryMode mode);
+enum MHD_Result draped_http_json(draped *d, struct MHD_Connection *c, int route, unsigned status, json_t *j);
+/* {"error": {"code", "message"}} with the code's HTTP status (proto/errors.h) */
+enum MHD_Result draped_http_error(draped *d, struct MHD_Connection *c, int route, drape_errcode code, const char *fmt,
+                                  ...) __attribute__((format(printf, 5, 6)));
+/* the same with a narrower status than the code's, where the route knows
+ * more: 413 for a body over the limit, 503 for a failure that passes */
+enum MHD_Result draped_http_error_as(draped *d, struct MHD_Connection *c, int route, unsigned status,
+                                     drape_errcode code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* routes.c */
+enum MHD_Result draped_route_healthz(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_readyz(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_metrics(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_garment(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_body(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_identities(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const draped_req *rq);
+
+/* static.c: the viewer's files under --web-root */
+enum MHD_Result draped_route_static(draped *d, struct MHD_Connection *c, const draped_req *rq);
+
+/* upgrade.c: GET /v1/stream, the WebSocket handshake */
+enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const draped_req *rq);
+
+/* tls.c: the PEM certificate and key of --tls-cert and --tls-key (malloc'd);
+ * both NULL when TLS is off. -1 (logged) when they cannot be read. */
+int draped_tls_load(const draped *d, char **cert, char **key);
+
+#endif
