@@ -18,12 +18,6 @@ struct drape_batcher {
 };
 
 
-static void abs_deadline(struct timespec *ts, int64_t mono_ns)
-{
-    ts->tv_sec = (time_t)(mono_ns / 1000000000);
-    ts->tv_nsec = (long)(mono_ns % 1000000000);
-}
-
 /* Takes up to max_batch jobs in arrival order, skipping (and leaving queued)
  * any whose key is already in the batch. O(n·batch) on keys, which is small. */
 static int take_batch(drape_batcher *b)
@@ -66,11 +60,8 @@ static void *worker_main(void *arg)
         while (!b->head && !b->stopping) pthread_cond_wait(&b->cv, &b->mu);
         if (!b->head) break; /* stopping and drained */
         int64_t deadline = b->head->t_submit_ns + (int64_t)b->max_delay_us * 1000;
-        while (b->queued < b->max_batch && !b->stopping && drape_now_ns() < deadline) {
-            struct timespec ts;
-            abs_deadline(&ts, deadline);
-            pthread_cond_timedwait(&b->cv, &b->mu, &ts);
-        }
+        while (b->queued < b->max_batch && !b->stopping && drape_now_ns() < deadline)
+            drape_cond_wait_until(&b->cv, &b->mu, deadline);
         int n = take_batch(b);
         pthread_mutex_unlock(&b->mu);
 
@@ -115,11 +106,7 @@ int drape_batcher_create(drape_batcher **out, drape_backend *be, int max_batch, 
     b->batch = calloc((size_t)max_batch, sizeof *b->batch);
     b->frames = calloc((size_t)max_batch, sizeof *b->frames);
     pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    drape_cond_init(&b->cv);
     if (!b->batch || !b->frames || pthread_create(&b->worker, NULL, worker_main, b)) {
         drape_batcher_free(b);
         return drape_fail(err, DRAPE_ENOMEM, "batcher: cannot start the worker thread");

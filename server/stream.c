@@ -548,25 +548,20 @@ void draped_streams_init(draped *d)
     pthread_mutex_init(&d->mu, NULL);
     /* the shutdown's deadline is on drape_now_ns's clock, which a change
      * of the wall clock does not move */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    drape_cond_init(&d->cv);
 }
 
 void draped_streams_shutdown(draped *d)
 {
     atomic_store(&d->stopping, 1);
     int64_t deadline = drape_now_ns() + (d->cfg.drain_ms + 3000) * 1000000;
-    struct timespec ts = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
     pthread_mutex_lock(&d->mu);
     for (stream_conn *s = d->streams; s; s = s->next) {
         uint64_t one = 1;
         if (write(s->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
     }
     /* every stream that leaves broadcasts */
-    while (d->n_streams > 0 && drape_now_ns() < deadline) pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+    while (d->n_streams > 0 && drape_now_ns() < deadline) drape_cond_wait_until(&d->cv, &d->mu, deadline);
     if (d->n_streams) LOG_WARN("%d streams did not close in time", d->n_streams);
     pthread_mutex_unlock(&d->mu);
 }
