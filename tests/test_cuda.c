@@ -17,6 +17,7 @@
 #include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
+#include "../runtime/backend_plugin.h"
 #include "../runtime/backend_test.h"
 #include "../runtime/body.h"
 #include "../core/mesh.h"
@@ -393,6 +394,99 @@ static drape_backend *cuda_or_skip(const drape_model *m, int precision)
     cr_assert_eq(rc, 0, "%s", e.msg);
     cr_assert_str_eq(drape_backend_name(be), "cuda");
     return be;
+}
+
+/* A stand-in plugin built from runtime/backend_plugin.h, in the place of
+ * libdrape_cuda.so ($DRAPE_CUDA_LIB): it claims API version DRAPE_BACKEND_API_VERSION
+ * + SKEW, reports one device, and its create answers through the program's
+ * services: the body's first joint (body_shape) in a message recorded by fail. */
+static const char *FAKE_PLUGIN =
+    "#include <stdio.h>\n"
+    "#include \"runtime/backend_plugin.h\"\n"
+    "static const drape_backend_services *svc;\n"
+    "static int probe(char *why, size_t n) { snprintf(why, n, \"fake\"); return 1; }\n"
+    "static int create(drape_backend **out, const drape_model *m, const drape_backend_opts *o, drape_error *err) {\n"
+    "    float betas[16] = {0.5f, -1}, J[72]; char msg[128];\n"
+    "    (void)out; (void)o; svc->body_shape(NULL, J, m, betas);\n"
+    "    snprintf(msg, sizeof msg, \"fake plugin: J0 %.9g %.9g %.9g\", J[0], J[1], J[2]);\n"
+    "    return svc->fail(err, DRAPE_EBACKEND, msg);\n"
+    "}\n"
+    "static const drape_backend_ops ops = {\"cuda\", DRAPE_BACKEND_CUDA, create, 0, 0, 0, 0, 0};\n"
+    "static int read_(drape_backend *b, const drape_identity *i, float *a, float *c, float *d, float *e, float *f,\n"
+    "                 float *g, drape_error *err) { (void)b; (void)i; (void)a; (void)c; (void)d; (void)e; (void)f; (void)g;\n"
+    "                 return svc->fail(err, DRAPE_EBACKEND, \"read\"); }\n"
+    "static const drape_backend_plugin plugin = {DRAPE_BACKEND_API_VERSION + SKEW, &ops, probe, read_};\n"
+    "const drape_backend_plugin *drape_backend_plugin_init(const drape_backend_services *s) {\n"
+    "    if (s->api_version == DRAPE_BACKEND_API_VERSION + SKEW) svc = s;\n"
+    "    return &plugin;\n"
+    "}\n";
+
+/* builds the stand-in (or, with entry NULL, a library without the entry
+ * point) and makes it the CUDA plugin of this test's process */
+static void use_fake_plugin(int skew, int entry)
+{
+    char out[4096], src[600], so[600];
+    snprintf(src, sizeof src, "%s", tu_tmp("fake_plugin.c"));
+    snprintf(so, sizeof so, "%s", tu_tmp("fake_plugin.so"));
+    FILE *f = fopen(src, "w");
+    cr_assert_not_null(f);
+    fputs(entry ? FAKE_PLUGIN : "int drape_backend_cuda;\n", f);
+    fclose(f);
+    int rc = tu_run(out, sizeof out, "cc -shared -fPIC -Wall -Werror -I. -DSKEW=%d -o %s %s", skew, so, src);
+    cr_assert_eq(rc, 0, "building the stand-in plugin:\n%s", out);
+    setenv("DRAPE_CUDA_LIB", so, 1);
+}
+
+Test(cuda, plugin_of_another_api_version_is_refused)
+{
+    use_fake_plugin(1, 1);
+    drape_model *m = tu_load("tiny_random");
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_create(&be, "cuda", m, NULL, &e), DRAPE_ENOTSUP);
+    cr_assert_null(be);
+    char want[128];
+    snprintf(want, sizeof want, "API version %d, this program %d", DRAPE_BACKEND_API_VERSION + 1,
+             DRAPE_BACKEND_API_VERSION);
+    cr_assert(strstr(e.msg, want) && strstr(e.msg, "fake_plugin.so"), "%s", e.msg);
+    /* auto goes on without it */
+    cr_assert_eq(drape_backend_create(&be, "auto", m, NULL, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(drape_backend_name(be), "cpu");
+    drape_backend_free(be);
+    drape_model_free(m);
+}
+
+Test(cuda, plugin_without_the_entry_point_is_refused)
+{
+    use_fake_plugin(0, 0);
+    drape_model *m = tu_load("tiny_random");
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_create(&be, "cuda", m, NULL, &e), DRAPE_ENOTSUP);
+    cr_assert(strstr(e.msg, "has no " DRAPE_BACKEND_PLUGIN_INIT), "%s", e.msg);
+    drape_model_free(m);
+}
+
+Test(cuda, plugin_calls_the_program_through_its_services)
+{
+    use_fake_plugin(0, 1);
+    drape_model *m = tu_load("tiny_random");
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_create(&be, "cuda", m, NULL, &e), DRAPE_EBACKEND, "%s", e.msg);
+    float betas[16] = {0.5f, -1}, J[72], got[3];
+    drape_body_shape(NULL, J, m, betas);
+    cr_assert_eq(sscanf(e.msg, "fake plugin: J0 %g %g %g", &got[0], &got[1], &got[2]), 3, "%s", e.msg);
+    assert_close(got, J, 3, 0, 0, "J0 through the services");
+    /* the test hook refuses a backend that is not CUDA's */
+    drape_backend *cpu = tu_backend(m);
+    drape_identity *id = tu_identity(cpu, 0, betas, 2);
+    float J2[72];
+    cr_assert_eq(drape_backend_cuda_identity_read(cpu, id, NULL, NULL, NULL, NULL, J2, NULL, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "cpu"), "%s", e.msg);
+    drape_identity_free(cpu, id);
+    drape_backend_free(cpu);
+    drape_model_free(m);
 }
 
 Test(cuda, refusals_without_a_device_are_clean)
