@@ -2,8 +2,9 @@
  *
  * cuda_host tests: the kernels' per-thread bodies (kernels/cuda/bodies.h) run on
  * the CPU, looped the way the kernels launch them, against the CPU backend's
- * ops; these run everywhere and catch index and boundary mistakes without a
- * GPU.
+ * ops, and the math both share (core/kinematics.h: FK, heading, UV taps)
+ * against references written here from the definitions; these run everywhere
+ * and catch index and boundary mistakes without a GPU.
  * cuda tests: the backend on a device against the CPU backend, module B's cached
  * outputs and module A's vertices, per precision; each skips (counted as
  * skipped) when no device is present. A few (refusals) run everywhere. */
@@ -43,7 +44,79 @@ static void fill(float *x, int64_t n, float scale, uint64_t seed)
 
 /* ---------------- host: bodies vs CPU ops ---------------- */
 
-Test(cuda_host, fk_and_heading_match_body)
+/* ---- independent references: the definitions (docs/conventions.md,
+ * DESIGN 2.1) written out in double, sharing no code with core/kinematics.h ---- */
+
+/* R = I + sin a·K + (1 − cos a)·K², K = [θ/a]×, a = |θ|; I + [θ]× below 1e-12 */
+static void ref_rodrigues(double R[3][3], const float *aa)
+{
+    double t[3] = {aa[0], aa[1], aa[2]}, a = sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]), s = 1, c1 = 0;
+    if (a >= 1e-12) {
+        for (int d = 0; d < 3; d++) t[d] /= a;
+        s = sin(a);
+        c1 = 1 - cos(a);
+    }
+    double K[3][3] = {{0, -t[2], t[1]}, {t[2], 0, -t[0]}, {-t[1], t[0], 0}};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double K2 = K[i][0] * K[0][j] + K[i][1] * K[1][j] + K[i][2] * K[2][j];
+            R[i][j] = (i == j) + s * K[i][j] + c1 * K2;
+        }
+}
+
+/* DESIGN 2.1's FK: the world frame of joint k is G_0 = [R_0 | J_0 + trans],
+ * G_k = G_parent ∘ [R_k | J_k − J_parent], and its skinning transform
+ * A_k = G_k ∘ [I | −J_k]. Out as float [24,12] (3×4 row-major). */
+static void ref_fk(float *A, const float *pose, const float *trans, const float *J, const int32_t *parents)
+{
+    double GR[24][3][3], Gt[24][3];
+    for (int k = 0; k < 24; k++) {
+        double R[3][3], off[3];
+        ref_rodrigues(R, pose + 3 * k);
+        int p = parents[k];
+        for (int d = 0; d < 3; d++) off[d] = k ? (double)J[3 * k + d] - J[3 * p + d] : (double)J[d] + trans[d];
+        for (int i = 0; i < 3; i++) {
+            if (!k) {
+                for (int j = 0; j < 3; j++) GR[0][i][j] = R[i][j];
+                Gt[0][i] = off[i];
+                continue;
+            }
+            Gt[k][i] = Gt[p][i];
+            for (int j = 0; j < 3; j++) {
+                GR[k][i][j] = 0;
+                for (int l = 0; l < 3; l++) GR[k][i][j] += GR[p][i][l] * R[l][j];
+                Gt[k][i] += GR[p][i][j] * off[j];
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            double t = Gt[k][i];
+            for (int j = 0; j < 3; j++) {
+                A[12 * k + 4 * i + j] = (float)GR[k][i][j];
+                t -= GR[k][i][j] * J[3 * k + j];
+            }
+            A[12 * k + 4 * i + 3] = (float)t;
+        }
+    }
+}
+
+/* The heading frame [R_y(ψ) | J_0 + trans]: ψ turns +z to the horizontal
+ * part of the root's forward axis f = R_0·(0,0,1), ψ = atan2(f_x, f_z); with
+ * f (nearly) vertical, from the root's x axis g = R_0·(1,0,0): atan2(−g_z, g_x). */
+static void ref_heading(float *H, const float *pose, const float *trans, const float *J0)
+{
+    double R[3][3];
+    ref_rodrigues(R, pose);
+    double fx = R[0][2], fz = R[2][2];
+    double psi = hypot(fx, fz) < 1e-6 ? atan2(-R[2][0], R[0][0]) : atan2(fx, fz);
+    double c = cos(psi), s = sin(psi);
+    double h[12] = {c, 0, s, (double)J0[0] + trans[0], 0, 1, 0, (double)J0[1] + trans[1],
+                    -s, 0, c, (double)J0[2] + trans[2]};
+    for (int i = 0; i < 12; i++) H[i] = (float)h[i];
+}
+
+/* the kernels' FK and heading (core/kinematics.h), and the host's entry
+ * points to them (runtime/body.h), against the references above */
+Test(cuda_host, fk_and_heading_match_a_double_reference)
 {
     drape_model *m = tu_load("small_random");
     float betas[16] = {0.5f, -1, 2}, J[72], poses[4 * 75];
@@ -51,14 +124,35 @@ Test(cuda_host, fk_and_heading_match_body)
     tu_random_poses(poses, 4, 0.5f, 0.3f, 3);
     poses[75 * 3] = poses[75 * 3 + 1] = poses[75 * 3 + 2] = 0; /* the a < 1e-12 branch */
     for (int t = 0; t < 4; t++) {
-        float A[288], A2[288], G[288], H[12], H2[12];
-        drape_fk(A, poses + 75 * t, poses + 75 * t + 72, J, m->parents);
-        hd_fk(A2, G, poses + 75 * t, poses + 75 * t + 72, J, m->parents);
-        assert_close(A2, A, 288, 0, 0, "A");
-        drape_heading(H, poses + 75 * t, poses + 75 * t + 72, J);
-        hd_heading(H2, poses + 75 * t, poses + 75 * t + 72, J);
-        assert_close(H2, H, 12, 0, 0, "H");
+        const float *pose = poses + 75 * t, *trans = pose + 72;
+        float A[288], G[288], H[12], wantA[288], wantH[12];
+        ref_fk(wantA, pose, trans, J, m->parents);
+        ref_heading(wantH, pose, trans, J);
+        hd_fk(A, G, pose, trans, J, m->parents);
+        assert_close(A, wantA, 288, 1e-5, 1e-5, "A (hd_fk)");
+        drape_fk(A, pose, trans, J, m->parents);
+        assert_close(A, wantA, 288, 1e-5, 1e-5, "A (drape_fk)");
+        hd_heading(H, pose, trans, J);
+        assert_close(H, wantH, 12, 1e-6, 1e-6, "H (hd_heading)");
+        drape_heading(H, pose, trans, J);
+        assert_close(H, wantH, 12, 1e-6, 1e-6, "H (drape_heading)");
+        /* what ψ means: R_y(ψ)ᵀ turns the root's forward axis into the y–z
+         * plane, facing +z */
+        double R[3][3];
+        ref_rodrigues(R, pose);
+        double fx = R[0][2], fz = R[2][2];
+        cr_assert(fabs(H[0] * fx + H[8] * fz) < 1e-6 && H[2] * fx + H[10] * fz > 0, "frame %d: ψ does not face f", t);
     }
+    /* the forward axis straight up: the root R_y(0.7)·R_x(−π/2) as an axis-angle
+     * (the matrix logarithm), whose heading is 0.7 about y */
+    double a = 0.7, Rm[3][3] = {{cos(a), -sin(a), 0}, {0, 0, 1}, {-sin(a), -cos(a), 0}};
+    double ang = acos((Rm[0][0] + Rm[1][1] + Rm[2][2] - 1) / 2), k = ang / (2 * sin(ang));
+    float up[75] = {(float)(k * (Rm[2][1] - Rm[1][2])), (float)(k * (Rm[0][2] - Rm[2][0])), (float)(k * (Rm[1][0] - Rm[0][1]))};
+    float H[12], wantH[12], built[12] = {(float)cos(a), 0, (float)sin(a), J[0], 0, 1, 0, J[1], (float)-sin(a), 0, (float)cos(a), J[2]};
+    ref_heading(wantH, up, up + 72, J);
+    assert_close(wantH, built, 12, 1e-6, 1e-6, "H (reference, forward axis up)");
+    hd_heading(H, up, up + 72, J);
+    assert_close(H, built, 12, 1e-6, 1e-6, "H (forward axis up)");
     drape_model_free(m);
 }
 
@@ -277,6 +371,41 @@ static void conv_case(const char *bundle)
 Test(cuda_host, conv_im2col_matches_cpu_tiny) { conv_case("tiny_random"); }
 Test(cuda_host, conv_im2col_matches_cpu_small) { conv_case("small_random"); }
 
+/* f_d(i, j), bilinear in the texel row i and column j, one per channel */
+static double bilinear_f(int d, double i, double j) { return 0.3 + 0.1 * d + (1.7 - d) * j - 0.9 * i + 0.05 * (d + 1) * i * j; }
+
+/* The taps of (u, v) against explicit bilinear weights (docs/conventions.md),
+ * compared as a weight per texel (at a clamped edge two taps share one), and
+ * their sample of bilinear_f against f at the clamped point. */
+static void taps_case(void (*taps)(int32_t *, float *, float, float, int, int), float u, float v, int Hu, int Wu,
+                      const char *what)
+{
+    double *got = calloc((size_t)Hu * Wu, sizeof(double)), *ref = calloc((size_t)Hu * Wu, sizeof(double));
+    int32_t idx[4];
+    float w[4];
+    taps(idx, w, u, v, Hu, Wu);
+    double x = fmin(fmax((double)u * Wu - 0.5, 0), Wu - 1), y = fmin(fmax((double)v * Hu - 0.5, 0), Hu - 1), sample = 0;
+    for (int t = 0; t < 4; t++) {
+        cr_assert(idx[t] >= 0 && idx[t] < Hu * Wu, "%s(%g, %g): tap %d at %d", what, u, v, t, idx[t]);
+        got[idx[t]] += w[t];
+        sample += w[t] * bilinear_f(0, idx[t] / Wu, idx[t] % Wu);
+    }
+    int j0 = (int)floor(x), i0 = (int)floor(y);
+    double fx = x - j0, fy = y - i0;
+    for (int di = 0; di < 2; di++)
+        for (int dj = 0; dj < 2; dj++) {
+            int i = i0 + di < Hu ? i0 + di : Hu - 1, j = j0 + dj < Wu ? j0 + dj : Wu - 1;
+            ref[i * Wu + j] += (di ? fy : 1 - fy) * (dj ? fx : 1 - fx);
+        }
+    for (int t = 0; t < Hu * Wu; t++)
+        cr_assert(fabs(got[t] - ref[t]) < 1e-6, "%s(%g, %g): texel (%d, %d) weighs %.9g, bilinear %.9g", what, u, v,
+                  t / Wu, t % Wu, got[t], ref[t]);
+    cr_assert(fabs(sample - bilinear_f(0, y, x)) < 1e-4, "%s(%g, %g): samples %.9g of f = %.9g", what, u, v, sample,
+              bilinear_f(0, y, x));
+    free(got);
+    free(ref);
+}
+
 Test(cuda_host, uv_sample_matches_cpu)
 {
     drape_model *m = tu_load("small_random");
@@ -288,14 +417,32 @@ Test(cuda_host, uv_sample_matches_cpu)
     cpu_uv_sample(want, g, map, Hu, Wu);
     for (int v = 0; v < g->V; v++) hd_uv_sample_vertex(got + 3 * v, g->copy_start, g->copy_uv, g->uv, map, v, Hu, Wu);
     assert_close(got, want, 3 * g->V, 0, 0, "delta");
+    /* a map that is a bilinear function of the texel position (i row, j
+     * column): bilinear sampling reproduces it exactly, so each vertex's δ is
+     * the mean of f at its copies' clamped texel coordinates */
+    for (int i = 0; i < Hu; i++)
+        for (int j = 0; j < Wu; j++)
+            for (int d = 0; d < 3; d++) map[((size_t)(i + 1) * (Wu + 2) + j + 1) * 3 + d] = (float)bilinear_f(d, i, j);
+    for (int v = 0; v < g->V; v++) {
+        double acc[3] = {0, 0, 0};
+        int n = g->copy_start[v + 1] - g->copy_start[v];
+        for (int c = g->copy_start[v]; c < g->copy_start[v + 1]; c++) {
+            const float *uv = g->uv + 2 * g->copy_uv[c];
+            double x = fmin(fmax((double)uv[0] * Wu - 0.5, 0), Wu - 1), y = fmin(fmax((double)uv[1] * Hu - 0.5, 0), Hu - 1);
+            for (int d = 0; d < 3; d++) acc[d] += bilinear_f(d, y, x);
+        }
+        float ref[3];
+        for (int d = 0; d < 3; d++) ref[d] = n ? (float)(acc[d] / n) : 0.0f;
+        hd_uv_sample_vertex(got + 3 * v, g->copy_start, g->copy_uv, g->uv, map, v, Hu, Wu);
+        assert_close(got + 3 * v, ref, 3, 1e-4, 1e-5, "delta of a bilinear map (bodies)");
+    }
+    cpu_uv_sample(want, g, map, Hu, Wu);
+    for (int v = 0; v < g->V; v++) assert_close(want + 3 * v, got + 3 * v, 3, 1e-4, 1e-5, "delta of a bilinear map (cpu)");
     /* the taps themselves, at the clamped edges too */
-    float uvs[5][2] = {{0, 0}, {1, 1}, {0.999f, 0.001f}, {0.5f, 0.25f}, {-0.1f, 1.2f}};
-    for (int i = 0; i < 5; i++) {
-        int32_t a[4], b[4];
-        float wa[4], wb[4];
-        drape_uv_taps(a, wa, uvs[i][0], uvs[i][1], Hu, Wu);
-        hd_uv_taps(b, wb, uvs[i][0], uvs[i][1], Hu, Wu);
-        cr_assert(!memcmp(a, b, sizeof a) && !memcmp(wa, wb, sizeof wa), "taps of (%g, %g)", uvs[i][0], uvs[i][1]);
+    float uvs[7][2] = {{0, 0}, {1, 1}, {0.999f, 0.001f}, {0.5f, 0.25f}, {-0.1f, 1.2f}, {0.3f, 0.77f}, {0.61f, -0.3f}};
+    for (int i = 0; i < 7; i++) {
+        taps_case(hd_uv_taps, uvs[i][0], uvs[i][1], Hu, Wu, "hd_uv_taps");
+        taps_case(drape_uv_taps, uvs[i][0], uvs[i][1], Hu, Wu, "drape_uv_taps");
     }
     free(map); free(want); free(got);
     drape_model_free(m);
