@@ -198,7 +198,7 @@ static int carve(cuda_backend *be, void **base, carve_item *it, int n, const cha
         *base = NULL;
         if (rc == cudaErrorMemoryAllocation)
             return plugin_fail(err, DRAPE_ENOMEM, "cuda backend: cannot allocate %zu bytes of device memory for %s",
-                              total, what);
+                               total, what);
         return cu_check(be, rc, what, __FILE__, __LINE__, err);
     }
     size_t off = 0;
