@@ -82,11 +82,10 @@ NVCCFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=co
 CFLAGS    += -DDRAPE_HAVE_CUDA
 CUDA_PLUGIN := $(BUILD)/libdrape_cuda.so
 endif
-# Programs export their symbols (-rdynamic) and carry the whole library, so
-# the CUDA plugin (dlopen'ed on demand) finds the runtime it uses.
-LDFLAGS += -rdynamic
+# The CUDA plugin is dlopen'ed on demand (kernels/backends.c); it calls the
+# program only through the services table it is handed, so programs link
+# the layer archives plainly and export nothing.
 LDLIBS  += -ldl
-WHOLE    = -Wl,--whole-archive $(LAYER_LIBS) -Wl,--no-whole-archive
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/util.o
 
@@ -131,7 +130,7 @@ $(call layer_lib,$(1)): $(LAYER_SRC_$(1):%.c=$(BUILD)/%.o)
 	rm -f $$@
 	ar rcs $$@ $$^
 $(BUILD)/layers/$(1): $(call layer_lib,$(1)) $(foreach d,$(LAYER_DEPS_$(1)),$(call layer_lib,$(d))) $(BUILD)/layers/main.o
-	$(CC) $(filter-out -rdynamic,$(LDFLAGS)) -o $$@ $(BUILD)/layers/main.o -Wl,--whole-archive $(call layer_lib,$(1)) \
+	$(CC) $(LDFLAGS) -o $$@ $(BUILD)/layers/main.o -Wl,--whole-archive $(call layer_lib,$(1)) \
 	    -Wl,--no-whole-archive $(foreach d,$(LAYER_DEPS_$(1)),$(call layer_lib,$(d))) $(LDLIBS) \
 	    || { echo "make: layer '$(1)' calls something outside $(1) $(LAYER_DEPS_$(1)) (a call that points up)"; exit 1; }
 endef
@@ -147,33 +146,37 @@ $(BUILD)/libdrape.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+# The plugin exports drape_backend_plugin_init alone (plugin.map) and must
+# resolve every symbol it uses in the C/C++ and CUDA libraries (-z defs):
+# nothing of the program's (runtime/backend_plugin.h).
 ifneq ($(NVCC),)
-$(CUDA_PLUGIN): $(CU_OBJ)
-	$(NVCC) -shared -o $@ $^ -L$(CUDA_LIB) -Xlinker -rpath,$(CUDA_LIB) -lcublas -lcudart
+$(CUDA_PLUGIN): $(CU_OBJ) kernels/cuda/plugin.map
+	$(NVCC) -shared -o $@ $(CU_OBJ) -L$(CUDA_LIB) -Xlinker -rpath,$(CUDA_LIB) \
+	    -Xlinker --version-script=kernels/cuda/plugin.map -Xlinker -z,defs -lcublas -lcudart
 endif
 
 $(BUILD)/drape: $(TOOL_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 $(BUILD)/draped: $(SERVER_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 # the server's counters are tested alone (tests/test_errors.c); the rest of
 # the server through the draped binary
 $(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/server/metrics.o $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS) -lcriterion
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS) -lcriterion
 
 $(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 $(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 $(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 $(BUILD)/drape_bench_gpu: $(BUILD)/bench/bench_gpu.o $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(WHOLE) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 # Test and benchmark bundles, made by the project's own generator.
 $(DATA)/%.safetensors: $(PY_ASSETS)

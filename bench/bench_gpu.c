@@ -20,6 +20,7 @@
 #include "bench_util.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
+#include "../runtime/omp_env.h"
 
 #define NB 5
 static const int BATCHES[NB] = {1, 8, 32, 64, 256};
@@ -201,6 +202,7 @@ static int bench_bundle(const char *path, int threads)
 
 int main(int argc, char **argv)
 {
+    drape_blas_threads_init();
     if (argc < 2) {
         fprintf(stderr, "usage: drape_bench_gpu BUNDLE...\n");
         return 2;

@@ -16,6 +16,7 @@
 #include "bench_util.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
+#include "../runtime/omp_env.h"
 
 #define MAXB 32
 
@@ -116,6 +117,7 @@ static int bench_torch(const char *path, int threads, int paper, figures *f)
 
 int main(int argc, char **argv)
 {
+    drape_blas_threads_init();
     if (argc < 2) {
         fprintf(stderr, "usage: drape_bench BUNDLE...\n");
         return 2;

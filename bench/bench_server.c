@@ -28,6 +28,7 @@
 
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
+#include "../runtime/omp_env.h"
 #include "../core/clock.h"
 
 #define MAX_BATCH 64
@@ -210,6 +211,7 @@ static double num(json_t *j, const char *k)
 
 int main(int argc, char **argv)
 {
+    drape_blas_threads_init();
     if (argc < 4) die("usage", "drape_bench_server BUNDLE DRAPED DRAPE");
     int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : 2;
     const char *bundle = argv[1];

@@ -4,18 +4,37 @@
  * network behind one handle. */
 #include <dlfcn.h>
 #include <limits.h>
+#include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../runtime/backend_impl.h"
+#include "../core/log.h"
+#include "../core/mesh.h"
+#include "../runtime/backend_plugin.h"
+#include "../runtime/backend_test.h"
+#include "../runtime/body.h"
+#include "cpu/ops.h"
 
 static drape_backend *backend_for(drape_backend *be, int garment);
 
-static drape_cuda_plugin cuda_plugin;
-static const drape_cuda_plugin *cuda_loaded;
+/* ---- the CUDA plugin (runtime/backend_plugin.h) ---- */
+
+static int host_fail(drape_error *err, int code, const char *msg) { return drape_fail(err, code, "%s", msg); }
+static void host_log(int level, const char *msg) { DRAPE_LOG(level, "%s", msg); }
+
+static const drape_backend_services host_services = {
+    .api_version = DRAPE_BACKEND_API_VERSION,
+    .fail = host_fail,
+    .log = host_log,
+    .body_shape = drape_body_shape,
+    .mesh_normals = drape_mesh_normals,
+    .conv_pack = cpu_conv_pack,
+};
+
+static const drape_backend_plugin *cuda_loaded;
 static char cuda_why[256];
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 
@@ -37,17 +56,28 @@ static void cuda_load_once(void)
         snprintf(cuda_why, sizeof cuda_why, "no CUDA backend plugin (%s)", dlerror());
         return;
     }
-    cuda_plugin.ops = dlsym(h, "drape_backend_cuda");
-    *(void **)&cuda_plugin.probe = dlsym(h, "drape_cuda_probe");
-    *(void **)&cuda_plugin.identity_read = dlsym(h, "drape_cuda_identity_read");
-    if (!cuda_plugin.ops || !cuda_plugin.probe || !cuda_plugin.identity_read) {
-        snprintf(cuda_why, sizeof cuda_why, "%.200s lacks the backend's symbols", path);
+    drape_backend_plugin_init_fn init;
+    *(void **)&init = dlsym(h, DRAPE_BACKEND_PLUGIN_INIT);
+    const drape_backend_plugin *p = init ? init(&host_services) : NULL;
+    if (!p) {
+        snprintf(cuda_why, sizeof cuda_why, "%.200s has no %s", path, DRAPE_BACKEND_PLUGIN_INIT);
         return;
     }
-    cuda_loaded = &cuda_plugin;
+    /* a plugin of another build: its tables are laid out differently, use nothing of it */
+    if (p->api_version != DRAPE_BACKEND_API_VERSION) {
+        snprintf(cuda_why, sizeof cuda_why, "%.160s speaks backend plugin API version %d, this program %d (rebuild it)",
+                 path, p->api_version, DRAPE_BACKEND_API_VERSION);
+        return;
+    }
+    if (!p->ops || !p->probe || !p->identity_read || p->ops->kind != DRAPE_BACKEND_CUDA) {
+        snprintf(cuda_why, sizeof cuda_why, "%.200s: an incomplete backend table", path);
+        return;
+    }
+    cuda_loaded = p;
 }
 
-const drape_cuda_plugin *drape_cuda_plugin_load(char *why, size_t n)
+/* The plugin, or NULL with the reason in why. */
+static const drape_backend_plugin *cuda_plugin(char *why, size_t n)
 {
     pthread_once(&cuda_once, cuda_load_once);
     if (!cuda_loaded && why && n) snprintf(why, n, "%s", cuda_why);
@@ -58,28 +88,39 @@ int drape_backend_cuda_identity_read(drape_backend *be, const drape_identity *id
                                      float *c, float *J, float *F_cov, drape_error *err)
 {
     char why[256];
-    const drape_cuda_plugin *p = drape_cuda_plugin_load(why, sizeof why);
+    const drape_backend_plugin *p = cuda_plugin(why, sizeof why);
     if (!p) return drape_fail(err, DRAPE_ENOTSUP, "%s", why);
     be = backend_for(be, id->garment);
+    if (be->ops->kind != DRAPE_BACKEND_CUDA)
+        return drape_fail(err, DRAPE_EINVAL, "identity read: garment %d runs on the %s backend, not cuda", id->garment,
+                          be->ops->name);
     return p->identity_read(be, id, film, skin_w, g, c, J, F_cov, err);
 }
 
+/* opts: threads resolved */
 static int create_one(drape_backend **out, const char *kind, const drape_model *m, const drape_backend_opts *opts,
                       drape_error *err)
 {
-    int is_auto = !strcmp(kind, "auto");
-    if (!strcmp(kind, "cpu")) return drape_backend_cpu.create(out, m, opts, err);
-    if (!strcmp(kind, "cuda") || is_auto) {
+    int is_auto = !strcmp(kind, "auto"), rc;
+    const drape_backend_ops *ops = NULL;
+    if (!strcmp(kind, "cpu")) {
+        ops = &drape_backend_cpu;
+    } else if (!strcmp(kind, "cuda") || is_auto) {
         /* the CUDA plugin and runtime are only touched here, when a device is asked for */
         char why[256];
-        const drape_cuda_plugin *p = drape_cuda_plugin_load(why, sizeof why);
-        if (p && p->probe(why, sizeof why) > 0) return p->ops->create(out, m, opts, err);
-        if (is_auto) return drape_backend_cpu.create(out, m, opts, err);
-        if (!p)
+        const drape_backend_plugin *p = cuda_plugin(why, sizeof why);
+        if (p && p->probe(why, sizeof why) > 0) ops = p->ops;
+        else if (is_auto) ops = &drape_backend_cpu;
+        else if (!p)
             return drape_fail(err, DRAPE_ENOTSUP, "backend 'cuda': this build has no CUDA backend (%s)", why);
-        return drape_fail(err, DRAPE_ENOTSUP, "backend 'cuda': no usable CUDA device (%s)", why);
+        else
+            return drape_fail(err, DRAPE_ENOTSUP, "backend 'cuda': no usable CUDA device (%s)", why);
+    } else {
+        return drape_fail(err, DRAPE_EINVAL, "unknown backend '%s' (cpu, cuda, auto)", kind);
     }
-    return drape_fail(err, DRAPE_EINVAL, "unknown backend '%s' (cpu, cuda, auto)", kind);
+    if ((rc = ops->create(out, m, opts, err))) return rc;
+    (*out)->threads = opts->threads;
+    return DRAPE_OK;
 }
 
 /* ---- a model whose garments do not all share one network ----
@@ -155,7 +196,7 @@ static int nets_healthy(const drape_backend *be)
 /* The backend that runs garment g's identities: be itself but for a nets backend. */
 static drape_backend *backend_for(drape_backend *be, int garment)
 {
-    return be->ops->run == nets_run ? ((nets_backend *)be)->inner[net_slot(be->model, garment)] : be;
+    return be->ops->kind == DRAPE_BACKEND_NETS ? ((nets_backend *)be)->inner[net_slot(be->model, garment)] : be;
 }
 
 static int create_nets(drape_backend **out, const char *kind, const drape_model *m, const drape_backend_opts *opts,
@@ -165,6 +206,8 @@ static int create_nets(drape_backend **out, const char *kind, const drape_model 
     if (!nb) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     nb->base.ops = &nb->ops;
     nb->base.model = m;
+    nb->base.threads = opts->threads;
+    nb->ops.kind = DRAPE_BACKEND_NETS;
     for (int g = 0; g < m->cfg.n_garments; g++) {
         int s = net_slot(m, g), rc;
         if (nb->inner[s]) continue;
@@ -186,10 +229,11 @@ static int create_nets(drape_backend **out, const char *kind, const drape_model 
 int drape_backend_create(drape_backend **out, const char *kind, const drape_model *m, const drape_backend_opts *opts,
                          drape_error *err)
 {
-    static const drape_backend_opts defaults = {0};
+    drape_backend_opts o = {0};
     *out = NULL;
-    if (!opts) opts = &defaults;
-    if (opts->precision < 0 || opts->precision > 2)
-        return drape_fail(err, DRAPE_EINVAL, "precision %d: 0 (fp32), 1 (tf32) or 2 (bf16)", opts->precision);
-    return m->n_own ? create_nets(out, kind, m, opts, err) : create_one(out, kind, m, opts, err);
+    if (opts) o = *opts;
+    if (o.precision < 0 || o.precision > 2)
+        return drape_fail(err, DRAPE_EINVAL, "precision %d: 0 (fp32), 1 (tf32) or 2 (bf16)", o.precision);
+    if (o.threads <= 0) o.threads = omp_get_num_procs();
+    return m->n_own ? create_nets(out, kind, m, &o, err) : create_one(out, kind, m, &o, err);
 }

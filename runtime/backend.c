@@ -59,7 +59,7 @@ int drape_backend_run(drape_backend *be, drape_frame *frames, int n, drape_error
     /* the refine step on the host, after either backend (runtime/refine.h), one
      * frame per thread; frame t is the history's last */
     int t = be->model->cfg.n_hist - 1;
-#pragma omp parallel for schedule(dynamic) if (n > 1)
+#pragma omp parallel for schedule(dynamic) num_threads(be->threads) if (n > 1)
     for (int i = 0; i < n; i++) {
         const drape_frame *f = &frames[i];
         if (f->lbs_only || !f->id->refine) continue;

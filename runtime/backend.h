@@ -1,4 +1,5 @@
-/* The backend interface: where modules A and B run (CPU now, CUDA later).
+/* The backend interface: where modules A and B run (the CPU backend, or the
+ * CUDA one where it is built and a device is present).
  *
  * Callers see opaque handles and these functions only; a backend is a small
  * vtable (backend_impl.h). A backend instance is driven by one thread at a
@@ -16,7 +17,8 @@ typedef struct drape_backend drape_backend;
 typedef struct drape_identity drape_identity;
 
 typedef struct {
-    int threads;   /* math threads (OpenBLAS); 0 = library default */
+    int threads;   /* OpenMP threads of the backend's host work (the CPU
+                      backend's math, the refine step); 0 = one per core */
     int precision; /* GEMMs of the CUDA backend: 0 FP32 (reference), 1 TF32,
                       2 BF16 (tensor cores, FP32 accumulation); the CPU
                       backend is always FP32 */

@@ -11,6 +11,12 @@
 
 void drape_omp_env(char **argv);
 
+/* OpenBLAS to one thread unless OPENBLAS_NUM_THREADS says otherwise: the
+ * CPU backend runs a GEMM per row block inside its OpenMP regions. It is
+ * process-wide, so a program sets it once at start: drape_omp_env does, and
+ * programs that do not re-execute (the tests, the benchmarks) call this. */
+void drape_blas_threads_init(void);
+
 /* For a command that runs neither OpenMP nor BLAS, instead of the re-exec:
  * OpenBLAS to one thread and its pool, started when it was loaded, stopped
  * (its threads spin for a while first, which slows a 2-core machine). */

@@ -2,8 +2,9 @@
  *
  * cuda_host tests: the kernels' per-thread bodies (kernels/cuda/bodies.h) run on
  * the CPU, looped the way the kernels launch them, against the CPU backend's
- * ops; these run everywhere and catch index and boundary mistakes without a
- * GPU.
+ * ops, and the math both share (core/kinematics.h: FK, heading, UV taps)
+ * against references written here from the definitions; these run everywhere
+ * and catch index and boundary mistakes without a GPU.
  * cuda tests: the backend on a device against the CPU backend, module B's cached
  * outputs and module A's vertices, per precision; each skips (counted as
  * skipped) when no device is present. A few (refusals) run everywhere. */
@@ -17,6 +18,8 @@
 #include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
+#include "../runtime/backend_plugin.h"
+#include "../runtime/backend_test.h"
 #include "../runtime/body.h"
 #include "../core/mesh.h"
 #include "../runtime/uvmap.h"
@@ -41,7 +44,79 @@ static void fill(float *x, int64_t n, float scale, uint64_t seed)
 
 /* ---------------- host: bodies vs CPU ops ---------------- */
 
-Test(cuda_host, fk_and_heading_match_body)
+/* ---- independent references: the definitions (docs/conventions.md,
+ * DESIGN 2.1) written out in double, sharing no code with core/kinematics.h ---- */
+
+/* R = I + sin a·K + (1 − cos a)·K², K = [θ/a]×, a = |θ|; I + [θ]× below 1e-12 */
+static void ref_rodrigues(double R[3][3], const float *aa)
+{
+    double t[3] = {aa[0], aa[1], aa[2]}, a = sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]), s = 1, c1 = 0;
+    if (a >= 1e-12) {
+        for (int d = 0; d < 3; d++) t[d] /= a;
+        s = sin(a);
+        c1 = 1 - cos(a);
+    }
+    double K[3][3] = {{0, -t[2], t[1]}, {t[2], 0, -t[0]}, {-t[1], t[0], 0}};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            double K2 = K[i][0] * K[0][j] + K[i][1] * K[1][j] + K[i][2] * K[2][j];
+            R[i][j] = (i == j) + s * K[i][j] + c1 * K2;
+        }
+}
+
+/* DESIGN 2.1's FK: the world frame of joint k is G_0 = [R_0 | J_0 + trans],
+ * G_k = G_parent ∘ [R_k | J_k − J_parent], and its skinning transform
+ * A_k = G_k ∘ [I | −J_k]. Out as float [24,12] (3×4 row-major). */
+static void ref_fk(float *A, const float *pose, const float *trans, const float *J, const int32_t *parents)
+{
+    double GR[24][3][3], Gt[24][3];
+    for (int k = 0; k < 24; k++) {
+        double R[3][3], off[3];
+        ref_rodrigues(R, pose + 3 * k);
+        int p = parents[k];
+        for (int d = 0; d < 3; d++) off[d] = k ? (double)J[3 * k + d] - J[3 * p + d] : (double)J[d] + trans[d];
+        for (int i = 0; i < 3; i++) {
+            if (!k) {
+                for (int j = 0; j < 3; j++) GR[0][i][j] = R[i][j];
+                Gt[0][i] = off[i];
+                continue;
+            }
+            Gt[k][i] = Gt[p][i];
+            for (int j = 0; j < 3; j++) {
+                GR[k][i][j] = 0;
+                for (int l = 0; l < 3; l++) GR[k][i][j] += GR[p][i][l] * R[l][j];
+                Gt[k][i] += GR[p][i][j] * off[j];
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            double t = Gt[k][i];
+            for (int j = 0; j < 3; j++) {
+                A[12 * k + 4 * i + j] = (float)GR[k][i][j];
+                t -= GR[k][i][j] * J[3 * k + j];
+            }
+            A[12 * k + 4 * i + 3] = (float)t;
+        }
+    }
+}
+
+/* The heading frame [R_y(ψ) | J_0 + trans]: ψ turns +z to the horizontal
+ * part of the root's forward axis f = R_0·(0,0,1), ψ = atan2(f_x, f_z); with
+ * f (nearly) vertical, from the root's x axis g = R_0·(1,0,0): atan2(−g_z, g_x). */
+static void ref_heading(float *H, const float *pose, const float *trans, const float *J0)
+{
+    double R[3][3];
+    ref_rodrigues(R, pose);
+    double fx = R[0][2], fz = R[2][2];
+    double psi = hypot(fx, fz) < 1e-6 ? atan2(-R[2][0], R[0][0]) : atan2(fx, fz);
+    double c = cos(psi), s = sin(psi);
+    double h[12] = {c, 0, s, (double)J0[0] + trans[0], 0, 1, 0, (double)J0[1] + trans[1],
+                    -s, 0, c, (double)J0[2] + trans[2]};
+    for (int i = 0; i < 12; i++) H[i] = (float)h[i];
+}
+
+/* the kernels' FK and heading (core/kinematics.h), and the host's entry
+ * points to them (runtime/body.h), against the references above */
+Test(cuda_host, fk_and_heading_match_a_double_reference)
 {
     drape_model *m = tu_load("small_random");
     float betas[16] = {0.5f, -1, 2}, J[72], poses[4 * 75];
@@ -49,14 +124,35 @@ Test(cuda_host, fk_and_heading_match_body)
     tu_random_poses(poses, 4, 0.5f, 0.3f, 3);
     poses[75 * 3] = poses[75 * 3 + 1] = poses[75 * 3 + 2] = 0; /* the a < 1e-12 branch */
     for (int t = 0; t < 4; t++) {
-        float A[288], A2[288], G[288], H[12], H2[12];
-        drape_fk(A, poses + 75 * t, poses + 75 * t + 72, J, m->parents);
-        hd_fk(A2, G, poses + 75 * t, poses + 75 * t + 72, J, m->parents);
-        assert_close(A2, A, 288, 0, 0, "A");
-        drape_heading(H, poses + 75 * t, poses + 75 * t + 72, J);
-        hd_heading(H2, poses + 75 * t, poses + 75 * t + 72, J);
-        assert_close(H2, H, 12, 0, 0, "H");
+        const float *pose = poses + 75 * t, *trans = pose + 72;
+        float A[288], G[288], H[12], wantA[288], wantH[12];
+        ref_fk(wantA, pose, trans, J, m->parents);
+        ref_heading(wantH, pose, trans, J);
+        hd_fk(A, G, pose, trans, J, m->parents);
+        assert_close(A, wantA, 288, 1e-5, 1e-5, "A (hd_fk)");
+        drape_fk(A, pose, trans, J, m->parents);
+        assert_close(A, wantA, 288, 1e-5, 1e-5, "A (drape_fk)");
+        hd_heading(H, pose, trans, J);
+        assert_close(H, wantH, 12, 1e-6, 1e-6, "H (hd_heading)");
+        drape_heading(H, pose, trans, J);
+        assert_close(H, wantH, 12, 1e-6, 1e-6, "H (drape_heading)");
+        /* what ψ means: R_y(ψ)ᵀ turns the root's forward axis into the y–z
+         * plane, facing +z */
+        double R[3][3];
+        ref_rodrigues(R, pose);
+        double fx = R[0][2], fz = R[2][2];
+        cr_assert(fabs(H[0] * fx + H[8] * fz) < 1e-6 && H[2] * fx + H[10] * fz > 0, "frame %d: ψ does not face f", t);
     }
+    /* the forward axis straight up: the root R_y(0.7)·R_x(−π/2) as an axis-angle
+     * (the matrix logarithm), whose heading is 0.7 about y */
+    double a = 0.7, Rm[3][3] = {{cos(a), -sin(a), 0}, {0, 0, 1}, {-sin(a), -cos(a), 0}};
+    double ang = acos((Rm[0][0] + Rm[1][1] + Rm[2][2] - 1) / 2), k = ang / (2 * sin(ang));
+    float up[75] = {(float)(k * (Rm[2][1] - Rm[1][2])), (float)(k * (Rm[0][2] - Rm[2][0])), (float)(k * (Rm[1][0] - Rm[0][1]))};
+    float H[12], wantH[12], built[12] = {(float)cos(a), 0, (float)sin(a), J[0], 0, 1, 0, J[1], (float)-sin(a), 0, (float)cos(a), J[2]};
+    ref_heading(wantH, up, up + 72, J);
+    assert_close(wantH, built, 12, 1e-6, 1e-6, "H (reference, forward axis up)");
+    hd_heading(H, up, up + 72, J);
+    assert_close(H, built, 12, 1e-6, 1e-6, "H (forward axis up)");
     drape_model_free(m);
 }
 
@@ -254,7 +350,7 @@ static void conv_case(const char *bundle)
         for (size_t i = 0; i < P * Co; i++) want[i] = got[i] = 3; /* stale, border included */
         cpu_conv_pack(taps, wt, cv->w, Ci, Co);
         cpu_conv cc = {.b = cv->b, .taps = taps, .wt = wt, .in = Ci, .out = Co};
-        cpu_conv3x3(want, in, &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode);
+        cpu_conv3x3(want, in, &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
         for (int i = 0; i < 2 * pw + 2 * Hu; i++)
             for (int ch = 0; ch < Co; ch++) got[hd_border_pos(i, Hu, Wu) * Co + ch] = 0;
         for (int r = 0; r < n; r++) {
@@ -275,6 +371,41 @@ static void conv_case(const char *bundle)
 Test(cuda_host, conv_im2col_matches_cpu_tiny) { conv_case("tiny_random"); }
 Test(cuda_host, conv_im2col_matches_cpu_small) { conv_case("small_random"); }
 
+/* f_d(i, j), bilinear in the texel row i and column j, one per channel */
+static double bilinear_f(int d, double i, double j) { return 0.3 + 0.1 * d + (1.7 - d) * j - 0.9 * i + 0.05 * (d + 1) * i * j; }
+
+/* The taps of (u, v) against explicit bilinear weights (docs/conventions.md),
+ * compared as a weight per texel (at a clamped edge two taps share one), and
+ * their sample of bilinear_f against f at the clamped point. */
+static void taps_case(void (*taps)(int32_t *, float *, float, float, int, int), float u, float v, int Hu, int Wu,
+                      const char *what)
+{
+    double *got = calloc((size_t)Hu * Wu, sizeof(double)), *ref = calloc((size_t)Hu * Wu, sizeof(double));
+    int32_t idx[4];
+    float w[4];
+    taps(idx, w, u, v, Hu, Wu);
+    double x = fmin(fmax((double)u * Wu - 0.5, 0), Wu - 1), y = fmin(fmax((double)v * Hu - 0.5, 0), Hu - 1), sample = 0;
+    for (int t = 0; t < 4; t++) {
+        cr_assert(idx[t] >= 0 && idx[t] < Hu * Wu, "%s(%g, %g): tap %d at %d", what, u, v, t, idx[t]);
+        got[idx[t]] += w[t];
+        sample += w[t] * bilinear_f(0, idx[t] / Wu, idx[t] % Wu);
+    }
+    int j0 = (int)floor(x), i0 = (int)floor(y);
+    double fx = x - j0, fy = y - i0;
+    for (int di = 0; di < 2; di++)
+        for (int dj = 0; dj < 2; dj++) {
+            int i = i0 + di < Hu ? i0 + di : Hu - 1, j = j0 + dj < Wu ? j0 + dj : Wu - 1;
+            ref[i * Wu + j] += (di ? fy : 1 - fy) * (dj ? fx : 1 - fx);
+        }
+    for (int t = 0; t < Hu * Wu; t++)
+        cr_assert(fabs(got[t] - ref[t]) < 1e-6, "%s(%g, %g): texel (%d, %d) weighs %.9g, bilinear %.9g", what, u, v,
+                  t / Wu, t % Wu, got[t], ref[t]);
+    cr_assert(fabs(sample - bilinear_f(0, y, x)) < 1e-4, "%s(%g, %g): samples %.9g of f = %.9g", what, u, v, sample,
+              bilinear_f(0, y, x));
+    free(got);
+    free(ref);
+}
+
 Test(cuda_host, uv_sample_matches_cpu)
 {
     drape_model *m = tu_load("small_random");
@@ -286,14 +417,32 @@ Test(cuda_host, uv_sample_matches_cpu)
     cpu_uv_sample(want, g, map, Hu, Wu);
     for (int v = 0; v < g->V; v++) hd_uv_sample_vertex(got + 3 * v, g->copy_start, g->copy_uv, g->uv, map, v, Hu, Wu);
     assert_close(got, want, 3 * g->V, 0, 0, "delta");
+    /* a map that is a bilinear function of the texel position (i row, j
+     * column): bilinear sampling reproduces it exactly, so each vertex's δ is
+     * the mean of f at its copies' clamped texel coordinates */
+    for (int i = 0; i < Hu; i++)
+        for (int j = 0; j < Wu; j++)
+            for (int d = 0; d < 3; d++) map[((size_t)(i + 1) * (Wu + 2) + j + 1) * 3 + d] = (float)bilinear_f(d, i, j);
+    for (int v = 0; v < g->V; v++) {
+        double acc[3] = {0, 0, 0};
+        int n = g->copy_start[v + 1] - g->copy_start[v];
+        for (int c = g->copy_start[v]; c < g->copy_start[v + 1]; c++) {
+            const float *uv = g->uv + 2 * g->copy_uv[c];
+            double x = fmin(fmax((double)uv[0] * Wu - 0.5, 0), Wu - 1), y = fmin(fmax((double)uv[1] * Hu - 0.5, 0), Hu - 1);
+            for (int d = 0; d < 3; d++) acc[d] += bilinear_f(d, y, x);
+        }
+        float ref[3];
+        for (int d = 0; d < 3; d++) ref[d] = n ? (float)(acc[d] / n) : 0.0f;
+        hd_uv_sample_vertex(got + 3 * v, g->copy_start, g->copy_uv, g->uv, map, v, Hu, Wu);
+        assert_close(got + 3 * v, ref, 3, 1e-4, 1e-5, "delta of a bilinear map (bodies)");
+    }
+    cpu_uv_sample(want, g, map, Hu, Wu);
+    for (int v = 0; v < g->V; v++) assert_close(want + 3 * v, got + 3 * v, 3, 1e-4, 1e-5, "delta of a bilinear map (cpu)");
     /* the taps themselves, at the clamped edges too */
-    float uvs[5][2] = {{0, 0}, {1, 1}, {0.999f, 0.001f}, {0.5f, 0.25f}, {-0.1f, 1.2f}};
-    for (int i = 0; i < 5; i++) {
-        int32_t a[4], b[4];
-        float wa[4], wb[4];
-        drape_uv_taps(a, wa, uvs[i][0], uvs[i][1], Hu, Wu);
-        hd_uv_taps(b, wb, uvs[i][0], uvs[i][1], Hu, Wu);
-        cr_assert(!memcmp(a, b, sizeof a) && !memcmp(wa, wb, sizeof wa), "taps of (%g, %g)", uvs[i][0], uvs[i][1]);
+    float uvs[7][2] = {{0, 0}, {1, 1}, {0.999f, 0.001f}, {0.5f, 0.25f}, {-0.1f, 1.2f}, {0.3f, 0.77f}, {0.61f, -0.3f}};
+    for (int i = 0; i < 7; i++) {
+        taps_case(hd_uv_taps, uvs[i][0], uvs[i][1], Hu, Wu, "hd_uv_taps");
+        taps_case(drape_uv_taps, uvs[i][0], uvs[i][1], Hu, Wu, "drape_uv_taps");
     }
     free(map); free(want); free(got);
     drape_model_free(m);
@@ -392,6 +541,99 @@ static drape_backend *cuda_or_skip(const drape_model *m, int precision)
     cr_assert_eq(rc, 0, "%s", e.msg);
     cr_assert_str_eq(drape_backend_name(be), "cuda");
     return be;
+}
+
+/* A stand-in plugin built from runtime/backend_plugin.h, in the place of
+ * libdrape_cuda.so ($DRAPE_CUDA_LIB): it claims API version DRAPE_BACKEND_API_VERSION
+ * + SKEW, reports one device, and its create answers through the program's
+ * services: the body's first joint (body_shape) in a message recorded by fail. */
+static const char *FAKE_PLUGIN =
+    "#include <stdio.h>\n"
+    "#include \"runtime/backend_plugin.h\"\n"
+    "static const drape_backend_services *svc;\n"
+    "static int probe(char *why, size_t n) { snprintf(why, n, \"fake\"); return 1; }\n"
+    "static int create(drape_backend **out, const drape_model *m, const drape_backend_opts *o, drape_error *err) {\n"
+    "    float betas[16] = {0.5f, -1}, J[72]; char msg[128];\n"
+    "    (void)out; (void)o; svc->body_shape(NULL, J, m, betas);\n"
+    "    snprintf(msg, sizeof msg, \"fake plugin: J0 %.9g %.9g %.9g\", J[0], J[1], J[2]);\n"
+    "    return svc->fail(err, DRAPE_EBACKEND, msg);\n"
+    "}\n"
+    "static const drape_backend_ops ops = {\"cuda\", DRAPE_BACKEND_CUDA, create, 0, 0, 0, 0, 0};\n"
+    "static int read_(drape_backend *b, const drape_identity *i, float *a, float *c, float *d, float *e, float *f,\n"
+    "                 float *g, drape_error *err) { (void)b; (void)i; (void)a; (void)c; (void)d; (void)e; (void)f; (void)g;\n"
+    "                 return svc->fail(err, DRAPE_EBACKEND, \"read\"); }\n"
+    "static const drape_backend_plugin plugin = {DRAPE_BACKEND_API_VERSION + SKEW, &ops, probe, read_};\n"
+    "const drape_backend_plugin *drape_backend_plugin_init(const drape_backend_services *s) {\n"
+    "    if (s->api_version == DRAPE_BACKEND_API_VERSION + SKEW) svc = s;\n"
+    "    return &plugin;\n"
+    "}\n";
+
+/* builds the stand-in (or, with entry NULL, a library without the entry
+ * point) and makes it the CUDA plugin of this test's process */
+static void use_fake_plugin(int skew, int entry)
+{
+    char out[4096], src[600], so[600];
+    snprintf(src, sizeof src, "%s", tu_tmp("fake_plugin.c"));
+    snprintf(so, sizeof so, "%s", tu_tmp("fake_plugin.so"));
+    FILE *f = fopen(src, "w");
+    cr_assert_not_null(f);
+    fputs(entry ? FAKE_PLUGIN : "int drape_backend_cuda;\n", f);
+    fclose(f);
+    int rc = tu_run(out, sizeof out, "cc -shared -fPIC -Wall -Werror -I. -DSKEW=%d -o %s %s", skew, so, src);
+    cr_assert_eq(rc, 0, "building the stand-in plugin:\n%s", out);
+    setenv("DRAPE_CUDA_LIB", so, 1);
+}
+
+Test(cuda, plugin_of_another_api_version_is_refused)
+{
+    use_fake_plugin(1, 1);
+    drape_model *m = tu_load("tiny_random");
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_create(&be, "cuda", m, NULL, &e), DRAPE_ENOTSUP);
+    cr_assert_null(be);
+    char want[128];
+    snprintf(want, sizeof want, "API version %d, this program %d", DRAPE_BACKEND_API_VERSION + 1,
+             DRAPE_BACKEND_API_VERSION);
+    cr_assert(strstr(e.msg, want) && strstr(e.msg, "fake_plugin.so"), "%s", e.msg);
+    /* auto goes on without it */
+    cr_assert_eq(drape_backend_create(&be, "auto", m, NULL, &e), 0, "%s", e.msg);
+    cr_assert_str_eq(drape_backend_name(be), "cpu");
+    drape_backend_free(be);
+    drape_model_free(m);
+}
+
+Test(cuda, plugin_without_the_entry_point_is_refused)
+{
+    use_fake_plugin(0, 0);
+    drape_model *m = tu_load("tiny_random");
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_create(&be, "cuda", m, NULL, &e), DRAPE_ENOTSUP);
+    cr_assert(strstr(e.msg, "has no " DRAPE_BACKEND_PLUGIN_INIT), "%s", e.msg);
+    drape_model_free(m);
+}
+
+Test(cuda, plugin_calls_the_program_through_its_services)
+{
+    use_fake_plugin(0, 1);
+    drape_model *m = tu_load("tiny_random");
+    drape_backend *be = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_create(&be, "cuda", m, NULL, &e), DRAPE_EBACKEND, "%s", e.msg);
+    float betas[16] = {0.5f, -1}, J[72], got[3];
+    drape_body_shape(NULL, J, m, betas);
+    cr_assert_eq(sscanf(e.msg, "fake plugin: J0 %g %g %g", &got[0], &got[1], &got[2]), 3, "%s", e.msg);
+    assert_close(got, J, 3, 0, 0, "J0 through the services");
+    /* the test hook refuses a backend that is not CUDA's */
+    drape_backend *cpu = tu_backend(m);
+    drape_identity *id = tu_identity(cpu, 0, betas, 2);
+    float J2[72];
+    cr_assert_eq(drape_backend_cuda_identity_read(cpu, id, NULL, NULL, NULL, NULL, J2, NULL, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "cpu"), "%s", e.msg);
+    drape_identity_free(cpu, id);
+    drape_backend_free(cpu);
+    drape_model_free(m);
 }
 
 Test(cuda, refusals_without_a_device_are_clean)

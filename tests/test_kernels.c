@@ -73,7 +73,7 @@ Test(kernels, linear_and_layernorm)
 {
     float W[6] = {1, 2, 3, -1, 0, 1}, b[2] = {0.5f, -0.5f}, x[6] = {1, 1, 1, 2, 0, -1}, y[4], yr[4];
     drape_linear lin = {W, b, 3, 2};
-    cpu_linear(y, x, &lin, 2);
+    cpu_linear(y, x, &lin, 2, 2);
     cpu_linear_ref(yr, x, &lin, 2);
     assert_near(y, (float[]){6.5f, -0.5f, -0.5f, -3.5f}, 4, 1e-6f);
     assert_near(y, yr, 4, 1e-6f);
@@ -176,7 +176,7 @@ static void conv_case(int Hu, int Wu, int Ci, int Co, int mode, uint64_t seed)
         if (i == 1) sp[ns++] = (drape_span){b, b + 2}, b += 2;
         sp[ns++] = (drape_span){b, (i + 1) * pw + 1 + Wu};
     }
-    cpu_conv3x3(yp, xp, &pc, Hu, Wu, sp, ns, mode);
+    cpu_conv3x3(yp, xp, &pc, Hu, Wu, sp, ns, mode, 2);
     cpu_conv3x3_ref(yr, x, &cv, Hu, Wu, mode);
     for (int i = 0; i < Hu; i++)
         for (int j = 0; j < Wu; j++)
@@ -234,8 +234,8 @@ Test(kernels, conv_spans_are_exact)
     const float *xs = in, *xf = in;
     for (int l = 0; l < L; l++) {
         int mode = l == L - 1 ? 0 : m->net.conv[l].in == m->net.conv[l].out ? 2 : 1;
-        cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode);
-        cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode);
+        cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
+        cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode, 2);
         xs = a[l & 1];
         xf = f[l & 1];
     }

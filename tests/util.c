@@ -9,6 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../runtime/omp_env.h"
+
+/* The tests run the backends as the programs do: OpenBLAS set to one thread
+ * once per process, at its start (each test runs in a process of its own). */
+__attribute__((constructor)) static void tu_blas_threads(void) { drape_blas_threads_init(); }
+
 const char *tu_bundle(const char *name)
 {
     static char path[512];

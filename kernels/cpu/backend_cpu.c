@@ -1,6 +1,4 @@
 /* The CPU backend: the vtable over module_a.c and module_b.c. */
-#include <cblas.h>
-#include <omp.h>
 #include <stdlib.h>
 
 #include "cpu_backend.h"
@@ -22,11 +20,11 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
     if (!be) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     be->base.ops = &drape_backend_cpu;
     be->base.model = m;
-    /* OpenMP owns the threads (conv runs, GEMM row blocks); OpenBLAS runs
-     * single-threaded inside them, so two pools never spin against each other */
-    be->threads = opts->threads > 0 ? opts->threads : omp_get_num_procs();
-    omp_set_num_threads(be->threads);
-    openblas_set_num_threads(1);
+    /* OpenMP owns the threads (conv runs, GEMM row blocks): base.threads of
+     * them per region, set by drape_backend_create. OpenBLAS runs one thread
+     * inside them (set once per process, runtime/omp_env.h), so two pools
+     * never spin against each other. */
+    (void)opts;
     int Vmax = 1, Cmax = 3;
     for (int i = 0; i < c->n_garments; i++)
         if (m->garments[i].V > Vmax) Vmax = m->garments[i].V;
@@ -61,7 +59,7 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
 static int cpu_identity_create(drape_backend *b, drape_identity **out, int garment, const float *betas, drape_error *err)
 {
     cpu_identity *id;
-    int rc = cpu_module_b(&id, b->model, garment, betas, err);
+    int rc = cpu_module_b(&id, b->model, garment, betas, b->threads, err);
     *out = rc ? NULL : &id->base;
     return rc;
 }
@@ -79,6 +77,7 @@ static int cpu_run(drape_backend *b, drape_frame *frames, int n, drape_error *er
 
 const drape_backend_ops drape_backend_cpu = {
     .name = "cpu",
+    .kind = DRAPE_BACKEND_CPU,
     .create = cpu_create,
     .destroy = cpu_destroy,
     .identity_create = cpu_identity_create,

@@ -123,14 +123,14 @@ void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out)
 }
 
 void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode)
+                 int n_spans, int mode, int threads)
 {
     int64_t shift[9];
     for (int t = 0; t < 9; t++) shift[t] = (int64_t)(t / 3 - 1) * (Wu + 2) + (t % 3 - 1);
     /* the border is the zero padding the next layer reads; the buffer may
      * have held a map of another width, so lay it afresh */
     zero_border(out, Hu, Wu, cv->out);
-#pragma omp parallel for schedule(dynamic, 8)
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
     for (int s = 0; s < n_spans; s++)
         conv_run(out, in, cv, shift, spans[s].begin, spans[s].end - spans[s].begin, mode);
 }

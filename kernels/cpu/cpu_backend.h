@@ -18,8 +18,7 @@ typedef struct {
 } cpu_identity;
 
 typedef struct {
-    struct drape_backend base;
-    int threads;
+    struct drape_backend base; /* base.threads: the OpenMP team of every region */
     cpu_conv conv[DRAPE_MAX_CONV]; /* the model's conv layers, packed */
     float *conv_packed;
     /* module A scratch, grown on demand for the batch size */
@@ -31,7 +30,8 @@ typedef struct {
     float *map_in, *map_a, *map_b; /* padded UV maps */
 } cpu_backend;
 
-int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const float *betas, drape_error *err);
+int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const float *betas, int threads,
+                 drape_error *err);
 int cpu_module_a(cpu_backend *be, drape_frame *frames, int n, drape_error *err);
 
 #endif

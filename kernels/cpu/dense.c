@@ -8,10 +8,10 @@
 /* Rows per block when a GEMM is split over threads. */
 #define LINEAR_BLOCK 256
 
-void cpu_linear(float *out, const float *in, const drape_linear *lin, int n)
+void cpu_linear(float *out, const float *in, const drape_linear *lin, int n, int threads)
 {
     int nb = (n + LINEAR_BLOCK - 1) / LINEAR_BLOCK;
-#pragma omp parallel for schedule(static) if (nb > 1)
+#pragma omp parallel for schedule(static) num_threads(threads) if (nb > 1)
     for (int blk = 0; blk < nb; blk++) {
         int r0 = blk * LINEAR_BLOCK, rn = n - r0 < LINEAR_BLOCK ? n - r0 : LINEAR_BLOCK;
         float *o = out + (size_t)r0 * lin->out;
@@ -58,10 +58,10 @@ void cpu_film_relu(float *h, const float *dgamma, const float *beta, int d)
     }
 }
 
-void cpu_mlp_ln(float *out, float *tmp, const float *in, const drape_mlp_ln *mlp, int n)
+void cpu_mlp_ln(float *out, float *tmp, const float *in, const drape_mlp_ln *mlp, int n, int threads)
 {
-    cpu_linear(tmp, in, &mlp->l0, n);
+    cpu_linear(tmp, in, &mlp->l0, n, threads);
     cpu_relu(tmp, (int64_t)n * mlp->l0.out);
-    cpu_linear(out, tmp, &mlp->l1, n);
+    cpu_linear(out, tmp, &mlp->l1, n, threads);
     cpu_layernorm(out, mlp->ln_w, mlp->ln_b, n, mlp->l1.out);
 }

@@ -31,7 +31,8 @@ static void knn_body(int32_t *nn, const float *gv, int V, const float *vs, int N
     for (int v = 0; v < V; v++) hd_knn_vertex(nn + (size_t)v * knn, best, gv + 3 * (size_t)v, vs, Nb, knn);
 }
 
-int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const float *betas, drape_error *err)
+int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const float *betas, int threads,
+                 drape_error *err)
 {
     const drape_config *cf = &m->cfg;
     const drape_garment *g = &m->garments[garment];
@@ -110,18 +111,18 @@ int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const fl
     }
 
     /* 3. encoder */
-    cpu_mlp_ln(h, tmp, x, &m->net.node_embed, N);
-    cpu_mlp_ln(e, tmp, ef, &m->net.edge_embed, E);
+    cpu_mlp_ln(h, tmp, x, &m->net.node_embed, N, threads);
+    cpu_mlp_ln(e, tmp, ef, &m->net.edge_embed, E, threads);
     for (int bl = 0; bl < cf->blocks; bl++) {
         cpu_edge_concat(ecat, e, h, gr.snd, gr.rcv, E, dh);
-        cpu_mlp_ln(enew, tmp, ecat, &m->net.edge_mlp[bl], E);
+        cpu_mlp_ln(enew, tmp, ecat, &m->net.edge_mlp[bl], E, threads);
         for (size_t i = 0; i < (size_t)E * dh; i++) e[i] += enew[i];
         cpu_scatter_add(hnew, e, gr.rcv, E, N, dh); /* Σ of the new edges */
         for (int i = 0; i < N; i++) {
             memcpy(hcat + (size_t)i * 2 * dh, h + (size_t)i * dh, (size_t)dh * sizeof *h);
             memcpy(hcat + (size_t)i * 2 * dh + dh, hnew + (size_t)i * dh, (size_t)dh * sizeof *h);
         }
-        cpu_mlp_ln(hnew, tmp, hcat, &m->net.node_mlp[bl], N);
+        cpu_mlp_ln(hnew, tmp, hcat, &m->net.node_mlp[bl], N, threads);
         for (size_t i = 0; i < (size_t)N * dh; i++) h[i] += hnew[i];
     }
 
@@ -132,21 +133,21 @@ int cpu_module_b(cpu_identity **out, const drape_model *m, int garment, const fl
         for (int v = 0; v < V; v++) acc += h[(size_t)v * dh + d];
         mean[d] = (float)(acc / V);
     }
-    cpu_linear(zh, mean, &m->net.head_z[0], 1);
+    cpu_linear(zh, mean, &m->net.head_z[0], 1, threads);
     cpu_relu(zh, dh);
-    cpu_linear(z, zh, &m->net.head_z[1], 1);
-    cpu_linear(dwh_buf, h, &m->net.head_dw[0], V);
+    cpu_linear(z, zh, &m->net.head_z[1], 1, threads);
+    cpu_linear(dwh_buf, h, &m->net.head_dw[0], V, threads);
     cpu_relu(dwh_buf, (int64_t)V * dwh);
-    cpu_linear(dw, dwh_buf, &m->net.head_dw[1], V);
-    cpu_linear(f, h, &m->net.head_feat, V);
+    cpu_linear(dw, dwh_buf, &m->net.head_dw[1], V, threads);
+    cpu_linear(f, h, &m->net.head_feat, V, threads);
 
     /* 5. cached: FiLM vectors, skin weights, F_UV */
     float *m1 = z + cf->z_dim, *m2 = m1 + H;
-    cpu_linear(m1, z, &m->net.modulator[0], 1);
+    cpu_linear(m1, z, &m->net.modulator[0], 1, threads);
     cpu_relu(m1, H);
-    cpu_linear(m2, m1, &m->net.modulator[1], 1);
+    cpu_linear(m2, m1, &m->net.modulator[1], 1, threads);
     cpu_relu(m2, H);
-    cpu_linear(id->film, m2, &m->net.modulator[2], 1);
+    cpu_linear(id->film, m2, &m->net.modulator[2], 1, threads);
     cpu_skin_weights(id->skin_w, g->skin_w0, dw, g->skin_idx, V, k, B);
     for (int c = 0; c < g->n_cov; c++) {
         int t = g->cov_texel[c];

@@ -1,6 +1,9 @@
 /* The math of modules A and B on the CPU: one function per op, outputs
- * first, shapes in the comment above. Each optimized op has a plain `_ref`
- * loop beside it that the tests hold it to. Maps are channels-last. */
+ * first, shapes in the comment above. The two optimized ops, the GEMM
+ * (cpu_linear) and the conv (cpu_conv3x3), have a plain `_ref` loop beside
+ * them that the tests hold them to; the others are plain loops themselves.
+ * Ops that run in parallel take their OpenMP team size (threads > 0). Maps
+ * are channels-last. */
 #ifndef DRAPE_CPU_OPS_H
 #define DRAPE_CPU_OPS_H
 
@@ -9,8 +12,8 @@
 #include "../../runtime/model.h"
 
 /* out [n,lin.out] = in [n,lin.in] · wᵀ + b   (OpenBLAS sgemm; large n is
- * split in row blocks over the OpenMP threads, OpenBLAS itself runs one) */
-void cpu_linear(float *out, const float *in, const drape_linear *lin, int n);
+ * split in row blocks over `threads` OpenMP threads, OpenBLAS itself runs one) */
+void cpu_linear(float *out, const float *in, const drape_linear *lin, int n, int threads);
 void cpu_linear_ref(float *out, const float *in, const drape_linear *lin, int n);
 
 /* x [n] ← max(x, 0) */
@@ -23,7 +26,7 @@ void cpu_layernorm(float *x, const float *w, const float *b, int n, int d);
 void cpu_film_relu(float *h, const float *dgamma, const float *beta, int d);
 
 /* out [n,d] = MLP with LayerNorm: LN(l1(ReLU(l0(in)))); tmp [n,d] scratch */
-void cpu_mlp_ln(float *out, float *tmp, const float *in, const drape_mlp_ln *mlp, int n);
+void cpu_mlp_ln(float *out, float *tmp, const float *in, const drape_mlp_ln *mlp, int n, int threads);
 
 /* R [9] row-major = the rotation of a 6D vector r with identity offset
  * (DESIGN 2.4 step 4): columns e1, e2, e3 */
@@ -53,9 +56,9 @@ void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out);
  * in around them), and lays the zero border of out (the buffer may have held
  * a map of another width): out = conv(in) (+ ReLU) (+ in, residual: requires
  * in == out widths). mode: 0 plain, 1 ReLU, 2 residual ReLU. Runs are shared
- * among the OpenMP threads. */
+ * among `threads` OpenMP threads. */
 void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode);
+                 int n_spans, int mode, int threads);
 /* Naive reference on an unpadded map [Hu,Wu,in] → [Hu,Wu,out], whole map. */
 void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode);
 
@@ -65,9 +68,6 @@ void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, 
  * features of the covered texels. */
 void cpu_uv_input(float *map, const drape_garment *g, const float *p, const float *F_cov, const float *phi,
                   int d_f, int d_phi, int Hu, int Wu);
-
-/* P_UV [Hu*Wu,3] (unpadded) = Σ λ p over each covered texel's face corners */
-void cpu_uv_gather(float *puv, const drape_garment *g, const float *p, int Hu, int Wu);
 
 /* delta [V,3]: per vertex, the mean over its UV copies of the bilinear sample
  * of map (padded layout, 3 channels). */

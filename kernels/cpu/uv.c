@@ -11,12 +11,6 @@ static void texel_point(float out[3], const drape_garment *g, const float *p, in
     for (int d = 0; d < 3; d++) out[d] = l[0] * p[3 * f[0] + d] + l[1] * p[3 * f[1] + d] + l[2] * p[3 * f[2] + d];
 }
 
-void cpu_uv_gather(float *puv, const drape_garment *g, const float *p, int Hu, int Wu)
-{
-    memset(puv, 0, (size_t)Hu * Wu * 3 * sizeof *puv);
-    for (int c = 0; c < g->n_cov; c++) texel_point(puv + 3 * g->cov_texel[c], g, p, g->cov_texel[c]);
-}
-
 void cpu_uv_input(float *map, const drape_garment *g, const float *p, const float *F_cov, const float *phi,
                   int d_f, int d_phi, int Hu, int Wu)
 {

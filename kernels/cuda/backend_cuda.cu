@@ -1,5 +1,9 @@
 /* The CUDA backend: the vtable of runtime/backend_impl.h over the kernels of
- * ops_a.cu / ops_b.cu and cuBLAS.
+ * ops_a.cu / ops_b.cu and cuBLAS, built as a plugin (runtime/backend_plugin.h).
+ *
+ * - The plugin: its one export is drape_backend_plugin_init; what it needs of
+ *   the program (error messages, the log, the body's shape, normals, the
+ *   conv's weight packing) it calls through the program's services table.
  *
  * - Constants: the model's tensor arena is copied to the device once, so a
  *   weight's device address is its offset in the arena; the derived garment
@@ -18,23 +22,16 @@
  *   marks the backend unhealthy: later calls are refused, never exit(). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 extern "C" {
-#include "../../runtime/backend_impl.h"
-#include "../../runtime/body.h"
+#include "../../runtime/backend_plugin.h"
 #include "../../core/log.h"
-#include "../../core/mesh.h"
-#include "../cpu/ops.h"
 }
 
-/* the plugin's exports (runtime/backend_impl.h, drape_cuda_plugin) */
-extern "C" const drape_backend_ops drape_backend_cuda;
-extern "C" int drape_cuda_probe(char *why, size_t n);
-extern "C" int drape_cuda_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g,
-                                        float *c, float *J, float *F_cov, drape_error *err);
 #include "bodies.h"
 #include "cuda_ops.h"
 
@@ -97,16 +94,47 @@ typedef struct {
     float *map_in, *map_a, *map_b, *col, *y;
 } cuda_backend;
 
+/* ---- the program's services ---- */
+
+static const drape_backend_services *program; /* the program's, set by drape_backend_plugin_init */
+
+namespace { /* internal linkage: the plugin exports its init alone */
+extern const drape_backend_ops cuda_ops;
+}
+
+/* drape_fail, formatted here and recorded by the program */
+static int plugin_fail(drape_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int plugin_fail(drape_error *err, int code, const char *fmt, ...)
+{
+    char msg[DRAPE_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return program->fail(err, code, msg);
+}
+
+static void plugin_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plugin_log(int level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    program->log(level, msg);
+}
+
 /* ---- error handling ---- */
 
 static int cuda_fail(cuda_backend *be, int oom, const char *what, const char *msg, const char *file, int line,
                      drape_error *err)
 {
-    if (oom) return drape_fail(err, DRAPE_ENOMEM, "%s:%d: %s: %s", file, line, what, msg);
+    if (oom) return plugin_fail(err, DRAPE_ENOMEM, "%s:%d: %s: %s", file, line, what, msg);
     if (be && be->capturing) /* capture refused an operation: the caller falls back to plain launches */
-        return drape_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (during graph capture)", file, line, what, msg);
+        return plugin_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (during graph capture)", file, line, what, msg);
     if (be) be->healthy = 0;
-    return drape_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (CUDA backend marked unhealthy)", file, line, what, msg);
+    return plugin_fail(err, DRAPE_EBACKEND, "%s:%d: %s: %s (CUDA backend marked unhealthy)", file, line, what, msg);
 }
 
 static int cu_check(cuda_backend *be, cudaError_t rc, const char *what, const char *file, int line, drape_error *err)
@@ -136,7 +164,7 @@ static int cb_check(cuda_backend *be, cublasStatus_t rc, const char *what, const
 /* after a stage's launches: launch errors are reported here */
 #define LAUNCHED() CU(cudaPeekAtLastError())
 
-extern "C" int drape_cuda_probe(char *why, size_t n)
+static int cuda_probe(char *why, size_t n)
 {
     int count = 0;
     cudaError_t rc = cudaGetDeviceCount(&count);
@@ -148,8 +176,6 @@ extern "C" int drape_cuda_probe(char *why, size_t n)
     if (why) snprintf(why, n, count ? "%d device(s)" : "no device", count);
     return count;
 }
-
-extern "C" int drape_cuda_device_count(void) { return drape_cuda_probe(NULL, 0); }
 
 /* ---- allocation helpers ---- */
 
@@ -171,8 +197,8 @@ static int carve(cuda_backend *be, void **base, carve_item *it, int n, const cha
         cudaGetLastError();
         *base = NULL;
         if (rc == cudaErrorMemoryAllocation)
-            return drape_fail(err, DRAPE_ENOMEM, "cuda backend: cannot allocate %zu bytes of device memory for %s",
-                              total, what);
+            return plugin_fail(err, DRAPE_ENOMEM, "cuda backend: cannot allocate %zu bytes of device memory for %s",
+                               total, what);
         return cu_check(be, rc, what, __FILE__, __LINE__, err);
     }
     size_t off = 0;
@@ -337,7 +363,7 @@ static int upload_model(cuda_backend *be, drape_error *err)
     if (!host || !wt) {
         free(host);
         free(wt);
-        return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory staging %zu bytes of tables", bytes);
+        return plugin_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory staging %zu bytes of tables", bytes);
     }
     cudaError_t rc = cudaMalloc((void **)&be->d_const, bytes);
     if (rc != cudaSuccess) {
@@ -350,7 +376,7 @@ static int upload_model(cuda_backend *be, drape_error *err)
     for (int l = 0; l < c->n_conv; l++) {
         const drape_conv *cv = &m->net.conv[l];
         float *tp = (float *)(host + off);
-        cpu_conv_pack(tp, wt, cv->w, cv->in, cv->out); /* taps [9][in][out], the im2col column order */
+        program->conv_pack(tp, wt, cv->w, cv->in, cv->out); /* taps [9][in][out], the im2col column order */
         be->d_taps[l] = (const float *)stage(host, be->d_const, &off, NULL, (size_t)9 * cv->in * cv->out * 4);
     }
     for (int i = 0; i < c->n_garments; i++)
@@ -367,8 +393,8 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
 {
     const drape_config *c = &m->cfg;
     cuda_backend *be = (cuda_backend *)calloc(1, sizeof *be);
-    if (!be) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
-    be->base.ops = &drape_backend_cuda;
+    if (!be) return plugin_fail(err, DRAPE_ENOMEM, "out of memory");
+    be->base.ops = &cuda_ops;
     be->base.model = m;
     be->healthy = 1;
     be->precision = opts->precision;
@@ -392,7 +418,7 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     int rc = DRAPE_OK;
     if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking) != cudaSuccess) {
         cudaError_t e = cudaGetLastError();
-        rc = drape_fail(err, DRAPE_ENOTSUP, "cuda backend: cannot use device 0: %s", cudaGetErrorString(e));
+        rc = plugin_fail(err, DRAPE_ENOTSUP, "cuda backend: cannot use device 0: %s", cudaGetErrorString(e));
     }
     if (!rc) rc = cb_check(be, cublasCreate(&be->blas), "cublasCreate", __FILE__, __LINE__, err);
     if (!rc) rc = cb_check(be, cublasSetStream(be->blas, be->stream), "cublasSetStream", __FILE__, __LINE__, err);
@@ -423,7 +449,7 @@ static int cuda_healthy(const drape_backend *b) { return ((const cuda_backend *)
 
 static int refuse_unhealthy(drape_error *err)
 {
-    return drape_fail(err, DRAPE_EBACKEND, "cuda backend is unhealthy after an earlier device error; recreate it");
+    return plugin_fail(err, DRAPE_EBACKEND, "cuda backend is unhealthy after an earlier device error; recreate it");
 }
 
 /* ---- module B ---- */
@@ -495,7 +521,7 @@ static int cuda_identity_create(drape_backend *b, drape_identity **out, int garm
     void *scratch = NULL;
     int rc = DRAPE_OK;
     if (!hf || !hi || !type || !id) {
-        rc = drape_fail(err, DRAPE_ENOMEM, "module B: out of host memory (graph of %d nodes, %d edges)", N, Emax);
+        rc = plugin_fail(err, DRAPE_ENOMEM, "module B: out of host memory (graph of %d nodes, %d edges)", N, Emax);
         goto out;
     }
     {
@@ -507,13 +533,13 @@ static int cuda_identity_create(drape_backend *b, drape_identity **out, int garm
         gr.rcv = gr.snd + Emax + N;
         gr.start = gr.rcv + Emax;
         gr.ids = gr.start + N + 1;
-        if ((rc = drape_body_shape(vs, J, m, betas))) {
-            rc = drape_fail(err, rc, "module B: body shape failed");
+        if ((rc = program->body_shape(vs, J, m, betas))) {
+            rc = plugin_fail(err, rc, "module B: body shape failed");
             goto out;
         }
         for (int v = 0; v < V; v++) hd_retarget_point(gv + 3 * v, g->rest + 3 * v, g->body_nn[v], m->shapedirs, betas, S);
         for (int i = 0; i < B; i++) hd_retarget_point(cb + 3 * i, g->bones + 3 * i, g->bone_body_nn[i], m->shapedirs, betas, S);
-        drape_mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);
+        program->mesh_normals(nrm, vs, Nb, m->body_faces, m->Fb);
         hd_build_graph(&gr, type, nn, best, m, g, gv, vs, nrm, knn);
         int E = gr.E;
 
@@ -603,7 +629,7 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
     be->h_key = (int *)malloc((size_t)cap * sizeof(int));
     if (!be->h_key) {
         free_batch(be);
-        return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory for a batch of %d", cap);
+        return plugin_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory for a batch of %d", cap);
     }
     cudaError_t e1 = cudaMallocHost((void **)&be->h_stage, be->stage_bytes), e2 = cudaSuccess;
     if (e1 == cudaSuccess) e2 = cudaMallocHost((void **)&be->h_out, nv * 4);
@@ -740,7 +766,7 @@ static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, con
         if (!g->exec || (slot->exec && g->used < slot->used)) slot = g;
     }
     int *key = (int *)malloc((size_t)n * sizeof(int));
-    if (!key) return drape_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory");
+    if (!key) return plugin_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory");
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     drape_error cap = {0, ""};
@@ -755,7 +781,7 @@ static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, con
         cudaGetLastError();
         free(key);
         be->use_graphs = 0;
-        LOG_WARN("cuda backend: graph capture failed (%s), launching without graphs from now on",
+        plugin_log(DRAPE_LOG_WARN, "cuda backend: graph capture failed (%s), launching without graphs from now on",
                  rc ? cap.msg : cudaGetErrorString(ce));
         return enqueue_batch(be, n, ns, hf, hs, Vmax, off, err);
     }
@@ -771,7 +797,7 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
 {
     cuda_backend *be = (cuda_backend *)b;
     if (!be->healthy) return refuse_unhealthy(err);
-    if (n > 65535) return drape_fail(err, DRAPE_EINVAL, "cuda backend: at most 65535 frames per batch (got %d)", n);
+    if (n > 65535) return plugin_fail(err, DRAPE_EINVAL, "cuda backend: at most 65535 frames per batch (got %d)", n);
     const drape_model *m = b->model;
     const drape_config *c = &m->cfg;
     int rc = grow_batch(be, n, err);
@@ -810,8 +836,8 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
 }
 
 /* Module B's cached outputs of an identity, copied to the host (tests). */
-extern "C" int drape_cuda_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g,
-                                        float *c, float *J, float *F_cov, drape_error *err)
+static int cuda_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g, float *c,
+                              float *J, float *F_cov, drape_error *err)
 {
     cuda_backend *be = (cuda_backend *)b;
     const cuda_identity *id = (const cuda_identity *)x;
@@ -827,6 +853,19 @@ extern "C" int drape_cuda_identity_read(drape_backend *b, const drape_identity *
     return DRAPE_OK;
 }
 
-extern "C" const drape_backend_ops drape_backend_cuda = {
-    "cuda", cuda_create, cuda_destroy, cuda_identity_create, cuda_identity_free, cuda_run, cuda_healthy,
+namespace {
+const drape_backend_ops cuda_ops = {
+    "cuda", DRAPE_BACKEND_CUDA, cuda_create, cuda_destroy, cuda_identity_create, cuda_identity_free, cuda_run, cuda_healthy,
 };
+}
+
+static const drape_backend_plugin cuda_plugin = {DRAPE_BACKEND_API_VERSION, &cuda_ops, cuda_probe, cuda_identity_read};
+
+/* The plugin's one export (runtime/backend_plugin.h): the program's
+ * services are kept only when they are of this version. */
+extern "C" __attribute__((visibility("default"))) const drape_backend_plugin *
+drape_backend_plugin_init(const drape_backend_services *services)
+{
+    if (services && services->api_version == DRAPE_BACKEND_API_VERSION) program = services;
+    return &cuda_plugin;
+}
