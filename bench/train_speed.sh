@@ -1,5 +1,5 @@
 #!/bin/bash
-# train.py fit's speed on the default model's network (DESIGN 2.6's default
+# train.py fit's speed on the default model's network (docs/design.md §2.6's default
 # preset with `make model`'s INIT_ARGS), per device: one T-shirt walk from the
 # teacher, then STEPS steps of `make model`'s stage 1 settings on CUDA (when
 # present) and on the CPU with all cores and with 2 threads; prints each run's

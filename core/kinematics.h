@@ -76,7 +76,7 @@ static inline DRAPE_HD void hd_inverse_rigid(float *out, const float *a)
 }
 
 /* One thread per (frame, history step): A [24,12] skinning transforms of one
- * pose [72] + trans [3] for shaped joints J [24,3] (DESIGN 2.1). G [24,12]
+ * pose [72] + trans [3] for shaped joints J [24,3] (docs/design.md §2.1). G [24,12]
  * is scratch (registers/local memory on the device). */
 static inline DRAPE_HD void hd_fk(float *A, float *G, const float *pose, const float *trans, const float *J,
                                   const int32_t *parents)
@@ -117,7 +117,7 @@ static inline DRAPE_HD void hd_heading(float *H, const float *pose, const float 
 
 /* ---- rotations from network outputs, UV sampling, module B geometry ---- */
 
-/* R [9] of a 6D vector with identity offset (DESIGN 2.4 step 4) */
+/* R [9] of a 6D vector with identity offset (docs/design.md §2.4 step 4) */
 static inline DRAPE_HD void hd_rot6d(float *R, const float *r)
 {
     float a1[3] = {r[0] + 1.0f, r[1], r[2]}, a2[3] = {r[3], r[4] + 1.0f, r[5]};
@@ -150,7 +150,7 @@ static inline DRAPE_HD void hd_uv_taps(int32_t *idx, float *w, float u, float v,
     idx[3] = y1 * Wu + x1; w[3] = fy * fx;
 }
 
-/* One thread per point: out [3] = x + shapedirs[nn]·β (DESIGN 2.3 step 1) */
+/* One thread per point: out [3] = x + shapedirs[nn]·β (docs/design.md §2.3 step 1) */
 static inline DRAPE_HD void hd_retarget_point(float *out, const float *x, int nn, const float *shapedirs,
                                               const float *betas, int S)
 {

@@ -1,4 +1,4 @@
-/* Stream messages of GET /v1/stream (DESIGN 6): parsed from JSON (text
+/* Stream messages of GET /v1/stream (docs/design.md §6): parsed from JSON (text
  * frames, jansson) or msgpack (binary frames, msgpack-c) into one C struct,
  * and the server's replies encoded in the same encoding the client used.
  *

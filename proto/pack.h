@@ -1,4 +1,4 @@
-/* Vertex formats on the wire (DESIGN 6). Every format carries the frame's
+/* Vertex formats on the wire (docs/design.md §6). Every format carries the frame's
  * axis-aligned bounding box (min xyz, max xyz of the positions).
  *   f32      3 little-endian floats per vertex
  *   f16      3 IEEE half floats per vertex (round to nearest even)

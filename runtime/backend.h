@@ -24,15 +24,15 @@ typedef struct {
                       backend is always FP32 */
 } drape_backend_opts;
 
-/* One frame of one avatar: DESIGN 2.4's inputs and its output. */
+/* One frame of one avatar: docs/design.md §2.4's inputs and its output. */
 typedef struct {
     const drape_identity *id;
     /* [72] and [3] each: the frames of the model's history (cfg.hist,
-     * oldest first, t last; DESIGN 2.4's t−2, t−1, t by default); a frame
+     * oldest first, t last; docs/design.md §2.4's t−2, t−1, t by default); a frame
      * before the first of a sequence is the first (drape_history_index) */
     const float *pose[DRAPE_MAX_HISTORY];
     const float *trans[DRAPE_MAX_HISTORY];
-    int lbs_only;          /* plain skinning baseline (DESIGN 2.4, last paragraph) */
+    int lbs_only;          /* plain skinning baseline (docs/design.md §2.4, last paragraph) */
     float *out;            /* [V,3] world positions, written by run */
 } drape_frame;
 

@@ -1,4 +1,4 @@
-/* The request batcher (DESIGN 7): frames from every connection go to one
+/* The request batcher (docs/design.md §7): frames from every connection go to one
  * batcher per backend device, whose worker thread runs a batch when
  * max_batch frames wait or the oldest has waited max_delay_us, whichever
  * comes first. It never puts two frames with the same key (avatar) into one

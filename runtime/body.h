@@ -1,4 +1,4 @@
-/* Body model and forward kinematics (DESIGN 2.1).
+/* Body model and forward kinematics (docs/design.md §2.1).
  * Transforms are 3×4 row-major [R | t] (12 floats). */
 #ifndef DRAPE_BODY_H
 #define DRAPE_BODY_H
@@ -19,7 +19,7 @@ void drape_fk(float A[DRAPE_JOINTS * 12], const float pose[DRAPE_POSE_DIM], cons
 
 /* Posed body v [Nb,3] = Σ_k weights[i,k] A_k v_s[i] (linear blend skinning of
  * the shaped rest body v_s [Nb,3] with the transforms A [24,12] of drape_fk;
- * no pose correctives, DESIGN 2.1). */
+ * no pose correctives, docs/design.md §2.1). */
 void drape_body_pose(float *v, const drape_model *m, const float *v_s, const float A[DRAPE_JOINTS * 12]);
 
 /* Heading frame H = [R_y(ψ) | J_0 + trans] as a 3×4 transform. */

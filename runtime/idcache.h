@@ -1,4 +1,4 @@
-/* The identity cache (DESIGN 7): module B's outputs per (garment, betas),
+/* The identity cache (docs/design.md §7): module B's outputs per (garment, betas),
  * keyed by an identity id, bounded in bytes, LRU.
  *
  * - Concurrent requests for one identity encode it once: the first caller

@@ -156,7 +156,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
         rc = drape_fail(err, DRAPE_EFORMAT, "drape.config: only \"up\": \"y\" and \"units\": \"m\" are supported");
         goto out;
     }
-    /* module A's pose history: DESIGN 2.4's three frames unless the bundle
+    /* module A's pose history: docs/design.md §2.4's three frames unless the bundle
      * says otherwise (docs/conventions.md, "Pose history") */
     c->n_hist = 3;
     c->hist[0] = 2, c->hist[1] = 1, c->hist[2] = 0;
@@ -239,7 +239,7 @@ static int add_mlp_ln(want_list *l, drape_mlp_ln *m, int in, int d, const char *
     return want_add(l, (const void **)&m->ln_b, 1, 1, (const int64_t[]){d}, "%s.norm.bias", prefix);
 }
 
-/* The network's tensors, named `pre` + DESIGN 3's names: "" for the shared
+/* The network's tensors, named `pre` + docs/design.md §3's names: "" for the shared
  * network, "garment.<g>.net." for a garment's own. An own network has the
  * shared one's shapes (its Δw hidden width is the shared one's too). */
 static int build_net_wants(want_list *l, drape_net *n, const drape_config *c, const drape_st *st, const char *pre)

@@ -1,4 +1,4 @@
-/* The model bundle (DESIGN section 3) loaded into memory.
+/* The model bundle (docs/design.md §3) loaded into memory.
  *
  * Every tensor is validated against the config and copied into one
  * contiguous, 64-byte aligned arena; the structs below are named views into
@@ -19,7 +19,7 @@
 #define DRAPE_MAX_CONV 16
 #define DRAPE_MAX_GARMENTS 64
 #define DRAPE_NAME_MAX 64
-/* module A's pose history (DESIGN 2.4; docs/conventions.md): at most this
+/* module A's pose history (docs/design.md §2.4; docs/conventions.md): at most this
  * many frames, reaching at most DRAPE_MAX_HISTORY_SPAN - 1 frames back */
 #define DRAPE_MAX_HISTORY 8
 #define DRAPE_MAX_HISTORY_SPAN 64
@@ -36,7 +36,7 @@ typedef struct {
     int latent;         /* d_h */
     int blocks, knn;
     int n_hist, hist[DRAPE_MAX_HISTORY]; /* frames module A sees, offsets back from t, oldest
-                                            first, the last 0: DESIGN 2.4's {2, 1, 0} by default */
+                                            first, the last 0: docs/design.md §2.4's {2, 1, 0} by default */
     float beta_min, beta_max;
     int n_garments;
     /* the refine step after module A, per garment (runtime/refine.h;
@@ -101,7 +101,7 @@ typedef struct {
 
 typedef struct drape_model {
     drape_config cfg;
-    /* body (DESIGN 2.1) */
+    /* body (docs/design.md §2.1) */
     int Nb, Fb;
     const float *v_template;   /* [Nb,3] */
     const float *shapedirs;    /* [Nb,3,S] */
@@ -112,7 +112,7 @@ typedef struct drape_model {
     int n_body_edges;
     int32_t *body_edges;       /* [n,2] derived */
     drape_garment garments[DRAPE_MAX_GARMENTS];
-    drape_net net; /* the shared network (DESIGN 3's tensor names) */
+    drape_net net; /* the shared network (docs/design.md §3's tensor names) */
     /* garments with a network of their own (garment.<g>.net.<name>, every
      * name of the shared network; docs/conventions.md "A garment's own
      * network"): own[g] is a view of this model, the same body, garments and
@@ -127,7 +127,7 @@ typedef struct drape_model {
     int n_tensors, n_unused_tensors;
 } drape_model;
 
-/* Bone-Net's input width (DESIGN 2.4 step 2): F positions and F - 1
+/* Bone-Net's input width (docs/design.md §2.4 step 2): F positions and F - 1
  * differences per bone for a history of F frames; 15B for three frames */
 static inline int drape_bonenet_in(const drape_config *c) { return (2 * c->n_hist - 1) * 3 * c->bones; }
 

@@ -43,7 +43,7 @@ int drape_refine_create(drape_refine **out, const drape_model *m, int garment, c
     r->iters = m->cfg.refine[garment].iters;
     r->k = m->cfg.refine[garment].stiffness;
     r->margin = m->cfg.refine[garment].margin;
-    /* g(β) = rest + shapedirs[body_nn]·β (DESIGN 2.3 step 1) */
+    /* g(β) = rest + shapedirs[body_nn]·β (docs/design.md §2.3 step 1) */
     for (int v = 0; v < g->V; v++)
         for (int d = 0; d < 3; d++) {
             const float *sd = m->shapedirs + ((size_t)g->body_nn[v] * 3 + d) * S;

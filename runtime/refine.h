@@ -9,7 +9,7 @@
  *
  * push moves x_v along the body normal n_b to n_b·(x_v − x_b) = margin
  * where it is less; d̂_vu = (x_v − x_u)/|x_v − x_u| (0 for coincident
- * vertices); l0 from the identity's retargeted rest g(β) (DESIGN 2.3 step 1).
+ * vertices); l0 from the identity's retargeted rest g(β) (docs/design.md §2.3 step 1).
  * One Jacobi sweep of a projective mass-spring solve per iteration: every
  * vertex moves independently, so a GPU can run it as one kernel per sweep.
  * The plain reference is train/reference.py `refine`. */

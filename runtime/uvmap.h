@@ -1,4 +1,4 @@
-/* The UV atlas tables of DESIGN 2.5, built once per garment at load. */
+/* The UV atlas tables of docs/design.md §2.5, built once per garment at load. */
 #ifndef DRAPE_UVMAP_H
 #define DRAPE_UVMAP_H
 
@@ -17,7 +17,7 @@ void drape_uv_raster(int32_t *texel_face, float *texel_bary, const float *uv, co
 int drape_garment_prepare(drape_garment *g, const drape_config *cfg);
 void drape_garment_release(drape_garment *g);
 
-/* Bilinear taps of DESIGN 2.4 step 9 for a UV point: texel indices (row-major
+/* Bilinear taps of docs/design.md §2.4 step 9 for a UV point: texel indices (row-major
  * i*Wu+j) and weights, in the order (y0,x0) (y0,x1) (y1,x0) (y1,x1). */
 void drape_uv_taps(int32_t idx[4], float w[4], float u, float v, int Hu, int Wu);
 

@@ -1,4 +1,4 @@
-/* The HTTP control plane on libmicrohttpd (DESIGN 6).
+/* The HTTP control plane on libmicrohttpd (docs/design.md §6).
  *
  * Threading: MHD_USE_THREAD_PER_CONNECTION. POST /v1/identities may run
  * module B (hundreds of ms on the CPU) and POST /v1/frames waits for the

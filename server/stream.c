@@ -72,7 +72,7 @@ struct avatar {
     int closed;
     avatar *next, *rnext;
     /* the last hist[0] + 1 poses (DRAPE_FRAME_FLOATS floats each), frame i
-     * at i % that: enough for every offset of the model's history (DESIGN 2.4) */
+     * at i % that: enough for every offset of the model's history (docs/design.md §2.4) */
     float ring[][DRAPE_FRAME_FLOATS];
 };
 

@@ -1,4 +1,4 @@
-/* The fast mass-spring cloth engine (DESIGN section 4; Liu et al. 2013 as the
+/* The fast mass-spring cloth engine (docs/design.md §4; Liu et al. 2013 as the
  * seed notebook shows it).
  *
  * Implicit Euler as energy minimization, solved by block coordinate descent:

@@ -215,7 +215,7 @@ static void visit_face_vertices(void *ctx, int f)
     }
 }
 
-/* The collision metric's test (DESIGN 4): the signed height of p over the
+/* The collision metric's test (docs/design.md §4): the signed height of p over the
  * tangent plane of its nearest mesh vertex (within reach; +INFINITY if
  * none; face >= 0: a triangle whose corners start the search),
  * n that vertex's normal, vel its velocity. On a coarse body this plane can

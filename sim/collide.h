@@ -33,7 +33,7 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
 int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *err);
 
 /* Also keep points margin (m) above the tangent plane of their nearest mesh
- * vertex: the collision metric's half-space (DESIGN 4), which on a coarse
+ * vertex: the collision metric's half-space (docs/design.md §4), which on a coarse
  * mesh can lie outside the triangles. Negative: off (the default). The
  * deeper of the two tests decides each push. */
 int drape_collider_set_vertex_margin(drape_collider *c, double margin, drape_error *err);

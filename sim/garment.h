@@ -26,7 +26,7 @@ typedef struct {
     double damping;      /* velocity factor (1 − damping) per frame, spread over its substeps */
     double margin;       /* m kept from the body surface */
     double vertex_margin; /* m kept above the nearest body vertex's tangent plane, the collision
-                             metric's test (DESIGN 4); negative: off */
+                             metric's test (docs/design.md §4); negative: off */
     double friction;     /* tangential velocity factor (1 − friction) on contact */
     double reach;        /* m: how deep inside the body a vertex is still found */
 } drape_garment_sim_params;
@@ -49,7 +49,7 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
                            const drape_garment_sim_params *p, float *out, drape_garment_sim_stats *stats,
                            drape_error *err);
 
-/* rest [V,3]: the garment retargeted to the body shape, g(β) (DESIGN 2.3);
+/* rest [V,3]: the garment retargeted to the body shape, g(β) (docs/design.md §2.3);
  * lbs [T,V,3] (may be NULL): its plain skinning for poses [T,75], what
  * `drape infer --lbs-only` writes. Both through the CPU backend's LBS path. */
 int drape_garment_lbs(const drape_model *m, int gi, const float *betas, int n_betas, const float *poses, int T,

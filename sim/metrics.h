@@ -1,4 +1,4 @@
-/* Garment quality metrics (DESIGN section 4), shared by `drape metrics`, the
+/* Garment quality metrics (docs/design.md §4), shared by `drape metrics`, the
  * server and training: frames are added one at a time and the summary is the
  * per-sequence mean. Definitions in docs/conventions.md ("Garment metrics").
  *

@@ -1,4 +1,4 @@
-/* Modules A and B through the backend interface: the invariances DESIGN 2
+/* Modules A and B through the backend interface: the invariances docs/design.md §2
  * promises, batching, and bad identities. */
 #include <criterion/criterion.h>
 #include <math.h>

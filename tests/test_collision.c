@@ -377,7 +377,7 @@ static int nearest_vertex(const float *v, int n, const double x[3])
 
 /* The vertex margin: on a coarse mesh (an octahedron) a point 1 cm over a
  * face's centre is outside the triangle margin but under the tangent plane
- * of its nearest vertex, the collision metric's "inside" (DESIGN 4). Off,
+ * of its nearest vertex, the collision metric's "inside" (docs/design.md §4). Off,
  * nothing moves it; on, it ends the vertex margin above that plane. */
 Test(collision, vertex_margin_keeps_points_out_of_the_metric_half_space)
 {

@@ -1,7 +1,7 @@
 /* The C runtime against the independent PyTorch implementation in train/
  * (train/reference.py): same bundle, same random poses and betas, vertices
  * within 1e-4 m, at the tiny, small and paper-scale configurations and with
- * a longer pose history than DESIGN 2.4's three frames, and with a garment
+ * a longer pose history than docs/design.md §2.4's three frames, and with a garment
  * that runs a network of its own. */
 #include <criterion/criterion.h>
 #include <stdio.h>

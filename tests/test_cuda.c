@@ -45,7 +45,7 @@ static void fill(float *x, int64_t n, float scale, uint64_t seed)
 /* ---------------- host: bodies vs CPU ops ---------------- */
 
 /* ---- independent references: the definitions (docs/conventions.md,
- * DESIGN 2.1) written out in double, sharing no code with core/kinematics.h ---- */
+ * docs/design.md §2.1) written out in double, sharing no code with core/kinematics.h ---- */
 
 /* R = I + sin a·K + (1 − cos a)·K², K = [θ/a]×, a = |θ|; I + [θ]× below 1e-12 */
 static void ref_rodrigues(double R[3][3], const float *aa)
@@ -64,7 +64,7 @@ static void ref_rodrigues(double R[3][3], const float *aa)
         }
 }
 
-/* DESIGN 2.1's FK: the world frame of joint k is G_0 = [R_0 | J_0 + trans],
+/* docs/design.md §2.1's FK: the world frame of joint k is G_0 = [R_0 | J_0 + trans],
  * G_k = G_parent ∘ [R_k | J_k − J_parent], and its skinning transform
  * A_k = G_k ∘ [I | −J_k]. Out as float [24,12] (3×4 row-major). */
 static void ref_fk(float *A, const float *pose, const float *trans, const float *J, const int32_t *parents)

@@ -226,7 +226,7 @@ Test(model, pose_history_is_read_and_checked)
     char cfg[4096];
     drape_model *m = NULL;
     drape_error e = {0};
-    /* absent: DESIGN 2.4's three frames */
+    /* absent: docs/design.md §2.4's three frames */
     cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
     cr_assert(m->cfg.n_hist == 3 && m->cfg.hist[0] == 2 && m->cfg.hist[1] == 1 && m->cfg.hist[2] == 0);
     cr_assert_eq(drape_bonenet_in(&m->cfg), 15 * m->cfg.bones);

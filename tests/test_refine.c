@@ -31,7 +31,7 @@ static void pose_body(const drape_model *m, const float *pose, float *body, floa
 }
 
 /* signed distance of x to the tangent plane of its nearest body vertex
- * (brute force: DESIGN 4's collision test, an independent search) */
+ * (brute force: docs/design.md §4's collision test, an independent search) */
 static double body_side(const drape_model *m, const float *body, const float *bn, const float *x)
 {
     int best = 0;

@@ -185,7 +185,7 @@ static tu_server matches_infer_on(const char *bundle, const char *args)
     return s;
 }
 
-/* A model with a longer pose history than DESIGN 2.4's three frames: the
+/* A model with a longer pose history than docs/design.md §2.4's three frames: the
  * stream's per-avatar history and /v1/frames' explicit windows follow it. */
 Test(server, longer_pose_history_streams_as_drape_infer_runs)
 {

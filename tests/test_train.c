@@ -178,7 +178,7 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
 }
 
 /* train.py init --set: network sizes over the preset's, and a pose history
- * longer than DESIGN 2.4's three frames, which PyTorch trains and the C
+ * longer than docs/design.md §2.4's three frames, which PyTorch trains and the C
  * runtime serves as PyTorch does (docs/conventions.md, "history"). */
 Test(train, init_set_sizes_and_a_longer_history)
 {

@@ -281,7 +281,7 @@ def arms_out(v_template, weights, girth=0.0, shoulders=0.0):
 
 
 def make_body(resolution, rng):
-    """Procedural body in SMPL layout: dict of float64/int arrays (see DESIGN 2.1).
+    """Procedural body in SMPL layout: dict of float64/int arrays (see docs/design.md §2.1).
 
     The surface is the welded union of the pieces (train/weld.py), except at
     the "tiny" test resolution, whose grid would lose the limbs: there each
@@ -668,7 +668,7 @@ def farthest_points(x, n, start=0):
 
 
 def garment_rig(rest, faces, body, bones, k, sigma=0.05):
-    """The per-garment data of DESIGN 2.2 beyond the mesh itself."""
+    """The per-garment data of docs/design.md §2.2 beyond the mesh itself."""
     if bones > len(rest) or k > bones:
         raise ValueError(f"need k <= bones <= V (k={k}, bones={bones}, V={len(rest)})")
     bone_vid = farthest_points(rest, bones)

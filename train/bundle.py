@@ -1,4 +1,4 @@
-"""Read and write Drape model bundles (DESIGN section 3).
+"""Read and write Drape model bundles (docs/design.md §3).
 
 A bundle is a standard safetensors file: an 8-byte little-endian header length,
 a JSON header ({name: {"dtype", "shape", "data_offsets"}} plus "__metadata__"

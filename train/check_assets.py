@@ -199,7 +199,7 @@ def check_garment(name, res):
     seam = np.bincount(pairs[:, 1], minlength=V) > 1
     ok(seam.sum() > 0, f"{name}: {seam.sum()} seam vertices with two UV copies")
 
-    # Rig (DESIGN 2.2).
+    # Rig (docs/design.md §2.2).
     g = assets.garment_rig(rest, faces, body, 32, 8)
     ok(digest(g) == digest(assets.garment_rig(rest, faces, body, 32, 8)), f"{name}: rig same bytes twice")
     w = g["skin_w0"]

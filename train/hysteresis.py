@@ -5,7 +5,7 @@
         [--prelude-seconds 1.5] [--clip-seconds 2] [--last 30]
         [--sim-args "--max-substeps 8 --iters 8"] [--drape build/drape] [--out DIR] [--json F]
 
-The model (DESIGN 2.4) sees the last few poses, so it can only learn a
+The model (docs/design.md §2.4) sees the last few poses, so it can only learn a
 teacher whose garment, some time after a motion, depends on the recent poses
 and not on what came before. This plays the same clip (KIND:SEED of
 train/motions.py) once on its own and once after each prelude (a blend of

@@ -334,7 +334,7 @@ def joint_speeds(seq, fps=FPS):
 
 
 def heading(seq):
-    """Heading ψ [T] of the root (DESIGN 2.1), unwrapped."""
+    """Heading ψ [T] of the root (docs/design.md §2.1), unwrapped."""
     R = Rotation.from_rotvec(np.asarray(seq[:, :3], np.float64)).as_matrix()
     f = R[:, :, 2]
     return np.unwrap(np.arctan2(f[:, 0], f[:, 2]))

@@ -1,8 +1,8 @@
-"""PyTorch reference of Drape's modules A and B (DESIGN 2.1-2.5, docs/conventions.md).
+"""PyTorch reference of Drape's modules A and B (docs/design.md §2.1-2.5, docs/conventions.md).
 
 The C runtime is checked against this file, so every formula here is written
-the way DESIGN states it. The network is a plain torch.nn tree whose
-state_dict keys are exactly the bundle's tensor names (DESIGN section 3), so a
+the way docs/design.md states it. The network is a plain torch.nn tree whose
+state_dict keys are exactly the bundle's tensor names (docs/design.md §3), so a
 bundle's network tensors load with `load_state_dict` as they are.
 
     /usr/bin/python3 train/reference.py infer --model M.safetensors --garment skirt \
@@ -152,7 +152,7 @@ def rodrigues(aa):
 
 
 def skinning_transforms(R, trans, J, parents):
-    """FK (DESIGN 2.1). R [N,24,3,3], trans [N,3], J [24,3] ->
+    """FK (docs/design.md §2.1). R [N,24,3,3], trans [N,3], J [24,3] ->
     A [N,24,3,4] with A_k = G_k ∘ [I | -J_k]."""
     GR, Gt = [R[:, 0]], [J[0] + trans]
     for k in range(1, 24):
@@ -175,7 +175,7 @@ def heading(R0):
 
 
 def rot6d(r):
-    """6D rotation with identity offset (DESIGN 2.4.4): r [...,6] -> [...,3,3]."""
+    """6D rotation with identity offset (docs/design.md §2.4.4): r [...,6] -> [...,3,3]."""
     a1 = r[..., 0:3] + torch.tensor([1.0, 0.0, 0.0], dtype=r.dtype, device=r.device)
     a2 = r[..., 3:6] + torch.tensor([0.0, 1.0, 0.0], dtype=r.dtype, device=r.device)
     e1 = a1 / a1.norm(dim=-1, keepdim=True)
@@ -186,7 +186,7 @@ def rot6d(r):
 
 
 def uv_raster(uv, uv_faces, faces, hu, wu):
-    """Texel table of DESIGN 2.5: face [Hu,Wu] (-1 empty), vidx [Hu,Wu,3], bary [Hu,Wu,3].
+    """Texel table of docs/design.md §2.5: face [Hu,Wu] (-1 empty), vidx [Hu,Wu,3], bary [Hu,Wu,3].
 
     Barycentrics in float64 of the texel centre; faces with |UV area| < 1e-12
     are skipped; the lowest-numbered face with all λ >= -1e-6 wins.
@@ -237,7 +237,7 @@ def unique_edges(faces):
 
 
 def skin_weights(w0, dw, skin_idx):
-    """w_vj = softmax_j(log(W0_vj + 1e-8) + Δw_v,skin_idx_vj) (DESIGN 2.3.5)."""
+    """w_vj = softmax_j(log(W0_vj + 1e-8) + Δw_v,skin_idx_vj) (docs/design.md §2.3.5)."""
     return torch.softmax(torch.log(w0 + 1e-8) + torch.gather(dw, 1, skin_idx), 1)
 
 
@@ -338,7 +338,7 @@ class Drape:
 
     @torch.no_grad()
     def identity(self, garment, betas, lbs_only=False):
-        """Module B (DESIGN 2.3): everything cached per (garment, betas)."""
+        """Module B (docs/design.md §2.3): everything cached per (garment, betas)."""
         if garment not in self.garments:
             raise KeyError(f"unknown garment {garment!r} (have {list(self.garments)})")
         S_max = self.body["shapedirs"].shape[2]
@@ -389,7 +389,7 @@ class Drape:
 
     @torch.no_grad()
     def frames(self, ident, poses, trans, lbs_only=False):
-        """Module A (DESIGN 2.4) for N frames of one identity.
+        """Module A (docs/design.md §2.4) for N frames of one identity.
 
         poses [N,F,72] and trans [N,F,3] hold the frames of history(cfg), t
         last: (t-2, t-1, t) unless the config says otherwise. Returns a
@@ -456,7 +456,7 @@ class Drape:
         return out
 
     def conv_stack(self, inp, net=None):
-        """The Conv-MLP (DESIGN 2.4.8) of net (the shared one by default) on
+        """The Conv-MLP (docs/design.md §2.4.8) of net (the shared one by default) on
         input maps [N,C,Hu,Wu] -> [N,3,Hu,Wu].
 
         On the CPU the frames go through in groups whose widest map stays
@@ -563,8 +563,8 @@ def refine_frames(model, ident, world, poses, trans, posed=None, nearest=None):
 
 
 def history(cfg):
-    """The frames module A sees, as offsets back from t, oldest first: DESIGN
-    2.4's (t-2, t-1, t) unless the config's "history" says otherwise."""
+    """The frames module A sees, as offsets back from t, oldest first: docs/design.md
+    §2.4's (t-2, t-1, t) unless the config's "history" says otherwise."""
     return tuple(cfg.get("history", (2, 1, 0)))
 
 

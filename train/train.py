@@ -4,7 +4,7 @@
     /usr/bin/python3 train/train.py init --preset default --garments skirt,dress,tshirt --out BASE.safetensors \
         [--set bones=64 --set hidden=256 ...]
     # 2. the teacher dataset (train/dataset.py) on that base
-    # 3. training; writes OUT (the bundle of DESIGN 3) at every checkpoint
+    # 3. training; writes OUT (the bundle of docs/design.md §3) at every checkpoint
     /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
         [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] \
         [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-area 0] [--w-phys 0] [--device cpu|cuda] [--threads N] \
@@ -22,7 +22,7 @@
     /usr/bin/python3 train/train.py graft --base BASE --garment tshirt --net-from TSHIRT.safetensors --out OUT
 
 `init --set history=16,8,4,2,1,0` gives module A a longer pose history than
-DESIGN 2.4's three frames (reference.history; the bundle config's "history",
+docs/design.md §2.4's three frames (reference.history; the bundle config's "history",
 docs/conventions.md "Pose history"): PyTorch trains and runs it, and so does
 the C runtime, up to 8 frames reaching 63 back.
 
@@ -82,7 +82,7 @@ def _knn_cached(x, v, k, chunk=1024):
 reference.knn_body = _knn_cached
 
 # Network sizes of the models this pipeline trains, with the asset resolution
-# they use. "default": models/default.safetensors (DESIGN 2.6 scaled down so
+# they use. "default": models/default.safetensors (docs/design.md §2.6 scaled down so
 # the CPU backend runs one avatar far above 30 fps on 2 cores).
 TRAIN_PRESETS = {
     "tiny": (dict(PRESETS["tiny"]), "tiny"),
@@ -254,7 +254,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         L["lap"] = ((laplacian(x, edges, deg) - laplacian(tgt, edges, deg)) ** 2).sum(-1).mean()
     if a.w_edge:
         # each edge's length against the teacher's, relative to its rest
-        # length (DESIGN 4's edge error; the teacher's own length can be ~0
+        # length (docs/design.md §4's edge error; the teacher's own length can be ~0
         # where it pinches cloth in a crease): the position loss lets a
         # vertex err independently of its neighbours, and this is what that costs
         l0 = (ident["g"][edges[:, 1]] - ident["g"][edges[:, 0]]).norm(dim=-1).detach()
@@ -263,7 +263,7 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
         L["edge"] = (((lx - lt) / l0) ** 2).mean()
     if a.w_area:
         # each face's area against the teacher's, relative to its rest area
-        # (DESIGN 4's area error): the edge term leaves a face free to shear
+        # (docs/design.md §4's area error): the edge term leaves a face free to shear
         faces = model.garments[seq["garment"]]["faces"]
         A0 = _areas(ident["g"], faces).detach().clamp(min=1e-10)
         L["area"] = (((_areas(x, faces) - _areas(tgt, faces)) / A0) ** 2).mean()

@@ -3,7 +3,7 @@
 The pieces of assets.body_pieces() overlap at every joint. Meshed one by one,
 each piece keeps its faces inside the others: a collider that takes the
 nearest triangle then finds, near a junction, a face that is inside the body,
-and DESIGN 4's collision metric (nearest body vertex and its normal) reads
+and docs/design.md §4's collision metric (nearest body vertex and its normal) reads
 points outside the body as inside and the reverse. This module meshes the
 boundary of the union instead:
 

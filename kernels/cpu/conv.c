@@ -1,4 +1,4 @@
-/* 3×3 convolution of the UV stage (DESIGN 2.4 step 8).
+/* 3×3 convolution of the UV stage (docs/design.md §2.4 step 8).
  *
  * Maps are stored padded, [(Hu+2)(Wu+2), C] channels-last with a zero border,
  * so every tap (dy,dx) of a texel is a fixed offset in the flat map. Only the

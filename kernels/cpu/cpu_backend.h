@@ -5,7 +5,7 @@
 #include "../../runtime/backend_impl.h"
 #include "ops.h"
 
-/* Module B's outputs for one identity, all in one allocation (DESIGN 2.3 step 5). */
+/* Module B's outputs for one identity, all in one allocation (docs/design.md §2.3 step 5). */
 typedef struct {
     struct drape_identity base;
     float *film;   /* [6H] Δγ1 β1 Δγ2 β2 Δγ3 β3 */

@@ -1,4 +1,4 @@
-/* Module A on the CPU (DESIGN 2.4): a batch of frames of any identities.
+/* Module A on the CPU (docs/design.md §2.4): a batch of frames of any identities.
  * Bone-Net runs as one GEMM per layer over the whole batch (FiLM per row,
  * from each row's identity); skinning and the UV conv stack run per frame. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Module B on the CPU (DESIGN 2.3): once per identity. */
+/* Module B on the CPU (docs/design.md §2.3): once per identity. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

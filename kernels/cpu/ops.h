@@ -29,15 +29,15 @@ void cpu_film_relu(float *h, const float *dgamma, const float *beta, int d);
 void cpu_mlp_ln(float *out, float *tmp, const float *in, const drape_mlp_ln *mlp, int n, int threads);
 
 /* R [9] row-major = the rotation of a 6D vector r with identity offset
- * (DESIGN 2.4 step 4): columns e1, e2, e3 */
+ * (docs/design.md §2.4 step 4): columns e1, e2, e3 */
 void cpu_rot6d(float R[9], const float r[6]);
 
-/* M [B,12] corrected bone transforms in H_t (DESIGN 2.4 step 5):
+/* M [B,12] corrected bone transforms in H_t (docs/design.md §2.4 step 5):
  * x ↦ ΔR_b (T̂_b x − q_b) + q_b + τ_b, with net [B,9] the Bone-Net output
  * (NULL: ΔR = I, τ = 0), T_hat [B,12], q [B,3]. */
 void cpu_bone_correct(float *M, const float *T_hat, const float *q, const float *net, int B);
 
-/* out [V,3] = Σ_j w [V,k] · M[idx [V,k]] (g [V,3])   (DESIGN 2.4 step 6) */
+/* out [V,3] = Σ_j w [V,k] · M[idx [V,k]] (g [V,3])   (docs/design.md §2.4 step 6) */
 void cpu_skin(float *out, const float *g, const float *M, const int32_t *idx, const float *w, int V, int k);
 
 /* w [V,k] = softmax_j(log(w0 + 1e-8) + dw[v, idx_vj]); dw [V,B] */

@@ -1,4 +1,4 @@
-/* UV-stage gathers and samples (DESIGN 2.4 steps 7 and 9). */
+/* UV-stage gathers and samples (docs/design.md §2.4 steps 7 and 9). */
 #include <string.h>
 
 #include "../../runtime/uvmap.h"

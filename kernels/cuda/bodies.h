@@ -24,7 +24,7 @@
 
 /* ---- the Bone-Net input ---- */
 
-/* One thread per (frame, bone b) — DESIGN 2.4 steps 1–2. A [nf][24,12] the
+/* One thread per (frame, bone b) — docs/design.md §2.4 steps 1–2. A [nf][24,12] the
  * skinning transforms of the frame's nf history frames (oldest first, t
  * last), Hinv [12] its inverse heading, c_b [3] the retargeted bone, w_b
  * [24] its joint weights. Writes bone b's entries of the normalized
@@ -280,7 +280,7 @@ static inline void hd_input_cov(int32_t *in_cov, const int32_t *pos0, int n, con
     }
 }
 
-/* Module B's graph (DESIGN 2.3), built on the host: node features x [N,8],
+/* Module B's graph (docs/design.md §2.3), built on the host: node features x [N,8],
  * edges in the CPU's order (garment, body, garment–body; both directions),
  * edge features ef [E,7], and the CSR of edges by receiver. snd has room for
  * E + N entries (the CSR fill cursors); type [E], nn [knn], best [knn]

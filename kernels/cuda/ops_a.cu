@@ -1,4 +1,4 @@
-/* Module A's kernels (DESIGN 2.4). The dense layers are cuBLAS GEMMs in
+/* Module A's kernels (docs/design.md §2.4). The dense layers are cuBLAS GEMMs in
  * backend_cuda.cu; these are the per-element stages around them. Frames of
  * a batch may belong to different garments (different V and texel runs):
  * per-frame kernels take the frame as blockIdx.y and grid-stride over the

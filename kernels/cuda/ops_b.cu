@@ -1,4 +1,4 @@
-/* Module B's kernels (DESIGN 2.3): the graph network's gathers, LayerNorm
+/* Module B's kernels (docs/design.md §2.3): the graph network's gathers, LayerNorm
  * and message sums, and the cached outputs. The MLPs' GEMMs are cuBLAS in
  * backend_cuda.cu. Message sums are a CSR segment reduce over the edges into
  * each node (no atomics: deterministic, and in the CPU's edge order). */
