@@ -16,6 +16,10 @@ int draped_identity_resolve(draped *d, const char *id, const char *garment, cons
     *out = NULL;
     *code = DRAPE_EC_INTERNAL;
     int rc = DRAPE_ENOTFOUND;
+    if (!has_id && !has_g) { /* "" names nothing: refused here, not looked up */
+        *code = DRAPE_EC_BAD_FIELD;
+        return drape_fail(err, DRAPE_EINVAL, "'identity' or 'garment' must name something (both are empty or absent)");
+    }
     if (has_id) {
         rc = drape_idcache_acquire_key(d->cache, out, id, NULL, err);
         if (rc != DRAPE_ENOTFOUND || !has_g) {

@@ -124,6 +124,10 @@ Test(server, http_bad_input)
         {"-X POST -d '{\"identity\":\"0123456789abcdef\",\"pose\":[" Z72 "]}'", "/v1/frames", 404, "unknown_identity"},
         {"-X POST -d '{\"garment\":\"skirt\",\"pose\":[1,2,3]}'", "/v1/frames", 400, "bad_field"},
         {"-X POST -d '{\"items\":[]}'", "/v1/frames", 400, "bad_field"},
+        /* an empty identity names nothing (it once crashed the daemon) */
+        {"-X POST -d '{\"identity\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 400, "bad_field"},
+        {"-X POST -d '{\"identity\":\"\",\"garment\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 400, "bad_field"},
+        {"-X POST -d '{\"items\":[{\"identity\":\"\",\"pose\":[" Z72 "]}]}'", "/v1/frames", 400, "bad_field"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         curl(&s, cases[i].args, cases[i].path);
@@ -229,7 +233,7 @@ Test(server, bad_stream_messages_leave_others_streaming)
     tu_server s = tu_draped_start("tiny_random", "");
     scenario(&s, "bad_inputs");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 6"), "%s", out);
+    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 8"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 

@@ -176,6 +176,9 @@ async def bad_inputs():
         (json.dumps({"op": "close", "avatar": "ghost"}), "not_open"),
         (json.dumps({"op": "open", "avatar": "good", "garment": GARMENT}), "already_open"),
         (json.dumps({"op": "open", "avatar": "", "garment": GARMENT}), "bad_field"),
+        # an empty identity names nothing (it once reached strcmp as NULL)
+        (json.dumps({"op": "open", "avatar": "e1", "identity": ""}), "bad_field"),
+        (json.dumps({"op": "open", "avatar": "e2", "identity": "", "garment": ""}), "bad_field"),
     ]
     bin_cases = [
         (b"\xc1\xff\x00", "bad_message"),
