@@ -30,7 +30,9 @@ clean:
 	rm -rf build build-asan
 # any other target (a file such as build/drape) builds without installing
 Makefile: ;
-%:
+.PHONY: FORCE
+FORCE: ;
+%: FORCE
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 
 else

@@ -8,6 +8,7 @@
 
 #include "../runtime/batcher.h"
 #include "../runtime/idcache.h"
+#include "../runtime/sequence.h"
 #include "../core/log.h"
 #include "config.h"
 #include "metrics.h"
@@ -36,6 +37,13 @@ typedef struct {
     int n_streams;
     draped_metrics met;
 } draped;
+
+/* The pose bounds of the config table, for drape_pose_validate: every way a
+ * pose comes in (stream, POST /v1/frames) checks it against the same ones. */
+static inline drape_pose_limits draped_pose_limits(const draped *d)
+{
+    return (drape_pose_limits){(double)d->cfg.pose_max_angle, (double)d->cfg.pose_max_trans};
+}
 
 /* http.c */
 int draped_http_start(draped *d);

@@ -54,6 +54,11 @@ static const opt table[] = {
     S(web_root, "web-root", "DRAPE_WEB_ROOT", "web", "folder of the viewer served at /"),
     I(drain_ms, "drain-ms", "DRAPE_DRAIN_MS", "5000", 0, 600000,
       "on SIGTERM, how long to wait for frames in flight before closing streams"),
+    /* past 1e4 rad a float angle loses its turn, past 1e6 m a float body its shape */
+    I(pose_max_angle, "pose-max-angle", "DRAPE_POSE_MAX_ANGLE", "100", 7, 10000,
+      "radians: a pose's axis-angle components beyond this are refused (bad_field)"),
+    I(pose_max_trans, "pose-max-trans", "DRAPE_POSE_MAX_TRANS", "10000", 1, 1000000,
+      "metres: a pose's root translation beyond this is refused (bad_field)"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 

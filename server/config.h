@@ -31,6 +31,8 @@ typedef struct {
     char instance[128];     /* X-Drape-Instance; default host:port */
     char web_root[512];     /* the viewer's files, served at / */
     int64_t drain_ms;       /* how long SIGTERM waits for frames in flight */
+    int64_t pose_max_angle; /* rad: |each axis-angle component| of a pose at most */
+    int64_t pose_max_trans; /* m: |each root translation component| at most */
 } draped_config;
 
 /* Fills cfg from defaults, the environment and argv. Returns 0, 1 when

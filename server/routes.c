@@ -64,7 +64,7 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     json_t *hist = json_array(); /* the frames /v1/frames' "poses" hold, offsets back from t */
     for (int i = 0; i < cfg->n_hist; i++) json_array_append_new(hist, json_integer(cfg->hist[i]));
     json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],"
-                          "s:[s,s],s:{s:i,s:i}}",
+                          "s:[s,s],s:{s:i,s:i,s:I,s:I}}",
                           "version", DRAPED_VERSION, "instance", d->instance, "backend", drape_backend_name(d->be),
                           "model", d->cfg.model, "config", "fps", cfg->fps, "betas", cfg->betas, "bones", cfg->bones,
                           "joints", DRAPE_JOINTS, "beta_range", (double)cfg->beta_min, (double)cfg->beta_max,
@@ -72,7 +72,8 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
                           cfg->skin_k, "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16",
                           "meshopt",
                           "modes", "neural", "lbs", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
-                          (int)d->cfg.max_avatars);
+                          (int)d->cfg.max_avatars, "pose_max_angle", (json_int_t)d->cfg.pose_max_angle,
+                          "pose_max_trans", (json_int_t)d->cfg.pose_max_trans);
     char digest[17];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
     json_object_set_new(j, "digest", json_string(digest));
@@ -301,8 +302,8 @@ static int parse_frames(json_t *a, const drape_config *c, int width, float out[]
             json_t *v = json_array_get(row, (size_t)i);
             if (!json_is_number(v)) return snprintf(msg, cap, "'%s' value %d is not a number", what, i), -1;
             double x = json_number_value(v);
-            if (!isfinite(x) || fabs(x) > 1e4)
-                return snprintf(msg, cap, "'%s' value %d is not finite or absurdly large", what, i), -1;
+            if (!isfinite(x) || !isfinite((float)x))
+                return snprintf(msg, cap, "'%s' value %d is not finite (NaN, Inf or beyond float range)", what, i), -1;
             out[f][off + i] = (float)x;
         }
     }
@@ -332,6 +333,12 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
         return -1;
     json_t *tr = json_object_get(o, "trans");
     if (tr && parse_frames(tr, c, 3, it->pose, DRAPE_MSG_POSE, "trans", msg, cap)) return -1;
+    drape_pose_limits lim = draped_pose_limits(d);
+    for (int f = 0; f < c->n_hist; f++) {
+        drape_error why = {0};
+        if (drape_pose_validate(it->pose[f], &lim, &why))
+            return snprintf(msg, cap, "frame %d of %d: %.200s", f, c->n_hist, why.msg), -1;
+    }
     json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
     drape_error err = {0};
     if (id && !json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;

@@ -126,8 +126,13 @@ Test(server, http_bad_input)
         {"-X POST -d '{\"items\":[]}'", "/v1/frames", 400, "bad_field"},
         /* an empty identity names nothing (it once crashed the daemon) */
         {"-X POST -d '{\"identity\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 400, "bad_field"},
-        {"-X POST -d '{\"identity\":\"\",\"garment\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 400, "bad_field"},
+        {"-X POST -d '{\"identity\":\"\",\"garment\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 404, "unknown_garment"},
         {"-X POST -d '{\"items\":[{\"identity\":\"\",\"pose\":[" Z72 "]}]}'", "/v1/frames", 400, "bad_field"},
+        /* past the pose limits, the same ones as a stream's */
+        {"-X POST -d '{\"garment\":\"skirt\",\"pose\":[" Z72 "],\"trans\":[0,1e12,0]}'", "/v1/frames", 400,
+         "beyond the limit"},
+        /* "101" Z72 reads 1010,0,...: 72 values, the first 1010 rad */
+        {"-X POST -d '{\"garment\":\"skirt\",\"pose\":[101" Z72 "]}'", "/v1/frames", 400, "bad_field"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         curl(&s, cases[i].args, cases[i].path);
@@ -233,7 +238,21 @@ Test(server, bad_stream_messages_leave_others_streaming)
     tu_server s = tu_draped_start("tiny_random", "");
     scenario(&s, "bad_inputs");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 8"), "%s", out);
+    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 10"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* issue 35 defect 3: poses at the validator's limits cost what a normal
+ * frame costs, so one client streaming them (the shipped model's refined
+ * T-shirt, the root jumping 2e4 m each frame) cannot stall another */
+Test(server, hostile_poses_do_not_stall_a_neighbour)
+{
+    tu_server s = tu_draped_start("models/default.safetensors", "--max-delay-us 1000");
+    int rc = tu_run(out, OUT, "DRAPE_TEST_GARMENT=tshirt %s tests/clients/ws_client.py %s hostile_neighbour 4 10000 100",
+                    py(), s.ws);
+    cr_assert_eq(rc, 0, "hostile_neighbour failed:\n%s", out);
+    curl(&s, "", "/v1/model");
+    cr_assert(strstr(out, "\"pose_max_angle\":100") && strstr(out, "\"pose_max_trans\":10000"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
