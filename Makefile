@@ -214,6 +214,7 @@ check:
 
 bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(DATA)/tiny_random.safetensors $(RUN_MODEL)
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+	$(BUILD)/drape_bench --pose-cost $(RUN_MODEL) $(if $(wildcard models/default.safetensors),tshirt,skirt)
 	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(DATA)/tiny_random.safetensors $(BUILD)/draped $(BUILD)/drape
