@@ -15,6 +15,7 @@
 #define DRAPED_VERSION "0.2.0"
 
 typedef struct stream_conn stream_conn;
+typedef struct draped_admit draped_admit;
 
 typedef struct {
     draped_config cfg;
@@ -24,6 +25,7 @@ typedef struct {
     drape_idcache *cache;
     drape_batcher *batcher;
     struct MHD_Daemon *mhd;
+    draped_admit *admit; /* per-IP counts and header deadlines (admit.c) */
     int port;
     char instance[160];
     char **keys; /* API keys; NULL: auth off */

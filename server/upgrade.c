@@ -58,5 +58,6 @@ enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const d
         return draped_http_error(d, c, R_STREAM, DRAPE_EC_LIMIT, "too many stream connections (limit %lld)",
                                  (long long)d->cfg.max_connections);
     }
+    draped_admit_mark(d, c, DRAPED_ADMIT_UPGRADED); /* libmicrohttpd calls the upgrade an answered request */
     return draped_stream_upgrade(d, c, accept) ? MHD_NO : MHD_YES;
 }

@@ -292,6 +292,48 @@ Test(server, connection_limit)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* Slowloris (issue 35): 400 connections trickle header bytes, one a second
+ * each, and reconnect when cut. budget_s: how long /healthz and a new
+ * stream's first frame may take while they trickle; hold_s: how long the
+ * stream then waits for its second frame (it must outlive the deadline). */
+static void slowloris(tu_server *s, const char *src, int budget_s, int hold_s)
+{
+    int rc = tu_run(out, OUT, "%s tests/clients/slowloris.py 127.0.0.1:%d 400 %s %d %d", py(), s->port, src, budget_s,
+                    hold_s);
+    cr_assert_eq(rc, 0, "slowloris from %s:\n%s", src, out);
+}
+
+static long long limit_hits(tu_server *s, const char *limit)
+{
+    curl(s, "", "/metrics");
+    char key[96];
+    snprintf(key, sizeof key, "drape_limit_hits_total{limit=\"%s\"} ", limit);
+    const char *p = strstr(out, key);
+    cr_assert_not_null(p, "no %s in:\n%s", key, out);
+    return atoll(p + strlen(key));
+}
+
+Test(server, slowloris_from_another_address_is_held_to_the_per_ip_limit)
+{
+    /* the deadline is long: the per-IP limit alone leaves room */
+    tu_server s = tu_draped_start("tiny_random", "--header-timeout 30 --max-conn-per-ip 64");
+    slowloris(&s, "127.0.0.2", 3, 0);
+    cr_assert_geq(limit_hits(&s, "per_ip"), 400 - 64);
+    cr_assert_eq(limit_hits(&s, "header_timeout"), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, slowloris_from_the_clients_own_address_is_cut_by_the_header_deadline)
+{
+    /* no per-IP limit: the 400 take every slot (256 + 64) until the header
+     * deadline cuts them, bytes trickling or not */
+    tu_server s = tu_draped_start("tiny_random", "--header-timeout 2 --max-conn-per-ip 0");
+    slowloris(&s, "127.0.0.1", 6, 3);
+    cr_assert_geq(limit_hits(&s, "header_timeout"), 256 + 64);
+    cr_assert_eq(limit_hits(&s, "per_ip"), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, sigterm_drains_and_closes_streams_with_1001)
 {
     tu_server s = tu_draped_start("tiny_random", "");
