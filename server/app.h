@@ -59,7 +59,7 @@ int draped_identity_resolve(draped *d, const char *id, const char *garment, cons
                             drape_idcache_entry **out, drape_errcode *code, drape_error *err);
 
 /* http.c: whether a request carries a valid API key (the Authorization
- * header or ?token=); always, with auth off */
+ * header, or the ?token= of GET /v1/stream); always, with auth off */
 int draped_check_key(const draped *d, const char *authorization, const char *token);
 
 #endif

@@ -50,7 +50,8 @@ static const opt table[] = {
     I(error_flood, "error-flood", "DRAPE_ERROR_FLOOD", "100", 1, 1000000,
       "consecutive bad messages that close a stream (1008)"),
     S(api_key_file, "api-key-file", "DRAPE_API_KEY_FILE", "",
-      "file with one API key per line; requests then need 'Authorization: Bearer KEY' (or ?token=KEY on /v1/stream)"),
+      "file with one API key per line; /v1/* then needs 'Authorization: Bearer KEY' (or ?token=KEY, on /v1/stream "
+      "only: browsers' WebSockets cannot send headers)"),
     S(tls_cert, "tls-cert", "DRAPE_TLS_CERT", "", "PEM certificate: serve HTTPS/WSS (with --tls-key)"),
     S(tls_key, "tls-key", "DRAPE_TLS_KEY", "", "PEM private key for --tls-cert"),
     S(log_level, "log-level", "DRAPE_LOG_LEVEL", "info", "debug | info | warn | error"),

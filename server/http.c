@@ -125,7 +125,6 @@ static const struct {
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **req_cls)
 {
-    (void)version;
     draped *d = cls;
     draped_req *rq = *req_cls;
     if (!rq) {
@@ -144,6 +143,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     rq->url = url;
     rq->method = method;
+    rq->version = version;
     int m = !strcmp(method, "GET") || !strcmp(method, "HEAD") ? M_GET : !strcmp(method, "POST") ? M_POST : M_OTHER;
     int r = 0, n = (int)(sizeof routes / sizeof routes[0]);
     while (r < n && (routes[r].prefix ? strncmp(url, routes[r].path, strlen(routes[r].path))
@@ -151,12 +151,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         r++;
     int v1 = !strncmp(url, "/v1/", 4);
     if (v1) {
+        /* ?token= only where a client cannot send a header, a browser's
+         * WebSocket handshake: elsewhere a key in the URL would go into
+         * access logs, histories and Referer headers for nothing */
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        const char *tok = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+        const char *tok = r < n && routes[r].fn == draped_route_stream
+                              ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")
+                              : NULL;
         if (!draped_check_key(d, auth, tok)) {
             COUNT(d->met.auth_failures);
             return draped_http_error(d, c, R_OTHER, DRAPE_EC_UNAUTHORIZED,
-                                     "a valid API key is required (Authorization: Bearer KEY)");
+                                     "a valid API key is required (Authorization: Bearer KEY; ?token=KEY on "
+                                     "/v1/stream only)");
         }
         if (rq->too_big) {
             COUNT(d->met.limits[L_BODY]);

@@ -10,10 +10,10 @@
 #include "../proto/errors.h"
 #include "app.h"
 
-/* A request: its URL and method, and the body as it came (too_big: it passed
- * --max-message and was not kept). */
+/* A request: its URL, method and HTTP version, and the body as it came
+ * (too_big: it passed --max-message and was not kept). */
 typedef struct {
-    const char *url, *method;
+    const char *url, *method, *version;
     drape_buf body;
     int too_big;
 } draped_req;

@@ -29,6 +29,10 @@ enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const d
 {
     if (strcmp(rq->method, "GET"))
         return draped_http_error(d, c, R_STREAM, DRAPE_EC_METHOD_NOT_ALLOWED, "use GET with a WebSocket upgrade");
+    /* libmicrohttpd will not upgrade an HTTP/1.0 connection (RFC 6455 §4.1
+     * asks for 1.1): say so, where the 101 would fail and leave no answer */
+    if (!strcmp(rq->version, MHD_HTTP_VERSION_1_0))
+        return draped_http_error(d, c, R_STREAM, DRAPE_EC_BAD_MESSAGE, "a WebSocket handshake needs HTTP/1.1");
     const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
     const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
     const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
