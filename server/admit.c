@@ -34,6 +34,7 @@ typedef struct conn {
     MHD_socket fd;
     uint32_t ip;         /* IPv4, network order; 0: not counted (not IPv4) */
     int64_t deadline_ns; /* the headers' deadline; 0: none (a request is being served) */
+    int answered;        /* it has had a request answered: a deadline now is an idle keep-alive's */
     int upgraded;        /* a stream now: never again a deadline */
 } conn;
 
@@ -140,6 +141,7 @@ void draped_admit_mark(draped *d, struct MHD_Connection *mc, draped_admit_event 
     if (!c) return;
     int64_t dl = ev == DRAPED_ADMIT_ANSWERED ? header_deadline(d) : 0;
     pthread_mutex_lock(&d->admit->mu);
+    c->answered |= ev == DRAPED_ADMIT_ANSWERED;
     c->upgraded |= ev == DRAPED_ADMIT_UPGRADED;
     c->deadline_ns = c->upgraded ? 0 : dl;
     pthread_mutex_unlock(&d->admit->mu);
@@ -155,7 +157,7 @@ static void *sweep(void *arg)
             if (c->deadline_ns && now >= c->deadline_ns) {
                 c->deadline_ns = 0;
                 shutdown(c->fd, SHUT_RDWR);
-                COUNT(a->d->met.limits[L_HEADERS]);
+                if (!c->answered) COUNT(a->d->met.limits[L_HEADERS]); /* closing idle keep-alives is routine */
             }
         drape_cond_wait_until(&a->cv, &a->mu, now + SWEEP_NS);
     }
