@@ -90,13 +90,19 @@ class Slow:
             self.ready.set()
 
 
+def time_left(t0, what):
+    """What is left of BUDGET since t0; fails once it is spent."""
+    left = BUDGET - (time.monotonic() - t0)
+    if left <= 0:
+        fail(f"{what} not served within {BUDGET} s")
+    return left
+
+
 def healthz():
     """GET /healthz from 127.0.0.1, retried while the connection is refused or cut."""
     t0 = time.monotonic()
     while True:
-        left = BUDGET - (time.monotonic() - t0)
-        if left <= 0:
-            fail(f"/healthz not served within {BUDGET} s")
+        left = time_left(t0, "/healthz")
         try:
             c = http.client.HTTPConnection(HOST, PORT, timeout=left)
             c.request("GET", "/healthz")
@@ -115,9 +121,7 @@ async def stream():
     one HOLD seconds later."""
     t0 = time.monotonic()
     while True:
-        left = BUDGET - (time.monotonic() - t0)
-        if left <= 0:
-            fail(f"no frame on a new stream within {BUDGET} s")
+        left = time_left(t0, "a new stream")
         try:
             ws = await websockets.connect(f"ws://{HOST}:{PORT}/v1/stream", open_timeout=left, ping_interval=None,
                                           max_size=64 << 20)
