@@ -16,6 +16,7 @@
 #define DRAPED_VERSION "0.2.0"
 
 typedef struct stream_conn stream_conn;
+typedef struct draped_admit draped_admit;
 
 typedef struct {
     draped_config cfg;
@@ -25,6 +26,7 @@ typedef struct {
     drape_idcache *cache;
     drape_batcher *batcher;
     struct MHD_Daemon *mhd;
+    draped_admit *admit; /* per-IP counts and header deadlines (admit.c) */
     int port;
     char instance[160];
     char **keys; /* API keys; NULL: auth off */
@@ -65,7 +67,7 @@ int draped_identity_resolve(draped *d, const char *id, const char *garment, cons
                             drape_idcache_entry **out, drape_errcode *code, drape_error *err);
 
 /* http.c: whether a request carries a valid API key (the Authorization
- * header or ?token=); always, with auth off */
+ * header, or the ?token= of GET /v1/stream); always, with auth off */
 int draped_check_key(const draped *d, const char *authorization, const char *token);
 
 #endif

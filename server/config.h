@@ -19,6 +19,8 @@ typedef struct {
     int64_t cache_bytes;
     int64_t max_identities; /* recipes remembered for ids */
     int64_t max_connections;
+    int64_t max_conn_per_ip; /* connections from one address; 0: any */
+    int64_t header_timeout;  /* seconds from accept to a request's complete headers */
     int64_t max_avatars;    /* per connection */
     int64_t max_message;    /* bytes of one WebSocket message or HTTP body */
     int64_t send_queue;     /* bytes queued to one slow client before it is closed */

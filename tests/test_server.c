@@ -14,6 +14,10 @@
 #define Z72 "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0," \
             "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"
 static char out[OUT];
+/* curl's flags for a WebSocket handshake */
+#define WS_HANDSHAKE                                                                                               \
+    "-H 'Upgrade: websocket' -H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 13' "                            \
+    "-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='"
 
 static const char *py(void) { return getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3"; }
 
@@ -152,6 +156,23 @@ Test(server, http_bad_input)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+Test(server, odd_requests_get_an_answer)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    /* a path that is only a query: the viewer's files once read the byte
+     * before it */
+    curl(&s, "--request-target '?x'", "");
+    expect_code("GET ?x", 400);
+    cr_assert(strstr(out, "must start with '/'"), "%s", out);
+    /* an HTTP/1.0 handshake, once left without an answer */
+    curl(&s, "-0 " WS_HANDSHAKE, "/v1/stream");
+    expect_code("HTTP/1.0 upgrade", 400);
+    cr_assert(strstr(out, "needs HTTP/1.1"), "%s", out);
+    curl(&s, "", "/healthz");
+    expect_code("after them", 200);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, api_keys)
 {
     const char *keys = tu_tmp("keys.txt");
@@ -169,6 +190,17 @@ Test(server, api_keys)
     expect_code("right key", 200);
     curl(&s, "", "/healthz");
     expect_code("health needs no key", 200);
+    /* ?token= is for the WebSocket handshake alone, which browsers cannot
+     * give a header (docs/server.md, "API keys") */
+    curl(&s, "", "/v1/model?token=secret-two");
+    expect_code("?token on another route", 401);
+    cr_assert(strstr(out, "only"), "%s", out);
+    curl(&s, WS_HANDSHAKE, "/v1/stream");
+    expect_code("stream without a key", 401);
+    char ws[160];
+    snprintf(ws, sizeof ws, "%s?token=secret-one", s.ws);
+    int rc = tu_run(out, OUT, "%s tests/clients/ws_client.py '%s' stream_many 1 2 0 f32", py(), ws);
+    cr_assert_eq(rc, 0, "stream with ?token=:\n%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -303,11 +335,51 @@ Test(server, connection_limit)
         usleep(100000);
     }
     cr_assert(strstr(out, "streaming"), "holder did not start: %s", out);
-    curl(&s, "-H 'Upgrade: websocket' -H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 13' "
-             "-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='",
-         "/v1/stream");
+    curl(&s, WS_HANDSHAKE, "/v1/stream");
     expect_code("second stream", 503);
     cr_assert(strstr(out, "too many stream connections"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* Slowloris (issue 35): 400 connections trickle header bytes, one a second
+ * each, and reconnect when cut. budget_s: how long /healthz and a new
+ * stream's first frame may take while they trickle; hold_s: how long the
+ * stream then waits for its second frame (it must outlive the deadline). */
+static void slowloris(tu_server *s, const char *src, int budget_s, int hold_s)
+{
+    int rc = tu_run(out, OUT, "%s tests/clients/slowloris.py 127.0.0.1:%d 400 %s %d %d", py(), s->port, src, budget_s,
+                    hold_s);
+    cr_assert_eq(rc, 0, "slowloris from %s:\n%s", src, out);
+}
+
+static long long limit_hits(tu_server *s, const char *limit)
+{
+    curl(s, "", "/metrics");
+    char key[96];
+    snprintf(key, sizeof key, "drape_limit_hits_total{limit=\"%s\"} ", limit);
+    const char *p = strstr(out, key);
+    cr_assert_not_null(p, "no %s in:\n%s", key, out);
+    return atoll(p + strlen(key));
+}
+
+Test(server, slowloris_from_another_address_is_held_to_the_per_ip_limit)
+{
+    /* the deadline is long: the per-IP limit alone leaves room */
+    tu_server s = tu_draped_start("tiny_random", "--header-timeout 30 --max-conn-per-ip 64");
+    slowloris(&s, "127.0.0.2", 3, 0);
+    cr_assert_geq(limit_hits(&s, "per_ip"), 400 - 64);
+    cr_assert_eq(limit_hits(&s, "header_timeout"), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, slowloris_from_the_clients_own_address_is_cut_by_the_header_deadline)
+{
+    /* no per-IP limit: the 400 take every slot (256 + 64) until the header
+     * deadline cuts them, bytes trickling or not */
+    tu_server s = tu_draped_start("tiny_random", "--header-timeout 2 --max-conn-per-ip 0");
+    slowloris(&s, "127.0.0.1", 6, 3);
+    cr_assert_geq(limit_hits(&s, "header_timeout"), 256 + 64);
+    cr_assert_eq(limit_hits(&s, "per_ip"), 0);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
