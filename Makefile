@@ -204,7 +204,7 @@ test-unit: all $(BUNDLES)
 check:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    build-asan/drape build-asan/draped build-asan/drape_tests
+	    build-asan/drape build-asan/draped build-asan/drape_tests build-asan/libdrape.a
 	@$(MAKE) --no-print-directory $(BUNDLES)
 	@mkdir -p build-asan
 	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:protect_shadow_gap=0 \
