@@ -337,7 +337,7 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
     for (int f = 0; f < c->n_hist; f++) {
         drape_error why = {0};
         if (drape_pose_validate(it->pose[f], &lim, &why))
-            return snprintf(msg, cap, "frame %d of %d: %.200s", f, c->n_hist, why.msg), -1;
+            return COUNT(d->met.limits[L_POSE]), snprintf(msg, cap, "frame %d of %d: %.200s", f, c->n_hist, why.msg), -1;
     }
     json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
     drape_error err = {0};

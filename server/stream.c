@@ -310,6 +310,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     memcpy(frame, m->pose, sizeof(float) * DRAPE_MSG_POSE);
     memcpy(frame + DRAPE_MSG_POSE, m->trans, sizeof(float) * 3);
     if (drape_pose_validate(frame, &lim, &why)) {
+        COUNT(sc->d->met.limits[L_POSE]);
         send_error(sc, binary, DRAPE_EC_BAD_FIELD, why.msg, &m->avatar, m->has_seq, m->seq);
         return;
     }

@@ -271,6 +271,7 @@ Test(server, bad_stream_messages_leave_others_streaming)
     scenario(&s, "bad_inputs");
     curl(&s, "", "/metrics");
     cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 10"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"pose\"} 2"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
