@@ -96,6 +96,10 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
                   LOAD(m->dropped_total), "counter");
     rc |= counter(o, "drape_frames_lost_on_close_total", "Frames finished after their avatar or stream closed.",
                   LOAD(m->frames_lost_on_close), "counter");
+    rc |= counter(o, "drape_frames_nonfinite_total",
+                  "Frames (stream and POST /v1/frames) whose model output held NaN or Inf: an internal error went "
+                  "instead.",
+                  LOAD(m->frames_nonfinite), "counter");
     rc |= counter(o, "drape_sent_bytes_total", "Bytes written to stream sockets.", LOAD(m->bytes_out), "counter");
     rc |= counter(o, "drape_auth_failures_total", "Requests without a valid API key.", LOAD(m->auth_failures),
                   "counter");

@@ -48,6 +48,7 @@ typedef struct {
     _Atomic uint64_t http[R_COUNT][C_COUNT];
     _Atomic uint64_t stream_conns_total, stream_conns_open, avatars_open;
     _Atomic uint64_t poses_total, frames_total, dropped_total, frames_lost_on_close;
+    _Atomic uint64_t frames_failed, frames_nonfinite; /* computed but not packed: an error went instead */
     _Atomic uint64_t stream_errors[DRAPE_EC_COUNT]; /* by code; only the map's STREAM codes are rendered */
     _Atomic uint64_t ws_closes[6]; /* 1000 1001 1002 1007 1008 1009, 1011 counted as 1008's neighbour below */
     _Atomic uint64_t ws_close_1011;

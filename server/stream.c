@@ -93,14 +93,24 @@ static void send_close(stream_conn *sc, int code, const char *reason)
     LOG_DEBUG("stream %d: closing %d %s", sc->fd, code, reason);
 }
 
-static void send_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
-                       const drape_avatar_key *av, int has_seq, uint64_t seq)
+/* An error the server caused (a failed batch, a non-finite frame, shutdown):
+ * the client sent nothing wrong, so it does not count toward --error-flood,
+ * which would otherwise close every avatar of a connection over one bad one. */
+static void send_server_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
+                              const drape_avatar_key *av, int has_seq, uint64_t seq)
 {
     drape_buf m = {0};
     drape_msg_error(&m, binary, drape_errcode_wire(code), message, av, has_seq, seq);
     tx_msg(sc, binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
     drape_buf_free(&m);
     draped_count_error(&sc->d->met, code);
+}
+
+/* An error about a client's message: a flood of them in a row closes (1008). */
+static void send_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
+                       const drape_avatar_key *av, int has_seq, uint64_t seq)
+{
+    send_server_error(sc, binary, code, message, av, has_seq, seq);
     if (++sc->errors_in_row >= sc->d->cfg.error_flood) {
         COUNT(sc->d->met.limits[L_ERROR_FLOOD]);
         send_close(sc, DRAPE_WS_CLOSE_POLICY, "too many bad messages in a row");
@@ -172,7 +182,7 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS]
     a->job.done = job_done;
     a->job.user = a;
     if (drape_batcher_submit(sc->d->batcher, &a->job)) {
-        send_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down", &a->key, 1, seq);
+        send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down", &a->key, 1, seq);
         return;
     }
     a->inflight = 1;
@@ -193,21 +203,27 @@ static void complete(stream_conn *sc, avatar *a)
     if (a->status) {
         atomic_store(&d->healthy, 0);
         LOG_ERROR("backend failed a batch: %s", a->err.msg);
-        send_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
+        send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
     } else {
         drape_buf pk = {0}, m = {0};
         float bbox[6];
         drape_timing t;
-        draped_frame_pack(&pk, bbox, &t, &a->job, a->format, a->V);
-        drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
-        tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
+        drape_error err = {0};
+        if (draped_frame_pack(&pk, bbox, &t, &a->job, a->format, a->V, &err)) {
+            /* this avatar's pose only: the others, and this one's next pose, go on */
+            draped_frame_failed(&d->met, &err);
+            send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, err.msg, &a->key, 1, a->jseq);
+        } else {
+            drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
+            tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
+            COUNT(d->met.frames_total);
+            draped_hist_add(&d->met.queue_us, t.queue_us);
+            draped_hist_add(&d->met.compute_us, t.compute_us);
+            draped_hist_add(&d->met.pack_us, t.pack_us);
+            draped_hist_add(&d->met.server_us, (uint64_t)((drape_now_ns() - a->j_recv_ns) / 1000));
+        }
         drape_buf_free(&pk);
         drape_buf_free(&m);
-        COUNT(d->met.frames_total);
-        draped_hist_add(&d->met.queue_us, t.queue_us);
-        draped_hist_add(&d->met.compute_us, t.compute_us);
-        draped_hist_add(&d->met.pack_us, t.pack_us);
-        draped_hist_add(&d->met.server_us, (uint64_t)((drape_now_ns() - a->j_recv_ns) / 1000));
     }
     if (a->pending && !atomic_load(&d->stopping)) {
         a->pending = 0;

@@ -237,6 +237,45 @@ Test(server, bad_stream_messages_leave_others_streaming)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* the miniskirt's own network made to overflow: its output is Inf or NaN
+ * for any pose, the skirt's (the shared network) stays finite */
+static int poison_miniskirt(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt;
+    (void)ctx;
+    if (strncmp(name, "garment.miniskirt.net.conv.2.", 29)) return 1;
+    int64_t n = 1;
+    for (int i = 0; i < *nd; i++) n *= shape[i];
+    for (int64_t i = 0; i < n; i++) ((float *)data)[i] = 3e38f;
+    return 1;
+}
+
+Test(server, nonfinite_output_is_an_error_not_a_frame)
+{
+    const char *bundle = tu_tmp("poisoned.safetensors");
+    tu_rewrite(tu_bundle("tinyown_random"), bundle, poison_miniskirt, NULL, NULL);
+    char extra[700];
+    snprintf(extra, sizeof extra, "--model %s --max-delay-us 20000 --error-flood 2", bundle);
+    tu_server s = tu_draped_start("tinyown_random", extra);
+    scenario(&s, "nonfinite skirt miniskirt 3 4");
+    /* POST /v1/frames: no frame that claims vertices it has not got */
+    curl(&s, "-X POST -d '{\"items\":[{\"garment\":\"skirt\",\"pose\":[" Z72 "]},"
+             "{\"garment\":\"miniskirt\",\"pose\":[" Z72 "]}]}'",
+         "/v1/frames");
+    expect_code("non-finite item", 500);
+    cr_assert(strstr(out, "\"internal\"") && strstr(out, "items[1]") && strstr(out, "not finite"), "%s", out);
+    curl(&s, "-X POST -d '{\"garment\":\"skirt\",\"pose\":[" Z72 "]}'", "/v1/frames");
+    expect_code("finite item", 200);
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_frames_nonfinite_total 13\n"), "%s", out);
+    cr_assert(strstr(out, "drape_stream_errors_total{code=\"internal\"} 12\n"), "%s", out);
+    cr_assert(strstr(out, "drape_frames_total 4\n"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"error_flood\"} 0"), "%s", out);
+    curl(&s, "", "/readyz");
+    expect_code("a bad output is not a failed backend", 200);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, newest_pose_wins_and_drops_are_counted)
 {
     /* a slow batch (long delay) so that poses pile up behind the first */

@@ -199,6 +199,39 @@ async def bad_inputs():
     print(json.dumps({"cases": len(cases) + len(bin_cases), "good_frames": seq}))
 
 
+async def nonfinite(good, bad, n_bad="3", poses="4"):
+    """Avatars of garment `bad` (whose network the test poisoned to give NaN
+    or Inf) get an `internal` error naming each pose's seq, never a frame;
+    an avatar of garment `good` on the same connection gets every frame, and
+    the errors do not count toward --error-flood (the server run with 2)."""
+    B, T = int(n_bad), int(poses)
+    c = await connect(False)
+    names = ["good"] + [f"bad{i}" for i in range(B)]
+    for a in names:
+        await c.send({"op": "open", "avatar": a, "garment": good if a == "good" else bad})
+    for _ in names:
+        m = await c.recv()
+        check(m["op"] == "opened", f"expected opened, got {m}")
+    for t in range(T):
+        for a in names:
+            await c.send({"op": "pose", "avatar": a, "seq": t, "pose": pose(t)})
+        got = {}
+        while len(got) < len(names):
+            m = await c.recv()
+            check(m["op"] in ("frame", "error"), f"unexpected {m}")
+            got[m["avatar"]] = m
+        f = got["good"]
+        check(f["op"] == "frame" and f["seq"] == t and np.isfinite(decode(f)).all(), f"good avatar: {f}")
+        for a in names[1:]:
+            e = got[a]
+            check(e["op"] == "error" and e["code"] == "internal" and e.get("seq") == t and "not finite" in e["message"],
+                  f"{a}: expected an internal error for seq {t}, got {e}")
+    await c.send({"op": "close", "avatar": "good"})
+    await c.until(lambda m: m["op"] == "closed")
+    await c.ws.close()
+    print(json.dumps({"frames": T, "errors": B * T}))
+
+
 async def flood(n="60"):
     """A client that sends faster than it is served: the newest pose wins,
     every pose is answered or counted as dropped, frames stay in order."""
