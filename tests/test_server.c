@@ -309,6 +309,35 @@ Test(server, websocket_protocol_violations_close_with_the_right_code)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* A client's close code is echoed and counted under its own label (the
+ * application ranges as classes), not as the server error 1011; upgrades
+ * count as 101. */
+Test(server, client_close_codes_are_labelled_truthfully)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    const int codes[] = {1003, 1014, 3000, 3999, 4000, 4001, 4999};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        char a[64];
+        snprintf(a, sizeof a, "protocol close_%d", codes[i]);
+        scenario(&s, a);
+    }
+    curl(&s, "", "/metrics");
+    const char *want[] = {"drape_ws_closes_total{code=\"1003\"} 1\n", "drape_ws_closes_total{code=\"1014\"} 1\n",
+                          "drape_ws_closes_total{code=\"3xxx\"} 2\n", "drape_ws_closes_total{code=\"4xxx\"} 3\n",
+                          "drape_ws_closes_total{code=\"1011\"} 0\n",
+                          "drape_http_requests_total{route=\"stream\",code=\"101\"} 7\n"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) cr_assert(strstr(out, want[i]), "no %s in:\n%s", want[i], out);
+    cr_assert(!strstr(out, "code=\"other\""), "%s", out);
+    /* another WebSocket version: 426, under its own label too */
+    curl(&s, "-H 'Upgrade: websocket' -H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 8' "
+             "-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='",
+         "/v1/stream");
+    expect_code("version 8", 426);
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_http_requests_total{route=\"stream\",code=\"426\"} 1\n"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, connection_limit)
 {
     tu_server s = tu_draped_start("tiny_random", "--max-connections 1");

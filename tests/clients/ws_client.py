@@ -377,6 +377,10 @@ def protocol(case):
     elif case == "client_close":
         s.sendall(frame(8, struct.pack(">H", 1000) + b"bye"))
         want = 1000
+    elif case.startswith("close_"):
+        # any valid code a client closes with comes back as it was sent
+        want = int(case[len("close_"):])
+        s.sendall(frame(8, struct.pack(">H", want)))
     else:
         fail(f"unknown case {case}")
     code = read_close(s, rest)
