@@ -189,15 +189,22 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS]
     sc->inflight++;
 }
 
-/* A finished frame: pack and queue it, then start the pending pose. */
+/* A finished frame: pack and queue it, then start the pending pose. While
+ * the server drains (SIGTERM) a pending pose is not computed: it is counted
+ * in this frame's `dropped`, or named by an error when no frame goes out. */
 static void complete(stream_conn *sc, avatar *a)
 {
     draped *d = sc->d;
+    int stopping = atomic_load(&d->stopping);
     a->inflight = 0;
     sc->inflight--;
     if (a->closed) {
         COUNT(d->met.frames_lost_on_close);
         avatar_free(sc, a);
+        return;
+    }
+    if (sc->closing) { /* a close frame is queued and nothing may follow it */
+        COUNT(d->met.frames_lost_on_close);
         return;
     }
     if (a->status) {
@@ -214,6 +221,11 @@ static void complete(stream_conn *sc, avatar *a)
             draped_frame_failed(&d->met, &err);
             send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, err.msg, &a->key, 1, a->jseq);
         } else {
+            if (a->pending && stopping) {
+                a->pending = 0;
+                a->dropped++;
+                COUNT(d->met.dropped_total);
+            }
             drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
             tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
             COUNT(d->met.frames_total);
@@ -225,9 +237,12 @@ static void complete(stream_conn *sc, avatar *a)
         drape_buf_free(&pk);
         drape_buf_free(&m);
     }
-    if (a->pending && !atomic_load(&d->stopping)) {
+    if (a->pending) {
         a->pending = 0;
-        submit(sc, a, a->ppose, a->pseq, a->p_recv_ns);
+        if (stopping)
+            send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down; this pose was not computed",
+                              &a->key, 1, a->pseq);
+        else submit(sc, a, a->ppose, a->pseq, a->p_recv_ns);
     }
 }
 

@@ -384,6 +384,35 @@ Test(server, sigterm_drains_and_closes_streams_with_1001)
     cr_assert(strstr(out, "\"close\": 1001") && strstr(out, "rc=0"), "%s", out);
 }
 
+/* Poses waiting behind a frame in flight when SIGTERM comes are not
+ * computed, and not lost without a word: the last frame counts them in
+ * `dropped` (docs/protocol.md). A lone frame waits 1 s for a fuller batch,
+ * so the signal lands while it is in flight. */
+Test(server, sigterm_reports_pending_poses_as_dropped)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-delay-us 1000000");
+    char cmd[512];
+    const char *res = tu_tmp("pending.out");
+    snprintf(cmd, sizeof cmd, "%s tests/clients/ws_client.py %s shutdown_pending 3 > %s 2>&1; echo rc=$? >> %s",
+             py(), s.ws, res, res);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100; i++) {
+        tu_run(out, OUT, "cat %s", res);
+        if (strstr(out, "sent")) break;
+        usleep(50000);
+    }
+    cr_assert(strstr(out, "sent"), "the client did not start: %s", out);
+    usleep(200000); /* the server has read the poses */
+    cr_assert_eq(tu_draped_stop(&s), 0, "draped did not exit 0 on SIGTERM");
+    waitpid(pid, NULL, 0);
+    tu_run(out, OUT, "cat %s", res);
+    cr_assert(strstr(out, "\"dropped\": 2") && strstr(out, "rc=0"), "%s", out);
+}
+
 Test(server, slow_readers_and_vanishing_clients_do_not_hurt_others)
 {
     tu_server s = tu_draped_start("tiny_random", "--send-queue 65536");

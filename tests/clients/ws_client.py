@@ -297,6 +297,35 @@ async def shutdown_wait():
         print(json.dumps({"frames": t, "close": e.code}))
 
 
+async def shutdown_pending(n="3"):
+    """Sends n poses at once (the first in flight, the rest pending, newest
+    wins), says so, and waits: the test sends SIGTERM while the first frame
+    is in flight. Every pose is accounted for before the 1001: the frame,
+    plus the pending pose counted in its `dropped` (or an error naming it)."""
+    N = int(n)
+    c = await connect(False)
+    await c.send({"op": "open", "avatar": 1, "garment": GARMENT})
+    await c.until(lambda m: m["op"] == "opened")
+    for t in range(N):
+        await c.send({"op": "pose", "avatar": 1, "seq": t, "pose": pose(t)})
+    print("sent", flush=True)
+    frames, errors, dropped = [], [], 0
+    try:
+        while True:
+            m = await c.recv(timeout=30)
+            if m["op"] == "frame":
+                frames.append(m["seq"])
+                dropped = m["dropped"]
+            elif m["op"] == "error":
+                errors.append(m.get("seq"))
+    except websockets.exceptions.ConnectionClosed as e:
+        check(e.code == 1001, f"closed with {e.code}, expected 1001")
+    check(frames == [0], f"expected the in-flight frame 0 only, got {frames} (errors {errors})")
+    check(len(frames) + dropped + len(errors) == N,
+          f"{len(frames)} frames + {dropped} dropped + {len(errors)} errors != {N} poses sent")
+    print(json.dumps({"frames": len(frames), "dropped": dropped, "errors": len(errors), "close": 1001}))
+
+
 # ---- raw sockets: protocol violations a real client library refuses to make ----
 
 def raw_connect(rcvbuf=0):
