@@ -158,8 +158,9 @@ endif
 $(BUILD)/drape: $(TOOL_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
+# draped uses the TLS session libmicrohttpd made for an upgraded stream (server/stream.c)
 $(BUILD)/draped: $(SERVER_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS) -lgnutls
 
 # the server's counters are tested alone (tests/test_errors.c); the rest of
 # the server through the draped binary

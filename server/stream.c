@@ -14,10 +14,20 @@
  * taken from a ring of the avatar's last hist[0] + 1 poses as received,
  * dropped ones included: they are the motion the client sent. Before an
  * avatar has sent that many, its first pose stands in for the frames
- * before it, as in `drape infer`. */
+ * before it, as in `drape infer`.
+ *
+ * Over TLS the stream reads and writes the connection's GnuTLS session on
+ * its TCP socket itself, on libmicrohttpd's thread for the connection (see
+ * on_upgrade): libmicrohttpd's own forwarding of upgraded TLS connections
+ * (0.9.75, Debian 12's) gets a 4-byte buffer once the connection's memory
+ * pool is spent, which it always is after the request, and so sends a TLS
+ * record and makes four system calls per 4 bytes: 30 ms per frame. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +45,9 @@ typedef struct avatar avatar;
 
 struct stream_conn {
     draped *d;
-    MHD_socket fd;
+    MHD_socket fd; /* the client's socket: the TCP one, also over TLS */
+    gnutls_session_t tls; /* NULL: plain ws */
+    int tls_again;        /* a record GnuTLS could not finish sending */
     struct MHD_UpgradeResponseHandle *urh;
     pthread_t th;
     int efd;
@@ -117,16 +129,43 @@ static void send_error(stream_conn *sc, int binary, drape_errcode code, const ch
     }
 }
 
+/* The client's bytes, through TLS or not: > 0 bytes moved, 0 none now (it
+ * would block), -1 the peer is gone or the connection failed. */
+static ssize_t io_send(stream_conn *sc, const uint8_t *p, size_t n)
+{
+    if (!sc->tls) {
+        ssize_t r = send(sc->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+        return r;
+    }
+    /* a record that would have blocked is finished by a call with NULL, 0
+     * (gnutls_record_send(3)); it returns the first call's count */
+    ssize_t r = sc->tls_again ? gnutls_record_send(sc->tls, NULL, 0) : gnutls_record_send(sc->tls, p, n);
+    sc->tls_again = r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED;
+    if (sc->tls_again) return 0;
+    return r < 0 ? -1 : r;
+}
+
+static ssize_t io_recv(stream_conn *sc, uint8_t *p, size_t n)
+{
+    ssize_t r;
+    if (!sc->tls) {
+        r = recv(sc->fd, p, n, MSG_DONTWAIT);
+        if (r < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+    } else {
+        r = gnutls_record_recv(sc->tls, p, n);
+        if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) return 0;
+    }
+    return r > 0 ? r : -1; /* 0: the peer closed (a TLS close_notify too) */
+}
+
 /* Writes what the socket takes now. Returns -1 when the peer is gone. */
 static int flush(stream_conn *sc)
 {
     while (sc->tx_off < sc->tx.len) {
-        ssize_t n = send(sc->fd, sc->tx.p + sc->tx_off, sc->tx.len - sc->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == EINTR) continue;
-            return -1;
-        }
+        ssize_t n = io_send(sc, sc->tx.p + sc->tx_off, sc->tx.len - sc->tx_off);
+        if (n < 0) return -1;
+        if (n == 0) break;
         sc->tx_off += (size_t)n;
         COUNT_N(sc->d->met.bytes_out, (uint64_t)n);
     }
@@ -467,15 +506,18 @@ static void *stream_main(void *arg)
             if (now >= close_deadline) break;
         }
         struct pollfd p[2] = {{sc->fd, 0, 0}, {sc->efd, POLLIN, 0}};
-        if (!sc->closing && !atomic_load(&d->stopping)) p[0].events |= POLLIN;
+        int reading = !sc->closing && !atomic_load(&d->stopping);
+        if (reading) p[0].events |= POLLIN;
         if (sc->tx_off < sc->tx.len) p[0].events |= POLLOUT;
-        if (poll(p, 2, 200) < 0 && errno != EINTR) break;
+        /* bytes GnuTLS has decrypted already are not in the socket for poll to see */
+        int tls_pending = reading && sc->tls && gnutls_record_check_pending(sc->tls) > 0;
+        if (poll(p, 2, tls_pending ? 0 : 200) < 0 && errno != EINTR) break;
+        if (tls_pending) p[0].revents |= POLLIN;
         if (p[1].revents & POLLIN) drain_ready(sc);
         if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL) && !(p[0].revents & POLLIN)) break;
         if (p[0].revents & POLLIN) {
-            ssize_t n = recv(sc->fd, buf, sizeof buf, MSG_DONTWAIT);
-            if (n == 0) break; /* peer closed */
-            if (n < 0 && errno != EAGAIN && errno != EINTR) break;
+            ssize_t n = io_recv(sc, buf, sizeof buf);
+            if (n < 0) break; /* peer closed */
             if (n > 0) on_bytes(sc, buf, (size_t)n);
         }
     }
@@ -493,7 +535,8 @@ static void *stream_main(void *arg)
         poll(&p, 1, 100);
         drain_ready(sc);
     }
-    shutdown(sc->fd, SHUT_RDWR);
+    /* over TLS libmicrohttpd sends the close_notify and closes the socket */
+    if (!sc->tls) shutdown(sc->fd, SHUT_RDWR);
     MHD_upgrade_action(sc->urh, MHD_UPGRADE_ACTION_CLOSE);
     pthread_mutex_lock(&d->mu);
     stream_conn **pp = &d->streams;
@@ -519,9 +562,14 @@ typedef struct {
 static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra, size_t extra_len,
                        MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
-    (void)c;
     (void)req_cls;
     draped *d = cls;
+    /* over TLS, sock is libmicrohttpd's end of its forwarding socketpair:
+     * the stream uses the TLS session and its TCP socket instead */
+    const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const union MHD_ConnectionInfo *tcp = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (tls && tls->tls_session && tcp) sock = tcp->connect_fd;
+    else tls = NULL;
     stream_conn *sc = calloc(1, sizeof *sc);
     drape_ws_limits lim = {1, (size_t)d->cfg.max_message, (size_t)d->cfg.max_message};
     if (!sc || drape_ws_parser_create(&sc->ps, &lim) || (sc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
@@ -537,12 +585,16 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
     }
     sc->d = d;
     sc->fd = sock;
+    sc->tls = tls ? (gnutls_session_t)tls->tls_session : NULL;
     sc->urh = urh;
     sc->last_rx_ns = drape_now_ns();
     /* a modest kernel buffer: a client that stops reading shows up in our
      * own bounded queue soon, not after megabytes of kernel memory */
-    int sndbuf = 256 << 10;
+    int sndbuf = 256 << 10, one = 1;
     setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    /* every write is whole messages: a frame must not wait for the ACK of
+     * the one before it (Nagle's algorithm) */
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     pthread_mutex_init(&sc->mu, NULL);
     pthread_mutex_lock(&d->mu);
     sc->next = d->streams;
@@ -554,10 +606,9 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&sc->th, &at, stream_main, sc)) {
-        /* run it here: MHD's connection thread is ours until we return */
-        stream_main(sc);
-    }
+    /* over TLS (or without a thread) it runs here: MHD's thread for this
+     * connection is ours until we return, and its forwarding starts after */
+    if (sc->tls || pthread_create(&sc->th, &at, stream_main, sc)) stream_main(sc);
     pthread_attr_destroy(&at);
 }
 

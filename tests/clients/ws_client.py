@@ -12,6 +12,7 @@ import json
 import math
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -21,6 +22,12 @@ import numpy as np
 import websockets
 
 URL = sys.argv[1]
+# wss://: the tests' self-signed certificate is taken as it is
+TLS = None
+if URL.startswith("wss://"):
+    TLS = ssl.create_default_context()
+    TLS.check_hostname = False
+    TLS.verify_mode = ssl.CERT_NONE
 GARMENT = os.environ.get("DRAPE_TEST_GARMENT", "skirt")
 
 
@@ -83,7 +90,7 @@ class Conn:
 
 
 async def connect(binary=False):
-    ws = await websockets.connect(URL, max_size=64 << 20, ping_interval=None)
+    ws = await websockets.connect(URL, max_size=64 << 20, ping_interval=None, ssl=TLS)
     return Conn(ws, binary)
 
 
@@ -232,6 +239,26 @@ async def nonfinite(good, bad, n_bad="3", poses="4"):
     print(json.dumps({"frames": T, "errors": B * T}))
 
 
+async def paced(n="90", fps="30"):
+    """One avatar, one pose every 1/fps s, each frame awaited before the
+    next pose is due: prints the p50 of pose-sent-to-frame latency (ms)."""
+    N, F = int(n), float(fps)
+    c = await connect(True)
+    await c.send({"op": "open", "avatar": 1, "garment": GARMENT, "format": "f32"})
+    await c.until(lambda m: m["op"] == "opened")
+    lat, t0 = [], time.perf_counter()
+    for k in range(N):
+        await asyncio.sleep(max(0.0, t0 + k / F - time.perf_counter()))
+        sent = time.perf_counter()
+        await c.send({"op": "pose", "avatar": 1, "seq": k, "pose": pose(k)})
+        m = await c.until(lambda m: m["op"] in ("frame", "error"))
+        check(m["op"] == "frame" and m["seq"] == k, f"pose {k}: {m}")
+        lat.append((time.perf_counter() - sent) * 1e3)
+    await c.ws.close()
+    lat.sort()
+    print(json.dumps({"p50_ms": round(lat[len(lat) // 2], 3), "max_ms": round(lat[-1], 3)}))
+
+
 async def flood(n="60"):
     """A client that sends faster than it is served: the newest pose wins,
     every pose is answered or counted as dropped, frames stay in order."""
@@ -329,13 +356,15 @@ async def shutdown_pending(n="3"):
 # ---- raw sockets: protocol violations a real client library refuses to make ----
 
 def raw_connect(rcvbuf=0):
-    host, rest = URL[len("ws://"):].split("/", 1)
+    host, rest = URL.split("://", 1)[1].split("/", 1)
     h, p = host.split(":")
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.settimeout(10)
     s.connect((h, int(p)))
+    if TLS:
+        s = TLS.wrap_socket(s)
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall((f"GET /{rest} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
@@ -432,7 +461,7 @@ def slow_reader(n="3000"):
     for t in range(int(n)):
         try:
             raw_send_msg(s, {"op": "pose", "avatar": 1, "seq": t, "pose": pose(t)})
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):  # over TLS: an EOF
             closed = True
             break
         except socket.timeout:
@@ -445,7 +474,7 @@ def slow_reader(n="3000"):
         try:
             while s.recv(1 << 20):
                 pass
-        except (ConnectionResetError, socket.timeout) as e:
+        except (ConnectionResetError, ssl.SSLError, socket.timeout) as e:
             check(not isinstance(e, socket.timeout), "the server kept a non-reading client open")
     print(json.dumps({"cut_off": True}))
 
