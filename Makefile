@@ -43,7 +43,7 @@ CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -fno-math-errno -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
 LDFLAGS += -fopenmp $(SANITIZE)
-LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread
+LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread
 
 # The layers, bottom up (README, "Architecture"); each is a static archive
 # that may call only the layers named after it in LAYER_DEPS_*. Programs link
@@ -158,9 +158,8 @@ endif
 $(BUILD)/drape: $(TOOL_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
-# draped uses the TLS session libmicrohttpd made for an upgraded stream (server/stream.c)
 $(BUILD)/draped: $(SERVER_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
-	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS) -lgnutls
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 # the server's counters are tested alone (tests/test_errors.c); the rest of
 # the server through the draped binary
