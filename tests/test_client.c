@@ -662,16 +662,8 @@ Test(client_draped, server_gone)
  * tls_insecure, and then streams every format; `drape load` likewise. */
 Test(client_draped, wss)
 {
-    char key[512], crt[512], out[8192];
-    snprintf(key, sizeof key, "%s", tu_tmp("wss.key"));
-    snprintf(crt, sizeof crt, "%s", tu_tmp("wss.crt"));
-    int rc = tu_run(out, sizeof out,
-                    "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 2 -subj /CN=localhost "
-                    "-addext subjectAltName=IP:127.0.0.1,DNS:localhost",
-                    key, crt);
-    if (rc) cr_skip_test("openssl cannot make a test certificate: %s", out);
-    char extra[1200], url[96];
-    snprintf(extra, sizeof extra, "--tls-cert %s --tls-key %s", crt, key);
+    char out[8192], crt[512], extra[1200], url[96];
+    tu_tls_flags(extra, sizeof extra, crt, sizeof crt);
     tu_server s = tu_draped_start("tiny_random", extra);
     snprintf(url, sizeof url, "wss://127.0.0.1:%d/v1/stream", s.port);
     drape_client *c;
@@ -706,7 +698,7 @@ Test(client_draped, wss)
         }
         cr_assert_eq(drape_client_close(c, 2000), 0);
     }
-    rc = tu_run(out, sizeof out, "%s load --url %s --avatars 4 --fps 30 --duration 1 --insecure --json 2>&1", drape_bin(),
+    int rc = tu_run(out, sizeof out, "%s load --url %s --avatars 4 --fps 30 --duration 1 --insecure --json 2>&1", drape_bin(),
                 url);
     cr_assert_eq(rc, 0, "%s", out);
     cr_assert(strstr(out, "\"errors\": 0") || strstr(out, "\"errors\":0"), "%s", out);

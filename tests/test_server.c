@@ -360,23 +360,32 @@ Test(server, connection_limit)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
-Test(server, sigterm_drains_and_closes_streams_with_1001)
+/* Runs a ws_client.py scenario in the background, its output (then
+ * "rc=STATUS") in res, and waits until the output holds `ready`. */
+static pid_t scenario_in_background(tu_server *s, const char *args, const char *res, const char *ready)
 {
-    tu_server s = tu_draped_start("tiny_random", "");
     char cmd[512];
-    const char *res = tu_tmp("shutdown.out");
-    snprintf(cmd, sizeof cmd, "%s tests/clients/ws_client.py %s shutdown_wait > %s 2>&1; echo rc=$? >> %s", py(),
-             s.ws, res, res);
+    snprintf(cmd, sizeof cmd, "%s tests/clients/ws_client.py %s %s > %s 2>&1; echo rc=$? >> %s", py(), s->ws, args,
+             res, res);
     pid_t pid = fork();
     if (pid == 0) {
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 200; i++) {
         tu_run(out, OUT, "cat %s", res);
-        if (strstr(out, "streaming")) break;
-        usleep(100000);
+        if (strstr(out, ready)) break;
+        usleep(50000);
     }
+    cr_assert(strstr(out, ready), "the client did not start: %s", out);
+    return pid;
+}
+
+Test(server, sigterm_drains_and_closes_streams_with_1001)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    const char *res = tu_tmp("shutdown.out");
+    pid_t pid = scenario_in_background(&s, "shutdown_wait", res, "streaming");
     usleep(300000); /* a few frames go by */
     cr_assert_eq(tu_draped_stop(&s), 0, "draped did not exit 0 on SIGTERM");
     waitpid(pid, NULL, 0);
@@ -391,21 +400,8 @@ Test(server, sigterm_drains_and_closes_streams_with_1001)
 Test(server, sigterm_reports_pending_poses_as_dropped)
 {
     tu_server s = tu_draped_start("tiny_random", "--max-delay-us 1000000");
-    char cmd[512];
     const char *res = tu_tmp("pending.out");
-    snprintf(cmd, sizeof cmd, "%s tests/clients/ws_client.py %s shutdown_pending 3 > %s 2>&1; echo rc=$? >> %s",
-             py(), s.ws, res, res);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 100; i++) {
-        tu_run(out, OUT, "cat %s", res);
-        if (strstr(out, "sent")) break;
-        usleep(50000);
-    }
-    cr_assert(strstr(out, "sent"), "the client did not start: %s", out);
+    pid_t pid = scenario_in_background(&s, "shutdown_pending 3", res, "sent");
     usleep(200000); /* the server has read the poses */
     cr_assert_eq(tu_draped_stop(&s), 0, "draped did not exit 0 on SIGTERM");
     waitpid(pid, NULL, 0);
@@ -448,12 +444,9 @@ Test(server, cache_pins_streaming_identities)
 
 Test(server, tls)
 {
-    const char *key = tu_tmp("tls.key"), *crt = tu_tmp("tls.crt");
-    int rc = tu_run(out, OUT, "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 2 -subj /CN=localhost",
-                    key, crt);
-    if (rc) cr_skip_test("openssl cannot make a test certificate: %s", out);
-    char extra[1200];
-    snprintf(extra, sizeof extra, "--send-queue 65536 --tls-cert %s --tls-key %s", crt, key);
+    char tls[1200], extra[1300];
+    tu_tls_flags(tls, sizeof tls, NULL, 0);
+    snprintf(extra, sizeof extra, "--send-queue 65536 %s", tls);
     tu_server s = tu_draped_start("tiny_random", extra);
     tu_run(out, OUT, "curl -s -k -w '\\nHTTP %%{http_code}\\n' https://127.0.0.1:%d/v1/model", s.port);
     expect_code("https", 200);
@@ -490,12 +483,9 @@ static double paced_p50(tu_server *s)
  * `make bench` measures the difference. */
 Test(server, wss_latency_is_close_to_ws)
 {
-    const char *key = tu_tmp("tls2.key"), *crt = tu_tmp("tls2.crt");
-    int rc = tu_run(out, OUT, "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 2 -subj /CN=localhost",
-                    key, crt);
-    if (rc) cr_skip_test("openssl cannot make a test certificate: %s", out);
-    char extra[1200];
-    snprintf(extra, sizeof extra, "--max-delay-us 1000 --tls-cert %s --tls-key %s", crt, key);
+    char tls_flags[1200], extra[1300];
+    tu_tls_flags(tls_flags, sizeof tls_flags, NULL, 0);
+    snprintf(extra, sizeof extra, "--max-delay-us 1000 %s", tls_flags);
     tu_server tls = tu_draped_start("tiny_random", extra);
     tu_server plain = tu_draped_start("tiny_random", "--max-delay-us 1000");
     snprintf(tls.ws, sizeof tls.ws, "wss://127.0.0.1:%d/v1/stream", tls.port);

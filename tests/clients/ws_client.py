@@ -259,15 +259,21 @@ async def paced(n="90", fps="30"):
     print(json.dumps({"p50_ms": round(lat[len(lat) // 2], 3), "max_ms": round(lat[-1], 3)}))
 
 
+async def burst(avatar, n, binary):
+    """A new connection with `avatar` open and its poses 0..n-1 sent at once."""
+    c = await connect(binary)
+    await c.send({"op": "open", "avatar": avatar, "garment": GARMENT})
+    await c.until(lambda m: m["op"] == "opened")
+    for t in range(n):
+        await c.send({"op": "pose", "avatar": avatar, "seq": t, "pose": pose(t)})
+    return c
+
+
 async def flood(n="60"):
     """A client that sends faster than it is served: the newest pose wins,
     every pose is answered or counted as dropped, frames stay in order."""
     N = int(n)
-    c = await connect(True)
-    await c.send({"op": "open", "avatar": 7, "garment": GARMENT})
-    await c.until(lambda m: m["op"] == "opened")
-    for t in range(N):
-        await c.send({"op": "pose", "avatar": 7, "seq": t, "pose": pose(t)})
+    c = await burst(7, N, True)
     seqs, dropped = [], 0
     while True:
         m = await c.until(lambda m: m["op"] == "frame")
@@ -330,11 +336,7 @@ async def shutdown_pending(n="3"):
     is in flight. Every pose is accounted for before the 1001: the frame,
     plus the pending pose counted in its `dropped` (or an error naming it)."""
     N = int(n)
-    c = await connect(False)
-    await c.send({"op": "open", "avatar": 1, "garment": GARMENT})
-    await c.until(lambda m: m["op"] == "opened")
-    for t in range(N):
-        await c.send({"op": "pose", "avatar": 1, "seq": t, "pose": pose(t)})
+    c = await burst(1, N, False)
     print("sent", flush=True)
     frames, errors, dropped = [], [], 0
     try:
