@@ -14,10 +14,15 @@
  *      sustain 1,920 frames per second at all; otherwise the row says so);
  *   4. per garment the bundle refines (docs/conventions.md, "The refine
  *      step"): frames/s of one avatar (batches of 1) and of batches of
- *      max_batch, with the refine step and without it (the peer).
+ *      max_batch, with the refine step and without it (the peer);
+ *   5. one avatar at 30 fps over wss against the same over ws (the peer),
+ *      each on its own draped with the same flags, in this run: p50 and p99
+ *      (goal: wss within 1 ms of ws at p50). Skipped without openssl for a
+ *      self-signed certificate.
  *
  *   drape_bench_server BUNDLE DRAPED DRAPE    env DRAPE_BENCH_THREADS (2) */
 #include <jansson.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +162,9 @@ static void refine_rows(const char *bundle, int threads)
     drape_model_free(m);
 }
 
-static int start_draped(const char *draped, const char *bundle, int threads, pid_t *pid)
+/* draped on a free loopback port; with cert (and key), over TLS */
+static int start_draped(const char *draped, const char *bundle, int threads, const char *cert, const char *key,
+                        pid_t *pid)
 {
     int fds[2];
     if (pipe(fds)) die("pipe", "failed");
@@ -169,8 +176,13 @@ static int start_draped(const char *draped, const char *bundle, int threads, pid
         snprintf(t, sizeof t, "%d", threads);
         snprintf(b, sizeof b, "%d", MAX_BATCH);
         snprintf(d, sizeof d, "%d", MAX_DELAY_US);
-        execl(draped, draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend", backend_name(), "--threads",
-              t, "--max-batch", b, "--max-delay-us", d, "--log-level", "warn", (char *)NULL);
+        if (cert)
+            execl(draped, draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend", backend_name(),
+                  "--threads", t, "--max-batch", b, "--max-delay-us", d, "--log-level", "warn", "--tls-cert", cert,
+                  "--tls-key", key, (char *)NULL);
+        else
+            execl(draped, draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend", backend_name(),
+                  "--threads", t, "--max-batch", b, "--max-delay-us", d, "--log-level", "warn", (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -186,13 +198,14 @@ static int start_draped(const char *draped, const char *bundle, int threads, pid
     return port;
 }
 
-static json_t *load(const char *drape, int port, int avatars, double fps, double seconds, int connections)
+/* `drape load` over ws, or over wss (tls: the self-signed test certificate) */
+static json_t *load_on(const char *drape, int tls, int port, int avatars, double fps, double seconds, int connections)
 {
     char cmd[512];
     snprintf(cmd, sizeof cmd,
-             "%s load --url ws://127.0.0.1:%d/v1/stream --avatars %d --fps %g --duration %g --connections %d "
-             "--format f32 --json",
-             drape, port, avatars, fps, seconds, connections);
+             "%s load --url %s://127.0.0.1:%d/v1/stream --avatars %d --fps %g --duration %g --connections %d "
+             "--format f32 --json%s",
+             drape, tls ? "wss" : "ws", port, avatars, fps, seconds, connections, tls ? " --insecure" : "");
     FILE *p = popen(cmd, "r");
     static char buf[8192];
     size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
@@ -204,9 +217,53 @@ static json_t *load(const char *drape, int port, int avatars, double fps, double
     return j;
 }
 
+static json_t *load(const char *drape, int port, int avatars, double fps, double seconds, int connections)
+{
+    return load_on(drape, 0, port, avatars, fps, seconds, connections);
+}
+
 static double num(json_t *j, const char *k)
 {
     return json_number_value(json_object_get(j, k));
+}
+
+/* 5: one avatar at 30 fps, ws then wss, each against its own draped */
+static void tls_rows(const char *bundle, int threads, const char *draped, const char *drape)
+{
+    char dir[] = "/tmp/drape-bench-tls-XXXXXX", cert[64], key[64], cmd[512];
+    if (!mkdtemp(dir)) return;
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 1 -subj /CN=localhost "
+             ">/dev/null 2>&1",
+             key, cert);
+    if (system(cmd)) {
+        printf("\n(ws against wss skipped: openssl could not make a test certificate)\n");
+        rmdir(dir);
+        return;
+    }
+    double p50[2], p99[2];
+    for (int tls = 0; tls < 2; tls++) {
+        pid_t pid;
+        int port = start_draped(draped, bundle, threads, tls ? cert : NULL, key, &pid);
+        json_decref(load_on(drape, tls, port, 1, 10, 1, 1)); /* the identity, warm */
+        json_t *j = load_on(drape, tls, port, 1, 30, 10, 1);
+        json_t *l = json_object_get(j, "latency_ms");
+        p50[tls] = num(l, "p50");
+        p99[tls] = num(l, "p99");
+        json_decref(j);
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    unlink(cert);
+    unlink(key);
+    rmdir(dir);
+    printf("\n## ws against wss (%s, 1 avatar x 30 fps for 10 s, each on its own draped)\n\n", bundle);
+    printf("| transport | latency p50 ms | p99 ms |\n|---|---:|---:|\n");
+    printf("| ws | %.2f | %.2f |\n| wss | %.2f | %.2f |\n", p50[0], p99[0], p50[1], p99[1]);
+    printf("\nwss / ws at p50: %.2f; wss - ws: %+.2f ms (goal: within 1 ms) %s\n", p50[1] / p50[0], p50[1] - p50[0],
+           fabs(p50[1] - p50[0]) <= 1.0 ? "meets" : "MISSES");
 }
 
 int main(int argc, char **argv)
@@ -219,7 +276,7 @@ int main(int argc, char **argv)
     raw(bundle, threads, &raw_fps, &batch_ms);
 
     pid_t pid;
-    int port = start_draped(argv[2], bundle, threads, &pid);
+    int port = start_draped(argv[2], bundle, threads, NULL, NULL, &pid);
     /* warm the identity, then saturate: 2×max_batch avatars offering twice
      * what the backend can do */
     json_decref(load(argv[3], port, 2, 10, 1, 1));
@@ -254,5 +311,6 @@ int main(int argc, char **argv)
     json_decref(lat);
     split_rows(bundle, threads);
     refine_rows(bundle, threads);
+    tls_rows(bundle, threads, argv[2], argv[3]);
     return 0;
 }

@@ -1,8 +1,11 @@
-/* libdrape-client (see client.h): POSIX sockets, our ws.c framing, msg.c
- * messages. Blocking sends with a timeout; receives through poll(). */
+/* libdrape-client (see client.h): POSIX sockets, GnuTLS for wss://, our
+ * ws.c framing, msg.c messages. Blocking sends with a timeout; receives
+ * through poll(). */
 #include "client.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,6 +26,8 @@
 
 struct drape_client {
     int fd;
+    gnutls_session_t tls; /* wss://; NULL for ws:// */
+    gnutls_certificate_credentials_t cred;
     int json;
     int timeout_ms;
     drape_ws_parser *parser;
@@ -63,34 +68,72 @@ static void random_bytes(uint8_t *p, size_t n)
     }
 }
 
+/* ---- the connection's bytes, through TLS or not ---- */
+
+enum { IO_AGAIN = -1, IO_FAILED = -2 };
+
+/* > 0 bytes moved; IO_AGAIN: nothing now (*events: what to poll for);
+ * IO_FAILED (*why says); recv: 0 when the server closed. A TLS call that
+ * would block is repeated with the same arguments (gnutls_record_send(3)). */
+static ssize_t io_result(drape_client *c, ssize_t r, short *events, const char **why)
+{
+    if (!c->tls) {
+        if (r >= 0) return r;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return IO_AGAIN;
+        *why = strerror(errno);
+        return IO_FAILED;
+    }
+    if (r >= 0) return r;
+    if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) {
+        *events = gnutls_record_get_direction(c->tls) ? POLLOUT : POLLIN;
+        return IO_AGAIN;
+    }
+    *why = gnutls_strerror((int)r);
+    return IO_FAILED;
+}
+
+static ssize_t io_send(drape_client *c, const uint8_t *p, size_t n, short *events, const char **why)
+{
+    *events = POLLOUT;
+    return io_result(c, c->tls ? gnutls_record_send(c->tls, p, n) : send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT),
+                     events, why);
+}
+
+static ssize_t io_recv(drape_client *c, uint8_t *p, size_t n, short *events, const char **why)
+{
+    *events = POLLIN;
+    return io_result(c, c->tls ? gnutls_record_recv(c->tls, p, n) : recv(c->fd, p, n, MSG_DONTWAIT), events, why);
+}
+
 /* ---- sending ---- */
 
 static int send_all(drape_client *c, const uint8_t *p, size_t n, drape_error *err)
 {
     int64_t deadline = ((int64_t)(drape_now_ns() / 1000000)) + c->timeout_ms;
+    const char *why = "";
     while (n) {
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        short ev;
+        ssize_t w = io_send(c, p, n, &ev, &why);
         if (w > 0) {
             p += w;
             n -= (size_t)w;
             continue;
         }
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd pf = {c->fd, POLLOUT, 0};
-            int r = poll(&pf, 1, remaining(deadline));
-            if (r == 0) {
-                c->broken = 1;
-                return drape_fail(err, DRAPE_EIO, "send: timed out after %d ms (server not reading)", c->timeout_ms);
-            }
-            if (r < 0 && errno != EINTR) break;
-            continue;
+        if (w == IO_FAILED) break;
+        struct pollfd pf = {c->fd, ev, 0};
+        int r = poll(&pf, 1, remaining(deadline));
+        if (r == 0) {
+            c->broken = 1;
+            return drape_fail(err, DRAPE_EIO, "send: timed out after %d ms (server not reading)", c->timeout_ms);
         }
-        break;
+        if (r < 0 && errno != EINTR) {
+            why = strerror(errno);
+            break;
+        }
     }
     if (n) {
         c->broken = 1;
-        return drape_fail(err, DRAPE_EIO, "send: %s", strerror(errno));
+        return drape_fail(err, DRAPE_EIO, "send: %s", why);
     }
     return DRAPE_OK;
 }
@@ -166,27 +209,35 @@ static int fill(drape_client *c, int timeout, drape_error *err)
         c->rx.len -= c->rx_off;
         c->rx_off = 0;
     }
-    struct pollfd pf = {c->fd, POLLIN, 0};
-    int r;
-    do r = poll(&pf, 1, timeout);
-    while (r < 0 && errno == EINTR);
-    if (r == 0) return 0;
-    if (r < 0) return drape_fail(err, DRAPE_EIO, "poll: %s", strerror(errno));
-    if (drape_buf_reserve(&c->rx, 65536)) return drape_fail(err, DRAPE_ENOMEM, "receive buffer");
+    int64_t deadline = timeout < 0 ? -1 : ((int64_t)(drape_now_ns() / 1000000)) + timeout;
+    short ev = POLLIN;
+    const char *why = "";
     ssize_t n;
-    do n = recv(c->fd, c->rx.p + c->rx.len, c->rx.cap - c->rx.len, 0);
-    while (n < 0 && errno == EINTR);
-    if (n > 0) {
-        c->rx.len += (size_t)n;
-        return 1;
+    for (;;) {
+        /* bytes GnuTLS has decrypted already are not in the socket for poll */
+        if (!c->tls || !gnutls_record_check_pending(c->tls)) {
+            struct pollfd pf = {c->fd, ev, 0};
+            int r;
+            do r = poll(&pf, 1, remaining(deadline));
+            while (r < 0 && errno == EINTR);
+            if (r == 0) return 0;
+            if (r < 0) return drape_fail(err, DRAPE_EIO, "poll: %s", strerror(errno));
+        }
+        if (drape_buf_reserve(&c->rx, 65536)) return drape_fail(err, DRAPE_ENOMEM, "receive buffer");
+        n = io_recv(c, c->rx.p + c->rx.len, c->rx.cap - c->rx.len, &ev, &why);
+        if (n > 0) {
+            c->rx.len += (size_t)n;
+            return 1;
+        }
+        if (n != IO_AGAIN) break;
+        if (!remaining(deadline)) return 0; /* a TLS record only part there */
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
     c->broken = 1;
     if (n == 0) {
         if (c->close_code) return drape_fail(err, DRAPE_EIO, "connection closed (close code %d)", c->close_code);
         return drape_fail(err, DRAPE_EIO, "connection closed by the server without a close frame");
     }
-    return drape_fail(err, DRAPE_EIO, "recv: %s", strerror(errno));
+    return drape_fail(err, DRAPE_EIO, "recv: %s", why);
 }
 
 int drape_client_recv(drape_client *c, drape_server_msg *m, int timeout_ms, drape_error *err)
@@ -244,14 +295,16 @@ int drape_client_close_code(const drape_client *c) { return c ? c->close_code : 
 
 typedef struct {
     char host[256], port[8], path[1024], hostport[300];
+    int tls; /* wss:// */
 } url_parts;
 
 static int parse_url(url_parts *u, const char *url, drape_error *err)
 {
     if (!url) return drape_fail(err, DRAPE_EINVAL, "url: missing");
-    if (!strncmp(url, "wss://", 6)) return drape_fail(err, DRAPE_ENOTSUP, "url: wss:// is not supported (use ws://)");
-    if (strncmp(url, "ws://", 5)) return drape_fail(err, DRAPE_EINVAL, "url '%s': must start with ws://", url);
-    const char *h = url + 5, *end = h + strcspn(h, "/?#");
+    u->tls = !strncmp(url, "wss://", 6);
+    if (!u->tls && strncmp(url, "ws://", 5))
+        return drape_fail(err, DRAPE_EINVAL, "url '%s': must start with ws:// or wss://", url);
+    const char *h = url + (u->tls ? 6 : 5), *end = h + strcspn(h, "/?#");
     const char *hend, *pstart = NULL;
     if (*h == '[') {
         const char *rb = memchr(h, ']', (size_t)(end - h));
@@ -269,7 +322,7 @@ static int parse_url(url_parts *u, const char *url, drape_error *err)
     if (hl == 0 || hl >= sizeof u->host) return drape_fail(err, DRAPE_EINVAL, "url '%s': bad host", url);
     memcpy(u->host, h, hl);
     u->host[hl] = 0;
-    snprintf(u->port, sizeof u->port, "80");
+    snprintf(u->port, sizeof u->port, u->tls ? "443" : "80");
     if (pstart) {
         size_t pl = (size_t)(end - pstart);
         char *e;
@@ -325,6 +378,57 @@ static int tcp_connect(drape_client *c, const url_parts *u, drape_error *err)
     }
     freeaddrinfo(res);
     return drape_fail(err, DRAPE_EIO, "connect %s: %s", u->hostport, strerror(last ? last : ECONNREFUSED));
+}
+
+/* The TLS handshake of wss:// on the connected socket, within the
+ * connect timeout: the server's certificate is checked against the system's
+ * trust store (or opts->tls_ca_file) and the URL's host, unless
+ * opts->tls_insecure. */
+static int tls_connect(drape_client *c, const url_parts *u, const drape_client_opts *o, drape_error *err)
+{
+    const char *ca = o ? o->tls_ca_file : NULL;
+    int insecure = o && o->tls_insecure;
+    int r = gnutls_certificate_allocate_credentials(&c->cred);
+    if (r < 0) return drape_fail(err, DRAPE_ENOMEM, "tls: %s", gnutls_strerror(r));
+    if (!insecure) {
+        r = ca ? gnutls_certificate_set_x509_trust_file(c->cred, ca, GNUTLS_X509_FMT_PEM)
+               : gnutls_certificate_set_x509_system_trust(c->cred);
+        if (r <= 0)
+            return drape_fail(err, DRAPE_EIO, "tls: no trusted certificates from %s%s%s", ca ? ca : "the system",
+                              r < 0 ? ": " : "", r < 0 ? gnutls_strerror(r) : "");
+    }
+    if ((r = gnutls_init(&c->tls, GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_SIGNAL)) < 0) {
+        c->tls = NULL;
+        return drape_fail(err, DRAPE_ENOMEM, "tls: %s", gnutls_strerror(r));
+    }
+    unsigned char ip[16];
+    int literal = inet_pton(AF_INET, u->host, ip) == 1 || inet_pton(AF_INET6, u->host, ip) == 1;
+    if ((r = gnutls_set_default_priority(c->tls)) < 0 ||
+        (r = gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, c->cred)) < 0 ||
+        (!literal && (r = gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, u->host, strlen(u->host))) < 0))
+        return drape_fail(err, DRAPE_EIO, "tls: %s", gnutls_strerror(r));
+    if (!insecure) gnutls_session_set_verify_cert(c->tls, u->host, 0);
+    gnutls_transport_set_int(c->tls, c->fd);
+    int64_t deadline = ((int64_t)(drape_now_ns() / 1000000)) + c->timeout_ms;
+    while ((r = gnutls_handshake(c->tls)) < 0) {
+        if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+            gnutls_datum_t why = {0};
+            unsigned status = gnutls_session_get_verify_cert_status(c->tls);
+            gnutls_certificate_verification_status_print(status, gnutls_certificate_type_get(c->tls), &why, 0);
+            drape_fail(err, DRAPE_EIO, "tls: the certificate of %s is not trusted: %s", u->hostport,
+                       why.data ? (const char *)why.data : "unknown reason");
+            gnutls_free(why.data);
+            return DRAPE_EIO;
+        }
+        if (gnutls_error_is_fatal(r)) return drape_fail(err, DRAPE_EIO, "tls handshake with %s: %s", u->hostport,
+                                                        gnutls_strerror(r));
+        struct pollfd pf = {c->fd, gnutls_record_get_direction(c->tls) ? POLLOUT : POLLIN, 0};
+        int pr = poll(&pf, 1, remaining(deadline));
+        if (pr == 0) return drape_fail(err, DRAPE_EIO, "tls handshake with %s: no answer within %d ms", u->hostport,
+                                       c->timeout_ms);
+        if (pr < 0 && errno != EINTR) return drape_fail(err, DRAPE_EIO, "poll: %s", strerror(errno));
+    }
+    return DRAPE_OK;
 }
 
 /* Finds header `name` in the response head (case-insensitive); copies its
@@ -418,7 +522,8 @@ int drape_client_connect(drape_client **out, const char *url, const drape_client
         drape_client_free(c);
         return drape_fail(err, rc, "client");
     }
-    if ((rc = tcp_connect(c, &u, err)) || (rc = handshake(c, &u, opts ? opts->api_key : NULL, err))) {
+    if ((rc = tcp_connect(c, &u, err)) || (u.tls && (rc = tls_connect(c, &u, opts, err))) ||
+        (rc = handshake(c, &u, opts ? opts->api_key : NULL, err))) {
         drape_client_free(c);
         return rc;
     }
@@ -448,6 +553,11 @@ int drape_client_close(drape_client *c, int timeout_ms)
 void drape_client_free(drape_client *c)
 {
     if (!c) return;
+    if (c->tls) {
+        if (!c->broken) gnutls_bye(c->tls, GNUTLS_SHUT_WR); /* close_notify, if the socket takes it now */
+        gnutls_deinit(c->tls);
+    }
+    if (c->cred) gnutls_certificate_free_credentials(c->cred);
     if (c->fd >= 0) close(c->fd);
     drape_ws_parser_free(c->parser);
     drape_buf_free(&c->rx);

@@ -27,11 +27,15 @@ typedef struct {
     int timeout_ms;         /* connect + handshake, and each blocking send; 0: 5000 */
     size_t max_message;     /* largest server message accepted; 0: 64 MiB */
     const char *api_key;    /* sent as "Authorization: Bearer KEY"; NULL: none */
+    const char *tls_ca_file; /* wss: PEM certificates to trust; NULL: the system's */
+    int tls_insecure;       /* wss: accept any certificate (self-signed test servers) */
 } drape_client_opts;
 
-/* url: ws://HOST[:PORT][/PATH][?QUERY] (HOST may be [v6]); wss:// is
- * DRAPE_ENOTSUP. Resolves, connects, upgrades with a random key and checks
- * Sec-WebSocket-Accept. A refused upgrade is DRAPE_EIO with the status line. */
+/* url: ws://HOST[:PORT][/PATH][?QUERY] or wss:// (TLS through GnuTLS, port
+ * 443 by default; the certificate must be trusted and name HOST unless
+ * tls_insecure); HOST may be [v6]. Resolves, connects, upgrades with a
+ * random key and checks Sec-WebSocket-Accept. A refused upgrade is
+ * DRAPE_EIO with the status line; so is an untrusted certificate. */
 int drape_client_connect(drape_client **out, const char *url, const drape_client_opts *opts, drape_error *err);
 
 /* Stream messages (encoding per opts.json). identity XOR garment; n_betas -1: none. */
@@ -55,7 +59,9 @@ int drape_client_recv(drape_client *c, drape_server_msg *m, int timeout_ms, drap
 /* A frame's vertices: xyz gets m->count * 3 floats. */
 int drape_client_decode(const drape_server_msg *m, float *xyz);
 
-/* The socket, for poll() in callers that multiplex (readable: call recv with 0). */
+/* The socket, for poll() in callers that multiplex (readable: call recv with
+ * 0). Over wss, received bytes may wait decrypted in the client where poll
+ * does not see them: call recv with 0 until it returns 0 before polling. */
 int drape_client_fd(const drape_client *c);
 /* The close code the server sent (1005: none given), or 0 while open. */
 int drape_client_close_code(const drape_client *c);

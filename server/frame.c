@@ -1,5 +1,6 @@
 #include "frame.h"
 
+#include "../core/log.h"
 #include "../proto/pack.h"
 
 void draped_frame_job(drape_job *j, const drape_identity *id, const float (*win)[DRAPE_FRAME_FLOATS], int n_hist,
@@ -14,12 +15,23 @@ void draped_frame_job(drape_job *j, const drape_identity *id, const float (*win)
     j->frame.out = out;
 }
 
-int draped_frame_pack(drape_buf *pk, float bbox[6], drape_timing *t, const drape_job *j, int format, int V)
+int draped_frame_pack(drape_buf *pk, float bbox[6], drape_timing *t, const drape_job *j, int format, int V,
+                      drape_error *err)
 {
     int64_t t0 = drape_now_ns();
     int rc = drape_pack(pk, bbox, format, j->frame.out, V);
     t->queue_us = (uint32_t)((j->t_start_ns - j->t_submit_ns) / 1000);
     t->compute_us = (uint32_t)((j->t_end_ns - j->t_start_ns) / 1000);
     t->pack_us = (uint32_t)((drape_now_ns() - t0) / 1000);
-    return rc;
+    if (rc == DRAPE_ENONFINITE)
+        return drape_fail(err, rc, "the model's output for this pose is not finite (NaN or Inf); no frame");
+    if (rc) return drape_fail(err, rc, "cannot pack the frame: %s", drape_strerror(rc));
+    return 0;
+}
+
+void draped_frame_failed(draped_metrics *met, const drape_error *err)
+{
+    uint64_t n = COUNT(met->frames_failed) + 1;
+    if (err->code == DRAPE_ENONFINITE) COUNT(met->frames_nonfinite);
+    if (!(n & (n - 1))) LOG_WARN("frame not sent (%llu so far): %s", (unsigned long long)n, err->msg);
 }

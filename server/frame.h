@@ -7,6 +7,7 @@
 #include "../proto/msg.h"
 #include "../runtime/batcher.h"
 #include "../runtime/sequence.h"
+#include "metrics.h"
 
 _Static_assert(DRAPE_FRAME_FLOATS == DRAPE_MSG_POSE + 3, "a frame's floats: the wire's pose, then its translation");
 
@@ -18,7 +19,16 @@ void draped_frame_job(drape_job *j, const drape_identity *id, const float (*win)
                       int lbs_only, float *out);
 
 /* Packs the V vertices a finished job wrote in format into pk (bbox: their
- * box) and fills t: the job's queue and compute times and the pack's, in µs. */
-int draped_frame_pack(drape_buf *pk, float bbox[6], drape_timing *t, const drape_job *j, int format, int V);
+ * box) and fills t: the job's queue and compute times and the pack's, in µs.
+ * Returns 0, or (err says which) DRAPE_ENONFINITE when the model's output
+ * holds NaN or Inf, DRAPE_ENOMEM: there is no frame to send, and the caller
+ * answers with an `internal` error instead (docs/protocol.md). */
+int draped_frame_pack(drape_buf *pk, float bbox[6], drape_timing *t, const drape_job *j, int format, int V,
+                      drape_error *err);
+
+/* Counts a frame draped_frame_pack refused (drape_frames_nonfinite_total for
+ * NaN or Inf) and logs it, the 1st, 2nd, 4th, 8th... time: a broken model
+ * fails every frame, and the log must not grow at the frame rate. */
+void draped_frame_failed(draped_metrics *met, const drape_error *err);
 
 #endif

@@ -5,10 +5,12 @@ static const char *route_names[R_COUNT] = {
     DRAPED_ROUTE_MAP(XX)
 #undef XX
 };
-static const unsigned codes[C_COUNT] = {200, 400, 401, 404, 405, 413, 500, 503, 0};
+static const unsigned codes[C_COUNT] = {101, 200, 400, 401, 404, 405, 413, 426, 500, 503, 0};
 static const char *limit_names[L_COUNT] = {"connections", "avatars", "message", "body", "send_queue",
                                            "error_flood", "idle", "cache", "per_ip", "header_timeout", "pose"};
-static const int close_codes[6] = {1000, 1001, 1002, 1007, 1008, 1009};
+static const int close_codes[] = {DRAPED_CLOSE_CODES};
+_Static_assert(sizeof close_codes / sizeof close_codes[0] == WSC_CODES, "WSC_CODES counts DRAPED_CLOSE_CODES");
+static const char *close_classes[WSC_COUNT - WSC_CODES] = {"3xxx", "4xxx", "other"};
 static const uint64_t hist_le[DRAPED_HIST_N] = {50, 100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000,
                                                 100000, 250000, 1000000, 5000000};
 
@@ -32,12 +34,10 @@ void draped_count_error(draped_metrics *m, drape_errcode code)
 
 void draped_count_close(draped_metrics *m, int code)
 {
-    for (int i = 0; i < 6; i++)
-        if (close_codes[i] == code) {
-            COUNT(m->ws_closes[i]);
-            return;
-        }
-    COUNT(m->ws_close_1011);
+    int slot = code >= 3000 && code <= 3999 ? WSC_3XXX : code >= 4000 && code <= 4999 ? WSC_4XXX : WSC_OTHER;
+    for (int i = 0; i < WSC_CODES; i++)
+        if (close_codes[i] == code) slot = i;
+    COUNT(m->ws_closes[slot]);
 }
 
 void draped_hist_add(draped_hist *h, uint64_t us)
@@ -96,6 +96,10 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
                   LOAD(m->dropped_total), "counter");
     rc |= counter(o, "drape_frames_lost_on_close_total", "Frames finished after their avatar or stream closed.",
                   LOAD(m->frames_lost_on_close), "counter");
+    rc |= counter(o, "drape_frames_nonfinite_total",
+                  "Frames (stream and POST /v1/frames) whose model output held NaN or Inf: an internal error went "
+                  "instead.",
+                  LOAD(m->frames_nonfinite), "counter");
     rc |= counter(o, "drape_sent_bytes_total", "Bytes written to stream sockets.", LOAD(m->bytes_out), "counter");
     rc |= counter(o, "drape_auth_failures_total", "Requests without a valid API key.", LOAD(m->auth_failures),
                   "counter");
@@ -105,12 +109,16 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
         if (drape_errcode_metric((drape_errcode)i) == DRAPE_EC_METRIC_STREAM)
             rc |= drape_buf_printf(o, "drape_stream_errors_total{code=\"%s\"} %llu\n",
                                    drape_errcode_wire((drape_errcode)i), (unsigned long long)LOAD(m->stream_errors[i]));
-    rc |= drape_buf_printf(o, "# HELP drape_ws_closes_total WebSocket closes sent, by close code.\n"
+    rc |= drape_buf_printf(o, "# HELP drape_ws_closes_total WebSocket closes sent, by close code (a client's "
+                              "close is echoed with its code; 3xxx, 4xxx: the application ranges).\n"
                               "# TYPE drape_ws_closes_total counter\n");
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < WSC_CODES; i++)
         rc |= drape_buf_printf(o, "drape_ws_closes_total{code=\"%d\"} %llu\n", close_codes[i],
                                (unsigned long long)LOAD(m->ws_closes[i]));
-    rc |= drape_buf_printf(o, "drape_ws_closes_total{code=\"1011\"} %llu\n", (unsigned long long)LOAD(m->ws_close_1011));
+    for (int i = WSC_CODES; i < WSC_COUNT; i++)
+        if (i != WSC_OTHER || LOAD(m->ws_closes[i]))
+            rc |= drape_buf_printf(o, "drape_ws_closes_total{code=\"%s\"} %llu\n", close_classes[i - WSC_CODES],
+                                   (unsigned long long)LOAD(m->ws_closes[i]));
     rc |= drape_buf_printf(o, "# HELP drape_limit_hits_total Hard limits hit, by limit.\n"
                               "# TYPE drape_limit_hits_total counter\n");
     for (int i = 0; i < L_COUNT; i++)

@@ -32,7 +32,14 @@ enum {
 #undef XX
     R_COUNT
 };
-enum { C_200, C_400, C_401, C_404, C_405, C_413, C_500, C_503, C_OTHER, C_COUNT };
+enum { C_101, C_200, C_400, C_401, C_404, C_405, C_413, C_426, C_500, C_503, C_OTHER, C_COUNT };
+
+/* drape_ws_closes_total's labels: each code a close may carry (those
+ * proto/ws.c accepts from a peer, whose close the server echoes), the
+ * application ranges 3000-3999 and 4000-4999 as two classes so that
+ * clients cannot grow the label set, and "other" (never expected). */
+#define DRAPED_CLOSE_CODES 1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014
+enum { WSC_CODES = 12, WSC_3XXX = WSC_CODES, WSC_4XXX, WSC_OTHER, WSC_COUNT };
 
 /* hard limits, counted when hit (L_PER_IP: refused at accept; L_HEADERS: no
  * complete headers in time) */
@@ -50,9 +57,9 @@ typedef struct {
     _Atomic uint64_t http[R_COUNT][C_COUNT];
     _Atomic uint64_t stream_conns_total, stream_conns_open, avatars_open;
     _Atomic uint64_t poses_total, frames_total, dropped_total, frames_lost_on_close;
+    _Atomic uint64_t frames_failed, frames_nonfinite; /* computed but not packed: an error went instead */
     _Atomic uint64_t stream_errors[DRAPE_EC_COUNT]; /* by code; only the map's STREAM codes are rendered */
-    _Atomic uint64_t ws_closes[6]; /* 1000 1001 1002 1007 1008 1009, 1011 counted as 1008's neighbour below */
-    _Atomic uint64_t ws_close_1011;
+    _Atomic uint64_t ws_closes[WSC_COUNT]; /* by DRAPED_CLOSE_CODES, then the classes */
     _Atomic uint64_t limits[L_COUNT];
     _Atomic uint64_t bytes_out, http_frames_total, auth_failures;
     draped_hist queue_us, compute_us, pack_us, server_us;

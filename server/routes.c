@@ -443,7 +443,16 @@ enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const d
             drape_buf pk = {0};
             float bbox[6];
             drape_timing t;
-            draped_frame_pack(&pk, bbox, &t, &it->job, it->format, V);
+            drape_error perr = {0};
+            if (draped_frame_pack(&pk, bbox, &t, &it->job, it->format, V, &perr)) {
+                /* all or nothing, as for a bad item: no frame claims V vertices it has not got */
+                draped_frame_failed(&d->met, &perr);
+                snprintf(msg, sizeof msg, "items[%zu]: %s", i, perr.msg);
+                code = DRAPE_EC_INTERNAL;
+                bad = 1;
+                drape_buf_free(&pk);
+                break;
+            }
             json_array_append_new(
                 frames, json_pack("{s:s,s:i,s:s,s:o,s:o,s:{s:I,s:I,s:I}}", "identity",
                                   drape_idcache_entry_key(it->e), "count", V, "format", drape_format_name(it->format),

@@ -14,10 +14,20 @@
  * taken from a ring of the avatar's last hist[0] + 1 poses as received,
  * dropped ones included: they are the motion the client sent. Before an
  * avatar has sent that many, its first pose stands in for the frames
- * before it, as in `drape infer`. */
+ * before it, as in `drape infer`.
+ *
+ * Over TLS the stream reads and writes the connection's GnuTLS session on
+ * its TCP socket itself, on libmicrohttpd's thread for the connection (see
+ * on_upgrade): libmicrohttpd's own forwarding of upgraded TLS connections
+ * (0.9.75, Debian 12's) gets a 4-byte buffer once the connection's memory
+ * pool is spent, which it always is after the request, and so sends a TLS
+ * record and makes four system calls per 4 bytes: 30 ms per frame. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +45,9 @@ typedef struct avatar avatar;
 
 struct stream_conn {
     draped *d;
-    MHD_socket fd;
+    MHD_socket fd; /* the client's socket: the TCP one, also over TLS */
+    gnutls_session_t tls; /* NULL: plain ws */
+    int tls_again;        /* a record GnuTLS could not finish sending */
     struct MHD_UpgradeResponseHandle *urh;
     pthread_t th;
     int efd;
@@ -93,30 +105,67 @@ static void send_close(stream_conn *sc, int code, const char *reason)
     LOG_DEBUG("stream %d: closing %d %s", sc->fd, code, reason);
 }
 
-static void send_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
-                       const drape_avatar_key *av, int has_seq, uint64_t seq)
+/* An error the server caused (a failed batch, a non-finite frame, shutdown):
+ * the client sent nothing wrong, so it does not count toward --error-flood,
+ * which would otherwise close every avatar of a connection over one bad one. */
+static void send_server_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
+                              const drape_avatar_key *av, int has_seq, uint64_t seq)
 {
     drape_buf m = {0};
     drape_msg_error(&m, binary, drape_errcode_wire(code), message, av, has_seq, seq);
     tx_msg(sc, binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
     drape_buf_free(&m);
     draped_count_error(&sc->d->met, code);
+}
+
+/* An error about a client's message: a flood of them in a row closes (1008). */
+static void send_error(stream_conn *sc, int binary, drape_errcode code, const char *message,
+                       const drape_avatar_key *av, int has_seq, uint64_t seq)
+{
+    send_server_error(sc, binary, code, message, av, has_seq, seq);
     if (++sc->errors_in_row >= sc->d->cfg.error_flood) {
         COUNT(sc->d->met.limits[L_ERROR_FLOOD]);
         send_close(sc, DRAPE_WS_CLOSE_POLICY, "too many bad messages in a row");
     }
 }
 
+/* The client's bytes, through TLS or not: > 0 bytes moved, 0 none now (it
+ * would block), -1 the peer is gone or the connection failed. */
+static ssize_t io_send(stream_conn *sc, const uint8_t *p, size_t n)
+{
+    if (!sc->tls) {
+        ssize_t r = send(sc->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (r < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+        return r;
+    }
+    /* a record that would have blocked is finished by a call with NULL, 0
+     * (gnutls_record_send(3)); it returns the first call's count */
+    ssize_t r = sc->tls_again ? gnutls_record_send(sc->tls, NULL, 0) : gnutls_record_send(sc->tls, p, n);
+    sc->tls_again = r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED;
+    if (sc->tls_again) return 0;
+    return r < 0 ? -1 : r;
+}
+
+static ssize_t io_recv(stream_conn *sc, uint8_t *p, size_t n)
+{
+    ssize_t r;
+    if (!sc->tls) {
+        r = recv(sc->fd, p, n, MSG_DONTWAIT);
+        if (r < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -1;
+    } else {
+        r = gnutls_record_recv(sc->tls, p, n);
+        if (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED) return 0;
+    }
+    return r > 0 ? r : -1; /* 0: the peer closed (a TLS close_notify too) */
+}
+
 /* Writes what the socket takes now. Returns -1 when the peer is gone. */
 static int flush(stream_conn *sc)
 {
     while (sc->tx_off < sc->tx.len) {
-        ssize_t n = send(sc->fd, sc->tx.p + sc->tx_off, sc->tx.len - sc->tx_off, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-            if (errno == EINTR) continue;
-            return -1;
-        }
+        ssize_t n = io_send(sc, sc->tx.p + sc->tx_off, sc->tx.len - sc->tx_off);
+        if (n < 0) return -1;
+        if (n == 0) break;
         sc->tx_off += (size_t)n;
         COUNT_N(sc->d->met.bytes_out, (uint64_t)n);
     }
@@ -172,17 +221,20 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS]
     a->job.done = job_done;
     a->job.user = a;
     if (drape_batcher_submit(sc->d->batcher, &a->job)) {
-        send_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down", &a->key, 1, seq);
+        send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down", &a->key, 1, seq);
         return;
     }
     a->inflight = 1;
     sc->inflight++;
 }
 
-/* A finished frame: pack and queue it, then start the pending pose. */
+/* A finished frame: pack and queue it, then start the pending pose. While
+ * the server drains (SIGTERM) a pending pose is not computed: it is counted
+ * in this frame's `dropped`, or named by an error when no frame goes out. */
 static void complete(stream_conn *sc, avatar *a)
 {
     draped *d = sc->d;
+    int stopping = atomic_load(&d->stopping);
     a->inflight = 0;
     sc->inflight--;
     if (a->closed) {
@@ -190,28 +242,46 @@ static void complete(stream_conn *sc, avatar *a)
         avatar_free(sc, a);
         return;
     }
+    if (sc->closing) { /* a close frame is queued and nothing may follow it */
+        COUNT(d->met.frames_lost_on_close);
+        return;
+    }
     if (a->status) {
         atomic_store(&d->healthy, 0);
         LOG_ERROR("backend failed a batch: %s", a->err.msg);
-        send_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
+        send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
     } else {
         drape_buf pk = {0}, m = {0};
         float bbox[6];
         drape_timing t;
-        draped_frame_pack(&pk, bbox, &t, &a->job, a->format, a->V);
-        drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
-        tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
+        drape_error err = {0};
+        if (draped_frame_pack(&pk, bbox, &t, &a->job, a->format, a->V, &err)) {
+            /* this avatar's pose only: the others, and this one's next pose, go on */
+            draped_frame_failed(&d->met, &err);
+            send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, err.msg, &a->key, 1, a->jseq);
+        } else {
+            if (a->pending && stopping) {
+                a->pending = 0;
+                a->dropped++;
+                COUNT(d->met.dropped_total);
+            }
+            drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
+            tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
+            COUNT(d->met.frames_total);
+            draped_hist_add(&d->met.queue_us, t.queue_us);
+            draped_hist_add(&d->met.compute_us, t.compute_us);
+            draped_hist_add(&d->met.pack_us, t.pack_us);
+            draped_hist_add(&d->met.server_us, (uint64_t)((drape_now_ns() - a->j_recv_ns) / 1000));
+        }
         drape_buf_free(&pk);
         drape_buf_free(&m);
-        COUNT(d->met.frames_total);
-        draped_hist_add(&d->met.queue_us, t.queue_us);
-        draped_hist_add(&d->met.compute_us, t.compute_us);
-        draped_hist_add(&d->met.pack_us, t.pack_us);
-        draped_hist_add(&d->met.server_us, (uint64_t)((drape_now_ns() - a->j_recv_ns) / 1000));
     }
-    if (a->pending && !atomic_load(&d->stopping)) {
+    if (a->pending) {
         a->pending = 0;
-        submit(sc, a, a->ppose, a->pseq, a->p_recv_ns);
+        if (stopping)
+            send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down; this pose was not computed",
+                              &a->key, 1, a->pseq);
+        else submit(sc, a, a->ppose, a->pseq, a->p_recv_ns);
     }
 }
 
@@ -446,15 +516,18 @@ static void *stream_main(void *arg)
             if (now >= close_deadline) break;
         }
         struct pollfd p[2] = {{sc->fd, 0, 0}, {sc->efd, POLLIN, 0}};
-        if (!sc->closing && !atomic_load(&d->stopping)) p[0].events |= POLLIN;
+        int reading = !sc->closing && !atomic_load(&d->stopping);
+        if (reading) p[0].events |= POLLIN;
         if (sc->tx_off < sc->tx.len) p[0].events |= POLLOUT;
-        if (poll(p, 2, 200) < 0 && errno != EINTR) break;
+        /* bytes GnuTLS has decrypted already are not in the socket for poll to see */
+        int tls_pending = reading && sc->tls && gnutls_record_check_pending(sc->tls) > 0;
+        if (poll(p, 2, tls_pending ? 0 : 200) < 0 && errno != EINTR) break;
+        if (tls_pending) p[0].revents |= POLLIN;
         if (p[1].revents & POLLIN) drain_ready(sc);
         if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL) && !(p[0].revents & POLLIN)) break;
         if (p[0].revents & POLLIN) {
-            ssize_t n = recv(sc->fd, buf, sizeof buf, MSG_DONTWAIT);
-            if (n == 0) break; /* peer closed */
-            if (n < 0 && errno != EAGAIN && errno != EINTR) break;
+            ssize_t n = io_recv(sc, buf, sizeof buf);
+            if (n < 0) break; /* peer closed */
             if (n > 0) on_bytes(sc, buf, (size_t)n);
         }
     }
@@ -472,7 +545,8 @@ static void *stream_main(void *arg)
         poll(&p, 1, 100);
         drain_ready(sc);
     }
-    shutdown(sc->fd, SHUT_RDWR);
+    /* over TLS libmicrohttpd sends the close_notify and closes the socket */
+    if (!sc->tls) shutdown(sc->fd, SHUT_RDWR);
     MHD_upgrade_action(sc->urh, MHD_UPGRADE_ACTION_CLOSE);
     pthread_mutex_lock(&d->mu);
     stream_conn **pp = &d->streams;
@@ -498,9 +572,14 @@ typedef struct {
 static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra, size_t extra_len,
                        MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
-    (void)c;
     (void)req_cls;
     draped *d = cls;
+    /* over TLS, sock is libmicrohttpd's end of its forwarding socketpair:
+     * the stream uses the TLS session and its TCP socket instead */
+    const union MHD_ConnectionInfo *tls = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const union MHD_ConnectionInfo *tcp = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (tls && tls->tls_session && tcp) sock = tcp->connect_fd;
+    else tls = NULL;
     stream_conn *sc = calloc(1, sizeof *sc);
     drape_ws_limits lim = {1, (size_t)d->cfg.max_message, (size_t)d->cfg.max_message};
     if (!sc || drape_ws_parser_create(&sc->ps, &lim) || (sc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
@@ -516,12 +595,16 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
     }
     sc->d = d;
     sc->fd = sock;
+    sc->tls = tls ? (gnutls_session_t)tls->tls_session : NULL;
     sc->urh = urh;
     sc->last_rx_ns = drape_now_ns();
     /* a modest kernel buffer: a client that stops reading shows up in our
      * own bounded queue soon, not after megabytes of kernel memory */
-    int sndbuf = 256 << 10;
+    int sndbuf = 256 << 10, one = 1;
     setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+    /* every write is whole messages: a frame must not wait for the ACK of
+     * the one before it (Nagle's algorithm) */
+    setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     pthread_mutex_init(&sc->mu, NULL);
     pthread_mutex_lock(&d->mu);
     sc->next = d->streams;
@@ -533,10 +616,9 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&sc->th, &at, stream_main, sc)) {
-        /* run it here: MHD's connection thread is ours until we return */
-        stream_main(sc);
-    }
+    /* over TLS (or without a thread) it runs here: MHD's thread for this
+     * connection is ours until we return, and its forwarding starts after */
+    if (sc->tls || pthread_create(&sc->th, &at, stream_main, sc)) stream_main(sc);
     pthread_attr_destroy(&at);
 }
 

@@ -122,7 +122,7 @@ Test(web, readme_example_streams)
     const char *san = strstr(dir, "asan") ? "-fsanitize=address,undefined" : "";
     rc = tu_run(out, sizeof out,
                 "cc -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror %s -I. -o %s %s %s/libdrape.a "
-                "-lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread",
+                "-lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread",
                 san, exe, src, dir);
     cr_assert_eq(rc, 0, "the README example does not compile:\n%s", out);
     tu_server s = tu_draped_start("tiny_random", "");

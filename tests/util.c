@@ -87,6 +87,23 @@ const char *tu_tmp(const char *name)
     return path;
 }
 
+void tu_tls_flags(char *flags, size_t cap, char *ca, size_t ca_cap)
+{
+    static int n;
+    char key[512], crt[512], out[4096], name[32];
+    snprintf(name, sizeof name, "tls%d.key", n);
+    snprintf(key, sizeof key, "%s", tu_tmp(name));
+    snprintf(name, sizeof name, "tls%d.crt", n++);
+    snprintf(crt, sizeof crt, "%s", tu_tmp(name));
+    if (tu_run(out, sizeof out,
+               "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 2 -subj /CN=localhost "
+               "-addext subjectAltName=IP:127.0.0.1,DNS:localhost",
+               key, crt))
+        cr_skip_test("openssl cannot make a test certificate: %s", out);
+    snprintf(flags, cap, "--tls-cert %s --tls-key %s", crt, key);
+    if (ca) snprintf(ca, ca_cap, "%s", crt);
+}
+
 int tu_run(char *out, int outlen, const char *fmt, ...)
 {
     char cmd[2048];

@@ -3,6 +3,7 @@
 #ifndef DRAPE_TEST_UTIL_H
 #define DRAPE_TEST_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../runtime/backend.h"
@@ -23,6 +24,10 @@ void tu_random_poses(float *poses, int T, float sigma, float trans, uint64_t see
 
 /* a fresh path in a per-process temp dir; the dir is removed at exit */
 const char *tu_tmp(const char *name);
+/* draped's flags for TLS with a fresh self-signed certificate for localhost
+ * and 127.0.0.1 ("--tls-cert C --tls-key K" into flags; the certificate's
+ * path into ca unless NULL). Skips the test when openssl cannot make one. */
+void tu_tls_flags(char *flags, size_t cap, char *ca, size_t ca_cap);
 /* runs a shell command, captures stderr+stdout into out (may be NULL);
  * returns the exit status */
 int tu_run(char *out, int outlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -1,7 +1,8 @@
 /* `drape load`: an open-loop load generator for GET /v1/stream.
- *   drape load --url ws://HOST:PORT/v1/stream --avatars N --fps F --duration S
+ *   drape load --url ws[s]://HOST:PORT/v1/stream --avatars N --fps F --duration S
  *              [--connections C] [--format f32|f16|q16|meshopt] [--garment NAME]
  *              [--betas b0,b1,...] [--mode neural|lbs|physics] [--text] [--drain S] [--json]
+ *              [--cacert FILE] [--insecure]
  * Every avatar has a fixed schedule: pose k is due at t0 + phase + k/fps, and
  * its latency is measured from that due time, not from when it was actually
  * sent, so a server (or a client thread) that falls behind cannot hide it.
@@ -22,8 +23,8 @@
 #include "../core/clock.h"
 
 typedef struct {
-    const char *url, *garment, *betas_arg;
-    int avatars, connections, format, mode, text, json;
+    const char *url, *garment, *betas_arg, *cacert;
+    int avatars, connections, format, mode, text, json, insecure;
     double fps, duration, drain;
     float betas[DRAPE_MSG_BETAS_MAX];
     int n_betas;
@@ -178,7 +179,7 @@ static void *worker_main(void *arg)
     const load_opts *o = w->o;
     drape_client *c = NULL;
     drape_error e = {0};
-    drape_client_opts co = {o->text, 10000, 0, NULL};
+    drape_client_opts co = {o->text, 10000, 0, NULL, o->cacert, o->insecure};
     int n_opened = 0;
     if (drape_client_connect(&c, o->url, &co, &e)) {
         fail_worker(w, &e);
@@ -204,7 +205,7 @@ static void *worker_main(void *arg)
 static const char *const format_names[] = {"f32", "f16", "q16", "meshopt", NULL};
 static const char *const mode_names[] = {"neural", "lbs", "physics", NULL};
 static const drape_opt load_opts_table[] = {
-    DRAPE_OPT_S(load_opts, url, "url", NULL, "ws://HOST:PORT/v1/stream", DRAPE_OPT_REQUIRED, "draped's stream"),
+    DRAPE_OPT_S(load_opts, url, "url", NULL, "ws[s]://HOST:PORT/v1/stream", DRAPE_OPT_REQUIRED, "draped's stream"),
     DRAPE_OPT_I(load_opts, avatars, "avatars", NULL, 1, 100000, "N", DRAPE_OPT_REQUIRED, "avatars streamed"),
     DRAPE_OPT_D(load_opts, fps, "fps", NULL, 0.01, 1000, "F", DRAPE_OPT_REQUIRED, "poses per second per avatar"),
     DRAPE_OPT_D(load_opts, duration, "duration", NULL, 0.001, 86400, "S", DRAPE_OPT_REQUIRED,
@@ -218,6 +219,8 @@ static const drape_opt load_opts_table[] = {
     DRAPE_OPT_F(load_opts, text, "text", "JSON text messages instead of msgpack"),
     DRAPE_OPT_D(load_opts, drain, "drain", "5", 0, 600, "S", 0, "after the last pose, how long to wait for its frames"),
     DRAPE_OPT_F(load_opts, json, "json", "print the report as JSON"),
+    DRAPE_OPT_S(load_opts, cacert, "cacert", NULL, "FILE", 0, "wss: PEM certificates to trust (default: the system's)"),
+    DRAPE_OPT_F(load_opts, insecure, "insecure", "wss: accept any certificate (a self-signed test server)"),
 };
 static const drape_cmd_spec load_spec = {
     "load",
@@ -249,7 +252,8 @@ static int parse_args(int argc, char **argv, load_opts *o)
     o->n_betas = -1;
     int rc = drape_opts_parse(&load_spec, o, argc, argv);
     if (rc) return rc;
-    if (strncmp(o->url, "ws://", 5)) return drape_opts_fail(&load_spec, "--url: '%s' must start with ws://", o->url);
+    if (strncmp(o->url, "ws://", 5) && strncmp(o->url, "wss://", 6))
+        return drape_opts_fail(&load_spec, "--url: '%s' must start with ws:// or wss://", o->url);
     if (o->betas_arg && (rc = parse_betas(o->betas_arg, o))) return rc;
     if (!*o->garment || strlen(o->garment) > DRAPE_MSG_NAME_MAX)
         return drape_opts_fail(&load_spec, "--garment: '%s' must be 1..64 bytes", o->garment);

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -21,6 +22,12 @@ import numpy as np
 import websockets
 
 URL = sys.argv[1]
+# wss://: the tests' self-signed certificate is taken as it is
+TLS = None
+if URL.startswith("wss://"):
+    TLS = ssl.create_default_context()
+    TLS.check_hostname = False
+    TLS.verify_mode = ssl.CERT_NONE
 GARMENT = os.environ.get("DRAPE_TEST_GARMENT", "skirt")
 
 
@@ -83,7 +90,7 @@ class Conn:
 
 
 async def connect(binary=False):
-    ws = await websockets.connect(URL, max_size=64 << 20, ping_interval=None)
+    ws = await websockets.connect(URL, max_size=64 << 20, ping_interval=None, ssl=TLS)
     return Conn(ws, binary)
 
 
@@ -203,15 +210,74 @@ async def bad_inputs():
     print(json.dumps({"cases": len(cases) + len(bin_cases), "good_frames": seq}))
 
 
+async def nonfinite(good, bad, n_bad="3", poses="4"):
+    """Avatars of garment `bad` (whose network the test poisoned to give NaN
+    or Inf) get an `internal` error naming each pose's seq, never a frame;
+    an avatar of garment `good` on the same connection gets every frame, and
+    the errors do not count toward --error-flood (the server run with 2)."""
+    B, T = int(n_bad), int(poses)
+    c = await connect(False)
+    names = ["good"] + [f"bad{i}" for i in range(B)]
+    for a in names:
+        await c.send({"op": "open", "avatar": a, "garment": good if a == "good" else bad})
+    for _ in names:
+        m = await c.recv()
+        check(m["op"] == "opened", f"expected opened, got {m}")
+    for t in range(T):
+        for a in names:
+            await c.send({"op": "pose", "avatar": a, "seq": t, "pose": pose(t)})
+        got = {}
+        while len(got) < len(names):
+            m = await c.recv()
+            check(m["op"] in ("frame", "error"), f"unexpected {m}")
+            got[m["avatar"]] = m
+        f = got["good"]
+        check(f["op"] == "frame" and f["seq"] == t and np.isfinite(decode(f)).all(), f"good avatar: {f}")
+        for a in names[1:]:
+            e = got[a]
+            check(e["op"] == "error" and e["code"] == "internal" and e.get("seq") == t and "not finite" in e["message"],
+                  f"{a}: expected an internal error for seq {t}, got {e}")
+    await c.send({"op": "close", "avatar": "good"})
+    await c.until(lambda m: m["op"] == "closed")
+    await c.ws.close()
+    print(json.dumps({"frames": T, "errors": B * T}))
+
+
+async def paced(n="90", fps="30"):
+    """One avatar, one pose every 1/fps s, each frame awaited before the
+    next pose is due: prints the p50 of pose-sent-to-frame latency (ms)."""
+    N, F = int(n), float(fps)
+    c = await connect(True)
+    await c.send({"op": "open", "avatar": 1, "garment": GARMENT, "format": "f32"})
+    await c.until(lambda m: m["op"] == "opened")
+    lat, t0 = [], time.perf_counter()
+    for k in range(N):
+        await asyncio.sleep(max(0.0, t0 + k / F - time.perf_counter()))
+        sent = time.perf_counter()
+        await c.send({"op": "pose", "avatar": 1, "seq": k, "pose": pose(k)})
+        m = await c.until(lambda m: m["op"] in ("frame", "error"))
+        check(m["op"] == "frame" and m["seq"] == k, f"pose {k}: {m}")
+        lat.append((time.perf_counter() - sent) * 1e3)
+    await c.ws.close()
+    lat.sort()
+    print(json.dumps({"p50_ms": round(lat[len(lat) // 2], 3), "max_ms": round(lat[-1], 3)}))
+
+
+async def burst(avatar, n, binary):
+    """A new connection with `avatar` open and its poses 0..n-1 sent at once."""
+    c = await connect(binary)
+    await c.send({"op": "open", "avatar": avatar, "garment": GARMENT})
+    await c.until(lambda m: m["op"] == "opened")
+    for t in range(n):
+        await c.send({"op": "pose", "avatar": avatar, "seq": t, "pose": pose(t)})
+    return c
+
+
 async def flood(n="60"):
     """A client that sends faster than it is served: the newest pose wins,
     every pose is answered or counted as dropped, frames stay in order."""
     N = int(n)
-    c = await connect(True)
-    await c.send({"op": "open", "avatar": 7, "garment": GARMENT})
-    await c.until(lambda m: m["op"] == "opened")
-    for t in range(N):
-        await c.send({"op": "pose", "avatar": 7, "seq": t, "pose": pose(t)})
+    c = await burst(7, N, True)
     seqs, dropped = [], 0
     while True:
         m = await c.until(lambda m: m["op"] == "frame")
@@ -317,16 +383,43 @@ async def shutdown_wait():
         print(json.dumps({"frames": t, "close": e.code}))
 
 
+async def shutdown_pending(n="3"):
+    """Sends n poses at once (the first in flight, the rest pending, newest
+    wins), says so, and waits: the test sends SIGTERM while the first frame
+    is in flight. Every pose is accounted for before the 1001: the frame,
+    plus the pending pose counted in its `dropped` (or an error naming it)."""
+    N = int(n)
+    c = await burst(1, N, False)
+    print("sent", flush=True)
+    frames, errors, dropped = [], [], 0
+    try:
+        while True:
+            m = await c.recv(timeout=30)
+            if m["op"] == "frame":
+                frames.append(m["seq"])
+                dropped = m["dropped"]
+            elif m["op"] == "error":
+                errors.append(m.get("seq"))
+    except websockets.exceptions.ConnectionClosed as e:
+        check(e.code == 1001, f"closed with {e.code}, expected 1001")
+    check(frames == [0], f"expected the in-flight frame 0 only, got {frames} (errors {errors})")
+    check(len(frames) + dropped + len(errors) == N,
+          f"{len(frames)} frames + {dropped} dropped + {len(errors)} errors != {N} poses sent")
+    print(json.dumps({"frames": len(frames), "dropped": dropped, "errors": len(errors), "close": 1001}))
+
+
 # ---- raw sockets: protocol violations a real client library refuses to make ----
 
 def raw_connect(rcvbuf=0):
-    host, rest = URL[len("ws://"):].split("/", 1)
+    host, rest = URL.split("://", 1)[1].split("/", 1)
     h, p = host.split(":")
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.settimeout(10)
     s.connect((h, int(p)))
+    if TLS:
+        s = TLS.wrap_socket(s)
     key = base64.b64encode(os.urandom(16)).decode()
     s.sendall((f"GET /{rest} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
@@ -397,6 +490,10 @@ def protocol(case):
     elif case == "client_close":
         s.sendall(frame(8, struct.pack(">H", 1000) + b"bye"))
         want = 1000
+    elif case.startswith("close_"):
+        # any valid code a client closes with comes back as it was sent
+        want = int(case[len("close_"):])
+        s.sendall(frame(8, struct.pack(">H", want)))
     else:
         fail(f"unknown case {case}")
     code = read_close(s, rest)
@@ -419,7 +516,7 @@ def slow_reader(n="3000"):
     for t in range(int(n)):
         try:
             raw_send_msg(s, {"op": "pose", "avatar": 1, "seq": t, "pose": pose(t)})
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):  # over TLS: an EOF
             closed = True
             break
         except socket.timeout:
@@ -432,7 +529,7 @@ def slow_reader(n="3000"):
         try:
             while s.recv(1 << 20):
                 pass
-        except (ConnectionResetError, socket.timeout) as e:
+        except (ConnectionResetError, ssl.SSLError, socket.timeout) as e:
             check(not isinstance(e, socket.timeout), "the server kept a non-reading client open")
     print(json.dumps({"cut_off": True}))
 
