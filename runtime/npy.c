@@ -22,11 +22,9 @@ static const char *dict_value(const char *h, const char *key)
     return p;
 }
 
-int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
+int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return drape_fail(err, DRAPE_EIO, "cannot open %s", path);
     unsigned char pre[10];
     char *h = NULL;
     int rc;
@@ -87,8 +85,17 @@ int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
     rc = DRAPE_OK;
 out:
     free(h);
-    fclose(f);
     if (rc) drape_npy_free(out);
+    return rc;
+}
+
+int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return drape_fail(err, DRAPE_EIO, "cannot open %s", path);
+    int rc = drape_npy_fread(out, f, path, err);
+    fclose(f);
     return rc;
 }
 

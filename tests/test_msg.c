@@ -249,6 +249,19 @@ Test(msg, json_specific_errors)
     }
 }
 
+/* the peak of this process's address space (kB): what a parse asked for, even
+ * if it never touched it */
+static long vm_peak_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmPeak: %ld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
 Test(msg, msgpack_specific_errors)
 {
     drape_msg m;
@@ -266,6 +279,26 @@ Test(msg, msgpack_specific_errors)
     cr_assert_str_eq(c, DRAPE_ERR_BAD_MESSAGE);
     cr_assert_lt(parse(&m, b.p, 0, 1, &c, why), 0);
     drape_buf_free(&b);
+    /* headers that claim more values than the bytes that follow are refused
+     * as truncated before msgpack-c sizes them (fuzz_msg_msgpack: 7 bytes
+     * made it ask for 256 GB); nested and in the middle of a message too */
+    static const struct { const char *p; size_t n; } claims[] = {
+        {"\xdf\xdf\xdf\xdf\xdf\xdf\xc1", 7},                  /* map32, 0xdfdfdfdf entries */
+        {"\xdd\x04\x00\x00\x00", 5},                          /* array32 of 2^26 */
+        {"\x82\xa2op\xa4pose\xa4pose\xdc\xff\xff\x00", 18},      /* pose: array16 of 65535 */
+        {"\x91\x91\x91\xde\x10\x00", 6},                       /* deep map16 of 4096 */
+    };
+    for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
+        long peak = vm_peak_kb();
+        cr_assert_lt(parse(&m, (const uint8_t *)claims[i].p, claims[i].n, 1, &c, why), 0);
+        cr_assert_lt(vm_peak_kb() - peak, 64 << 10, "claim %zu: the address space grew by %ld MB", i,
+                     (vm_peak_kb() - peak) >> 10);
+        cr_assert_str_eq(why, "msgpack: truncated message", "claim %zu: %s", i, why);
+        cr_assert_str_eq(c, DRAPE_ERR_BAD_MESSAGE);
+        drape_server_msg sm;
+        cr_assert_lt(drape_server_msg_parse(&sm, (const uint8_t *)claims[i].p, claims[i].n, 1), 0);
+        cr_assert_str_eq(sm.message, "msgpack: truncated message", "claim %zu: %s", i, sm.message);
+    }
 
     /* NaN and Inf floats, which msgpack can carry */
     float pose[72] = {0};
