@@ -10,6 +10,7 @@
 #include "../proto/msg.h"
 #include "../proto/pack.h"
 #include "../core/status.h"
+#include "util.h"
 
 static int buf_write(void *data, const char *p, size_t n) { return drape_buf_append(data, p, n) ? -1 : 0; }
 
@@ -249,19 +250,6 @@ Test(msg, json_specific_errors)
     }
 }
 
-/* the peak of this process's address space (kB): what a parse asked for, even
- * if it never touched it */
-static long vm_peak_kb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmPeak: %ld kB", &kb) == 1) break;
-    if (f) fclose(f);
-    return kb;
-}
-
 Test(msg, msgpack_specific_errors)
 {
     drape_msg m;
@@ -289,10 +277,10 @@ Test(msg, msgpack_specific_errors)
         {"\x91\x91\x91\xde\x10\x00", 6},                       /* deep map16 of 4096 */
     };
     for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
-        long peak = vm_peak_kb();
+        long peak = tu_vm_peak_kb();
         cr_assert_lt(parse(&m, (const uint8_t *)claims[i].p, claims[i].n, 1, &c, why), 0);
-        cr_assert_lt(vm_peak_kb() - peak, 64 << 10, "claim %zu: the address space grew by %ld MB", i,
-                     (vm_peak_kb() - peak) >> 10);
+        cr_assert_lt(tu_vm_peak_kb() - peak, 64 << 10, "claim %zu: the address space grew by %ld MB", i,
+                     (tu_vm_peak_kb() - peak) >> 10);
         cr_assert_str_eq(why, "msgpack: truncated message", "claim %zu: %s", i, why);
         cr_assert_str_eq(c, DRAPE_ERR_BAD_MESSAGE);
         drape_server_msg sm;
