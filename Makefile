@@ -230,11 +230,13 @@ $(BUILD)/fuzz/fuzz_$(1): $(BUILD)/fuzz/fuzz_$(1).o $(addprefix $(BUILD)/,$(FUZZ_
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $$@ $$(filter %.o,$$^) $$(FUZZ_LIBS) $(LDLIBS)
 endef
 $(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
-.PHONY: fuzz fuzz-smoke fuzz-build
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-bins
 fuzz-build:
 	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang NVCC= OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
-	    $(FUZZERS:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+	    fuzz-bins
+fuzz-bins: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
+	@:
 fuzz: fuzz-build
 	nice fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
 fuzz-smoke: fuzz-build
