@@ -31,7 +31,9 @@ clean:
 	rm -rf build build-asan build-fuzz
 # any other target (a file such as build/drape) builds without installing
 Makefile: ;
-%:
+.PHONY: FORCE
+FORCE: ;
+%: FORCE
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 
 else
@@ -204,7 +206,7 @@ test-unit: all $(BUNDLES)
 check:
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    build-asan/drape build-asan/draped build-asan/drape_tests
+	    build-asan/drape build-asan/draped build-asan/drape_tests build-asan/libdrape.a
 	@$(MAKE) --no-print-directory $(BUNDLES)
 	@mkdir -p build-asan
 	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:protect_shadow_gap=0 \
@@ -244,6 +246,7 @@ fuzz-smoke: fuzz-build
 
 bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(DATA)/tiny_random.safetensors $(RUN_MODEL)
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+	$(BUILD)/drape_bench --pose-cost $(RUN_MODEL) $(if $(wildcard models/default.safetensors),tshirt,skirt)
 	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(DATA)/tiny_random.safetensors $(BUILD)/draped $(BUILD)/drape

@@ -4,7 +4,12 @@
  * thread count; prints a table with the ratios.
  *
  *   drape_bench BUNDLE...      env: DRAPE_BENCH_THREADS (default: all cores),
- *                                   DRAPE_PYTHON (default /usr/bin/python3) */
+ *                                   DRAPE_PYTHON (default /usr/bin/python3)
+ *
+ * `drape_bench --pose-cost BUNDLE GARMENT`: what a frame costs at the pose
+ * validator's limits against a calm frame of the same garment, one frame at
+ * a time through the whole pipeline (module A and the refine step); the peer
+ * is the calm frame, measured in the same run. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +22,7 @@
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
 #include "../runtime/omp_env.h"
+#include "../runtime/sequence.h"
 
 #define MAXB 32
 
@@ -115,9 +121,71 @@ static int bench_torch(const char *path, int threads, int paper, figures *f)
     return pclose(p) != 0;
 }
 
+/* ms per frame of T frames of poses [T,75] run one at a time, median of 3 runs */
+static double per_frame(drape_backend *be, const drape_identity *id, const float *poses, int T, float *out)
+{
+    double t[3];
+    drape_error e = {0};
+    for (int r = 0; r < 3; r++) {
+        double t0 = now_ms();
+        if (drape_sequence_run(be, id, poses, T, 0, out, 1, &e)) { fprintf(stderr, "bench: %s\n", e.msg); exit(1); }
+        t[r] = (now_ms() - t0) / T;
+    }
+    return median(t, 3);
+}
+
+/* calm: small random joint angles near the origin; at the limits: every
+ * angle at ±DRAPE_POSE_MAX_ANGLE and the root jumping between ±DRAPE_POSE_MAX_TRANS
+ * each frame (issue 35's stalling client, brought inside the limits) */
+static int pose_cost(const char *path, const char *garment, int threads)
+{
+    enum { T = 40, MULTIPLE = 4 };
+    drape_model *m;
+    drape_backend *be;
+    drape_identity *id;
+    drape_error e = {0};
+    drape_backend_opts o = {.threads = threads};
+    if (drape_model_load(&m, path, &e) || drape_backend_create(&be, "cpu", m, &o, &e)) {
+        fprintf(stderr, "bench: %s\n", e.msg);
+        return 1;
+    }
+    int g = drape_model_garment(m, garment);
+    if (g < 0 || drape_identity_create(be, &id, g, NULL, 0, &e)) {
+        fprintf(stderr, "bench: garment '%s': %s\n", garment, e.msg);
+        return 1;
+    }
+    static float calm[T * DRAPE_FRAME_FLOATS], wild[T * DRAPE_FRAME_FLOATS];
+    unsigned s = 7;
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < DRAPE_FRAME_FLOATS; i++) {
+            float *c = calm + t * DRAPE_FRAME_FLOATS + i, *w = wild + t * DRAPE_FRAME_FLOATS + i;
+            *c = i < 72 ? 0.3f * rnd(&s) : 0.0f;
+            *w = i < 72 ? (rnd(&s) < 0 ? -1 : 1) * (float)DRAPE_POSE_MAX_ANGLE
+                        : ((t + i) % 2 ? 1 : -1) * (float)DRAPE_POSE_MAX_TRANS;
+        }
+    if (drape_poses_check(wild, T, NULL, &e)) { fprintf(stderr, "bench: %s\n", e.msg); return 1; }
+    float *out = malloc(sizeof(float) * 3 * (size_t)m->garments[g].V * T);
+    double c = per_frame(be, id, calm, T, out), w = per_frame(be, id, wild, T, out);
+    int finite = 1;
+    for (size_t i = 0; i < 3 * (size_t)m->garments[g].V * T; i++) finite &= isfinite(out[i]) != 0;
+    printf("| garment | refined | calm frame (ms) | frame at the limits (ms) | limits / calm |\n|---|---|---:|---:|---:|\n");
+    printf("| %s | %s | %.2f | %.2f | %.2fx |\n", garment, m->cfg.refine[g].iters > 0 ? "yes" : "no", c, w, w / c);
+    printf("\ngoal: a frame at the pose limits costs at most %dx a calm frame: %s; its output finite: %s\n",
+           MULTIPLE, w <= MULTIPLE * c ? "met" : "NOT met", finite ? "yes" : "NO");
+    free(out);
+    drape_identity_free(be, id);
+    drape_backend_free(be);
+    drape_model_free(m);
+    return !finite;
+}
+
 int main(int argc, char **argv)
 {
     drape_blas_threads_init();
+    if (argc == 4 && !strcmp(argv[1], "--pose-cost")) {
+        int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : 1;
+        return pose_cost(argv[2], argv[3], threads);
+    }
     if (argc < 2) {
         fprintf(stderr, "usage: drape_bench BUNDLE...\n");
         return 2;

@@ -4,10 +4,12 @@
  * Input: byte 0 picks the route (bit 2) and the model's history (bits 0-1),
  * the rest is the body. Checks that whatever parses is what the routes
  * then rely on: a known garment, betas in range, finite poses within the
- * bound, a format the packer knows, and that a failure says why. */
+ * pose limits (the defaults), a format the packer knows, and that a failure
+ * says why. */
 #include <math.h>
 #include <string.h>
 
+#include "../proto/msg.h"
 #include "../proto/pack.h"
 #include "../server/parse.h"
 #include "fuzz.h"
@@ -16,6 +18,7 @@ static const int histories[4][8] = {{2, 1, 0}, {32, 16, 8, 4, 2, 1, 0}, {1, 0}, 
 static const int history_len[4] = {3, 7, 2, 8};
 
 static drape_model model;
+static const drape_pose_limits limits = {DRAPE_POSE_MAX_ANGLE, DRAPE_POSE_MAX_TRANS};
 static draped_frame_item item;
 
 static void model_init(int h)
@@ -67,7 +70,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     for (size_t i = 0; i < n; i++) {
         msg[0] = 0;
         code = DRAPE_EC_INTERNAL;
-        if (draped_parse_frame_item(&model, list ? json_array_get(list, i) : o, &item, msg, sizeof msg, &code)) {
+        int rc = draped_parse_frame_item(&model, &limits, list ? json_array_get(list, i) : o, &item, msg, sizeof msg,
+                                         &code);
+        if (rc) {
+            FUZZ_CHECK(rc == -1 || rc == DRAPED_PARSE_POSE_LIMIT);
             FUZZ_CHECK(*msg && code != DRAPE_EC_INTERNAL);
             break;
         }
@@ -77,7 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
         check_betas(item.betas, item.n_betas);
         for (int f = 0; f < model.cfg.n_hist; f++)
             for (int k = 0; k < DRAPE_FRAME_FLOATS; k++)
-                FUZZ_CHECK(isfinite(item.pose[f][k]) && fabsf(item.pose[f][k]) <= 1e4f);
+                FUZZ_CHECK(isfinite(item.pose[f][k]) &&
+                           fabs(item.pose[f][k]) <= (k < DRAPE_MSG_POSE ? limits.max_angle : limits.max_trans));
     }
 out:
     json_decref(o);

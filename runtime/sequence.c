@@ -3,13 +3,31 @@
 #include <math.h>
 #include <stdlib.h>
 
-int drape_poses_check(const float *poses, int64_t T, drape_error *err)
+int drape_pose_validate(const float *frame, const drape_pose_limits *lim, drape_error *err)
+{
+    static const drape_pose_limits def = {DRAPE_POSE_MAX_ANGLE, DRAPE_POSE_MAX_TRANS};
+    if (!lim) lim = &def;
+    for (int i = 0; i < DRAPE_FRAME_FLOATS; i++) {
+        double x = frame[i];
+        if (!isfinite(x)) return drape_fail(err, DRAPE_ENONFINITE, "value %d is NaN or Inf", i);
+        if (i < 72 && fabs(x) > lim->max_angle)
+            return drape_fail(err, DRAPE_ERANGE, "value %d (joint %d's rotation) is %g rad, beyond the limit of ±%g rad",
+                              i, i / 3, x, lim->max_angle);
+        if (i >= 72 && fabs(x) > lim->max_trans)
+            return drape_fail(err, DRAPE_ERANGE, "value %d (trans[%d]) is %g m, beyond the limit of ±%g m", i, i - 72,
+                              x, lim->max_trans);
+    }
+    return DRAPE_OK;
+}
+
+int drape_poses_check(const float *poses, int64_t T, const drape_pose_limits *lim, drape_error *err)
 {
     if (T < 1) return drape_fail(err, DRAPE_EINVAL, "pose sequence is empty");
-    for (int64_t t = 0; t < T; t++)
-        for (int i = 0; i < DRAPE_FRAME_FLOATS; i++)
-            if (!isfinite(poses[t * DRAPE_FRAME_FLOATS + i]))
-                return drape_fail(err, DRAPE_ENONFINITE, "pose frame %lld, value %d is NaN or Inf", (long long)t, i);
+    for (int64_t t = 0; t < T; t++) {
+        drape_error why = {0};
+        int rc = drape_pose_validate(poses + t * DRAPE_FRAME_FLOATS, lim, &why);
+        if (rc) return drape_fail(err, rc, "pose frame %lld, %s", (long long)t, why.msg);
+    }
     return DRAPE_OK;
 }
 

@@ -7,8 +7,27 @@
 
 #define DRAPE_FRAME_FLOATS 75 /* 72 axis-angle + 3 translation */
 
-/* Checks a [T,75] pose array: T >= 1 and every value finite. */
-int drape_poses_check(const float *poses, int64_t T, drape_error *err);
+/* The bounds every pose value keeps, the same on every way in (a stream's
+ * pose, POST /v1/frames, drape infer and sim): each axis-angle component in
+ * radians and each root translation in metres. Past them a float no longer
+ * places the body (at 1e10 m its vertices are kilometres apart) and the work
+ * of a frame is no longer bounded, so such a pose is refused, not run.
+ * draped takes both from its config table and shows them in /v1/model. */
+typedef struct {
+    double max_angle, max_trans;
+} drape_pose_limits;
+
+#define DRAPE_POSE_MAX_ANGLE 100.0 /* rad: 16 turns, wrapped angles need < 7 */
+#define DRAPE_POSE_MAX_TRANS 1e4   /* m: 10 km from the origin, float steps 1 mm */
+
+/* One frame of 75 values (72 axis-angle, 3 translation) against lim (NULL:
+ * the defaults above): DRAPE_ENONFINITE for NaN or Inf, DRAPE_ERANGE past a
+ * bound; the message names the value. */
+int drape_pose_validate(const float *frame, const drape_pose_limits *lim, drape_error *err);
+
+/* A [T,75] pose array: T >= 1 and every frame valid under lim (NULL: the
+ * defaults); the message names the frame. */
+int drape_poses_check(const float *poses, int64_t T, const drape_pose_limits *lim, drape_error *err);
 
 /* out [T,V,3] world positions for poses [T,75]; frame t uses the frames
  * max(t−o,0) for each offset o of the model's history (cfg.hist). Frames

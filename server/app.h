@@ -8,6 +8,7 @@
 
 #include "../runtime/batcher.h"
 #include "../runtime/idcache.h"
+#include "../runtime/sequence.h"
 #include "../core/log.h"
 #include "config.h"
 #include "metrics.h"
@@ -15,6 +16,7 @@
 #define DRAPED_VERSION "0.2.0"
 
 typedef struct stream_conn stream_conn;
+typedef struct draped_admit draped_admit;
 
 typedef struct {
     draped_config cfg;
@@ -24,6 +26,7 @@ typedef struct {
     drape_idcache *cache;
     drape_batcher *batcher;
     struct MHD_Daemon *mhd;
+    draped_admit *admit; /* per-IP counts and header deadlines (admit.c) */
     int port;
     char instance[160];
     char **keys; /* API keys; NULL: auth off */
@@ -36,6 +39,13 @@ typedef struct {
     int n_streams;
     draped_metrics met;
 } draped;
+
+/* The pose bounds of the config table, for drape_pose_validate: every way a
+ * pose comes in (stream, POST /v1/frames) checks it against the same ones. */
+static inline drape_pose_limits draped_pose_limits(const draped *d)
+{
+    return (drape_pose_limits){(double)d->cfg.pose_max_angle, (double)d->cfg.pose_max_trans};
+}
 
 /* http.c */
 int draped_http_start(draped *d);
@@ -57,7 +67,7 @@ int draped_identity_resolve(draped *d, const char *id, const char *garment, cons
                             drape_idcache_entry **out, drape_errcode *code, drape_error *err);
 
 /* http.c: whether a request carries a valid API key (the Authorization
- * header or ?token=); always, with auth off */
+ * header, or the ?token= of GET /v1/stream); always, with auth off */
 int draped_check_key(const draped *d, const char *authorization, const char *token);
 
 #endif

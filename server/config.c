@@ -36,6 +36,10 @@ static const opt table[] = {
       "identity ids remembered (evicted ones re-encode on use)"),
     I(max_connections, "max-connections", "DRAPE_MAX_CONNECTIONS", "256", 1, 100000,
       "open stream connections at most"),
+    I(max_conn_per_ip, "max-conn-per-ip", "DRAPE_MAX_CONN_PER_IP", "64", 0, 100000,
+      "HTTP and stream connections from one client address at most (0: no limit; behind a proxy, 0)"),
+    I(header_timeout, "header-timeout", "DRAPE_HEADER_TIMEOUT", "10", 1, 3600,
+      "seconds a connection has to send a request's headers, however it trickles them"),
     I(max_avatars, "max-avatars", "DRAPE_MAX_AVATARS", "256", 1, 100000, "avatars per stream connection"),
     I(max_message, "max-message", "DRAPE_MAX_MESSAGE", "1048576", 1024, 1 << 30,
       "bytes of one WebSocket message or HTTP request body"),
@@ -46,7 +50,8 @@ static const opt table[] = {
     I(error_flood, "error-flood", "DRAPE_ERROR_FLOOD", "100", 1, 1000000,
       "consecutive bad messages that close a stream (1008)"),
     S(api_key_file, "api-key-file", "DRAPE_API_KEY_FILE", "",
-      "file with one API key per line; requests then need 'Authorization: Bearer KEY' (or ?token=KEY on /v1/stream)"),
+      "file with one API key per line; /v1/* then needs 'Authorization: Bearer KEY' (or ?token=KEY, on /v1/stream "
+      "only: browsers' WebSockets cannot send headers)"),
     S(tls_cert, "tls-cert", "DRAPE_TLS_CERT", "", "PEM certificate: serve HTTPS/WSS (with --tls-key)"),
     S(tls_key, "tls-key", "DRAPE_TLS_KEY", "", "PEM private key for --tls-cert"),
     S(log_level, "log-level", "DRAPE_LOG_LEVEL", "info", "debug | info | warn | error"),
@@ -54,6 +59,11 @@ static const opt table[] = {
     S(web_root, "web-root", "DRAPE_WEB_ROOT", "web", "folder of the viewer served at /"),
     I(drain_ms, "drain-ms", "DRAPE_DRAIN_MS", "5000", 0, 600000,
       "on SIGTERM, how long to wait for frames in flight before closing streams"),
+    /* past 1e4 rad a float angle loses its turn, past 1e6 m a float body its shape */
+    I(pose_max_angle, "pose-max-angle", "DRAPE_POSE_MAX_ANGLE", "100", 7, 10000,
+      "radians: a pose's axis-angle components beyond this are refused (bad_field)"),
+    I(pose_max_trans, "pose-max-trans", "DRAPE_POSE_MAX_TRANS", "10000", 1, 1000000,
+      "metres: a pose's root translation beyond this is refused (bad_field)"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 

@@ -19,6 +19,8 @@ typedef struct {
     int64_t cache_bytes;
     int64_t max_identities; /* recipes remembered for ids */
     int64_t max_connections;
+    int64_t max_conn_per_ip; /* connections from one address; 0: any */
+    int64_t header_timeout;  /* seconds from accept to a request's complete headers */
     int64_t max_avatars;    /* per connection */
     int64_t max_message;    /* bytes of one WebSocket message or HTTP body */
     int64_t send_queue;     /* bytes queued to one slow client before it is closed */
@@ -31,6 +33,8 @@ typedef struct {
     char instance[128];     /* X-Drape-Instance; default host:port */
     char web_root[512];     /* the viewer's files, served at / */
     int64_t drain_ms;       /* how long SIGTERM waits for frames in flight */
+    int64_t pose_max_angle; /* rad: |each axis-angle component| of a pose at most */
+    int64_t pose_max_trans; /* m: |each root translation component| at most */
 } draped_config;
 
 /* Fills cfg from defaults, the environment and argv. Returns 0, 1 when

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../core/clock.h"
 #include "http.h"
 
 /* ---- responses ---- */
@@ -124,13 +125,13 @@ static const struct {
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                const char *version, const char *upload, size_t *upload_size, void **req_cls)
 {
-    (void)version;
     draped *d = cls;
     draped_req *rq = *req_cls;
     if (!rq) {
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
         *req_cls = rq;
+        draped_admit_mark(d, c, DRAPED_ADMIT_HEADERS_IN);
         return MHD_YES;
     }
     if (*upload_size) {
@@ -142,6 +143,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     rq->url = url;
     rq->method = method;
+    rq->version = version;
     int m = !strcmp(method, "GET") || !strcmp(method, "HEAD") ? M_GET : !strcmp(method, "POST") ? M_POST : M_OTHER;
     int r = 0, n = (int)(sizeof routes / sizeof routes[0]);
     while (r < n && (routes[r].prefix ? strncmp(url, routes[r].path, strlen(routes[r].path))
@@ -149,12 +151,18 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         r++;
     int v1 = !strncmp(url, "/v1/", 4);
     if (v1) {
+        /* ?token= only where a client cannot send a header, a browser's
+         * WebSocket handshake: elsewhere a key in the URL would go into
+         * access logs, histories and Referer headers for nothing */
         const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        const char *tok = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+        const char *tok = r < n && routes[r].fn == draped_route_stream
+                              ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token")
+                              : NULL;
         if (!draped_check_key(d, auth, tok)) {
             COUNT(d->met.auth_failures);
             return draped_http_error(d, c, R_OTHER, DRAPE_EC_UNAUTHORIZED,
-                                     "a valid API key is required (Authorization: Bearer KEY)");
+                                     "a valid API key is required (Authorization: Bearer KEY; ?token=KEY on "
+                                     "/v1/stream only)");
         }
         if (rq->too_big) {
             COUNT(d->met.limits[L_BODY]);
@@ -172,9 +180,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
-    (void)c;
-    (void)toe;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) draped_admit_mark(cls, c, DRAPED_ADMIT_ANSWERED);
     draped_req *rq = *req_cls;
     if (!rq) return;
     drape_buf_free(&rq->body);
@@ -182,15 +188,31 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls, enum 
     *req_cls = NULL;
 }
 
+/* libmicrohttpd speaks once per failed connection, so a flood of bad
+ * clients (a slowloris that admit.c cuts) would flood the log: at most
+ * MHD_LOG_PER_S lines a second, the ones left out counted in the next. */
+#define MHD_LOG_PER_S 20
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static int64_t second;
+    static int lines, skipped;
+    int64_t now = drape_now_ns() / 1000000000;
+    pthread_mutex_lock(&mu);
+    if (now != second) second = now, lines = 0;
+    int quiet = ++lines > MHD_LOG_PER_S, left_out = quiet ? 0 : skipped;
+    skipped = quiet ? skipped + 1 : 0;
+    pthread_mutex_unlock(&mu);
+    if (quiet) return;
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t n = strlen(line);
     while (n && line[n - 1] == '\n') line[--n] = 0;
-    LOG_WARN("libmicrohttpd: %s", line);
+    if (left_out) LOG_WARN("libmicrohttpd: %s (and %d messages left out)", line, left_out);
+    else LOG_WARN("libmicrohttpd: %s", line);
 }
+
 int draped_http_start(draped *d)
 {
     struct sockaddr_in sa = {0};
@@ -204,11 +226,18 @@ int draped_http_start(draped *d)
                      MHD_USE_ERROR_LOG | MHD_USE_POLL;
     char *cert, *key;
     if (draped_tls_load(d, &cert, &key)) return -1;
+    if (draped_admit_start(d)) {
+        LOG_ERROR("out of memory");
+        free(cert);
+        free(key);
+        return -1;
+    }
     if (cert) flags |= MHD_USE_TLS;
     unsigned limit = (unsigned)d->cfg.max_connections + 64;
     /* without TLS the option list ends before the certificate */
-    d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handler, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, d,
+    d->mhd = MHD_start_daemon(flags, 0, draped_admit_accept, d, handler, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, d,
                               MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, completed, d,
+                              MHD_OPTION_NOTIFY_CONNECTION, draped_admit_notify, d,
                               MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
                               cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, cert, MHD_OPTION_HTTPS_MEM_KEY, key,
                               MHD_OPTION_END);
@@ -216,6 +245,7 @@ int draped_http_start(draped *d)
     free(key);
     if (!d->mhd) {
         LOG_ERROR("cannot listen on %s:%lld: %s", d->cfg.bind, (long long)d->cfg.port, strerror(errno));
+        draped_admit_stop(d);
         return -1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -227,4 +257,5 @@ void draped_http_stop(draped *d)
 {
     if (d->mhd) MHD_stop_daemon(d->mhd);
     d->mhd = NULL;
+    draped_admit_stop(d); /* after the daemon: its connections are all closed */
 }

@@ -10,10 +10,10 @@
 #include "../proto/errors.h"
 #include "app.h"
 
-/* A request: its URL and method, and the body as it came (too_big: it passed
- * --max-message and was not kept). */
+/* A request: its URL, method and HTTP version, and the body as it came
+ * (too_big: it passed --max-message and was not kept). */
 typedef struct {
-    const char *url, *method;
+    const char *url, *method, *version;
     drape_buf body;
     int too_big;
 } draped_req;
@@ -48,6 +48,19 @@ enum MHD_Result draped_route_static(draped *d, struct MHD_Connection *c, const d
 
 /* upgrade.c: GET /v1/stream, the WebSocket handshake */
 enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const draped_req *rq);
+
+/* admit.c: the per-IP connection limit and the header deadline.
+ * draped_admit_accept is libmicrohttpd's accept policy, draped_admit_notify
+ * its NOTIFY_CONNECTION callback (cls: the draped). draped_admit_mark tells
+ * it where a connection's request is: its headers are in (no deadline while
+ * it is served), it was answered (a keep-alive connection waits for headers
+ * again), or it is becoming a stream (no deadline ever again). */
+typedef enum { DRAPED_ADMIT_HEADERS_IN, DRAPED_ADMIT_ANSWERED, DRAPED_ADMIT_UPGRADED } draped_admit_event;
+int draped_admit_start(draped *d);
+void draped_admit_stop(draped *d);
+enum MHD_Result draped_admit_accept(void *cls, const struct sockaddr *sa, socklen_t len);
+void draped_admit_notify(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_ConnectionNotificationCode what);
+void draped_admit_mark(draped *d, struct MHD_Connection *c, draped_admit_event ev);
 
 /* tls.c: the PEM certificate and key of --tls-cert and --tls-key (malloc'd);
  * both NULL when TLS is off. -1 (logged) when they cannot be read. */

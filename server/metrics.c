@@ -7,7 +7,7 @@ static const char *route_names[R_COUNT] = {
 };
 static const unsigned codes[C_COUNT] = {200, 400, 401, 404, 405, 413, 500, 503, 0};
 static const char *limit_names[L_COUNT] = {"connections", "avatars", "message", "body", "send_queue",
-                                           "error_flood", "idle", "cache"};
+                                           "error_flood", "idle", "cache", "per_ip", "header_timeout", "pose"};
 static const int close_codes[6] = {1000, 1001, 1002, 1007, 1008, 1009};
 static const uint64_t hist_le[DRAPED_HIST_N] = {50, 100, 250, 500, 1000, 2000, 5000, 10000, 20000, 50000,
                                                 100000, 250000, 1000000, 5000000};

@@ -34,8 +34,10 @@ enum {
 };
 enum { C_200, C_400, C_401, C_404, C_405, C_413, C_500, C_503, C_OTHER, C_COUNT };
 
-/* hard limits, counted when hit */
-enum { L_CONNECTIONS, L_AVATARS, L_MESSAGE, L_BODY, L_SEND_QUEUE, L_ERROR_FLOOD, L_IDLE, L_CACHE, L_COUNT };
+/* hard limits, counted when hit (L_PER_IP: refused at accept; L_HEADERS: no
+ * complete headers in time) */
+enum { L_CONNECTIONS, L_AVATARS, L_MESSAGE, L_BODY, L_SEND_QUEUE, L_ERROR_FLOOD, L_IDLE, L_CACHE, L_PER_IP, L_HEADERS,
+       L_POSE, L_COUNT };
 
 /* latency histogram buckets (µs) */
 #define DRAPED_HIST_N 14

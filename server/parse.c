@@ -77,16 +77,16 @@ static int parse_frames(json_t *a, const drape_config *c, int width, float out[]
             json_t *v = json_array_get(row, (size_t)i);
             if (!json_is_number(v)) return snprintf(msg, cap, "'%s' value %d is not a number", what, i), -1;
             double x = json_number_value(v);
-            if (!isfinite(x) || fabs(x) > 1e4)
-                return snprintf(msg, cap, "'%s' value %d is not finite or absurdly large", what, i), -1;
+            if (!isfinite(x) || !isfinite((float)x))
+                return snprintf(msg, cap, "'%s' value %d is not finite (NaN, Inf or beyond float range)", what, i), -1;
             out[f][off + i] = (float)x;
         }
     }
     return 0;
 }
 
-int draped_parse_frame_item(const drape_model *m, json_t *o, draped_frame_item *it, char *msg, size_t cap,
-                            drape_errcode *code)
+int draped_parse_frame_item(const drape_model *m, const drape_pose_limits *lim, json_t *o, draped_frame_item *it,
+                            char *msg, size_t cap, drape_errcode *code)
 {
     *code = DRAPE_EC_BAD_FIELD;
     if (!json_is_object(o)) return snprintf(msg, cap, "an item must be a JSON object"), -1;
@@ -109,6 +109,11 @@ int draped_parse_frame_item(const drape_model *m, json_t *o, draped_frame_item *
         return -1;
     json_t *tr = json_object_get(o, "trans");
     if (tr && parse_frames(tr, c, 3, it->pose, DRAPE_MSG_POSE, "trans", msg, cap)) return -1;
+    for (int f = 0; f < c->n_hist; f++) {
+        drape_error why = {0};
+        if (drape_pose_validate(it->pose[f], lim, &why))
+            return snprintf(msg, cap, "frame %d of %d: %.200s", f, c->n_hist, why.msg), DRAPED_PARSE_POSE_LIMIT;
+    }
     json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
     if (id && !json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;
     if (!id && !gj) return snprintf(msg, cap, "'identity' or 'garment' is required"), -1;

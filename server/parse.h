@@ -37,8 +37,10 @@ typedef struct {
     int n_betas;
 } draped_frame_item;
 
-/* 0, or -1 with msg and *code. */
-int draped_parse_frame_item(const drape_model *m, json_t *o, draped_frame_item *it, char *msg, size_t cap,
-                            drape_errcode *code);
+/* 0, or -1 with msg and *code; DRAPED_PARSE_POSE_LIMIT (msg and *code too)
+ * when a frame is past lim (drape_pose_validate), which the caller counts. */
+#define DRAPED_PARSE_POSE_LIMIT (-2)
+int draped_parse_frame_item(const drape_model *m, const drape_pose_limits *lim, json_t *o, draped_frame_item *it,
+                            char *msg, size_t cap, drape_errcode *code);
 
 #endif

@@ -63,7 +63,7 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     json_t *hist = json_array(); /* the frames /v1/frames' "poses" hold, offsets back from t */
     for (int i = 0; i < cfg->n_hist; i++) json_array_append_new(hist, json_integer(cfg->hist[i]));
     json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],"
-                          "s:[s,s],s:{s:i,s:i}}",
+                          "s:[s,s],s:{s:i,s:i,s:I,s:I}}",
                           "version", DRAPED_VERSION, "instance", d->instance, "backend", drape_backend_name(d->be),
                           "model", d->cfg.model, "config", "fps", cfg->fps, "betas", cfg->betas, "bones", cfg->bones,
                           "joints", DRAPE_JOINTS, "beta_range", (double)cfg->beta_min, (double)cfg->beta_max,
@@ -71,7 +71,8 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
                           cfg->skin_k, "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16",
                           "meshopt",
                           "modes", "neural", "lbs", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
-                          (int)d->cfg.max_avatars);
+                          (int)d->cfg.max_avatars, "pose_max_angle", (json_int_t)d->cfg.pose_max_angle,
+                          "pose_max_trans", (json_int_t)d->cfg.pose_max_trans);
     char digest[17];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
     json_object_set_new(j, "digest", json_string(digest));
@@ -243,7 +244,10 @@ static void http_item_done(drape_job *j, int status, const drape_error *err)
 
 static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap, drape_errcode *code)
 {
-    if (draped_parse_frame_item(d->model, o, &it->req, msg, cap, code)) return -1;
+    drape_pose_limits lim = draped_pose_limits(d);
+    int prc = draped_parse_frame_item(d->model, &lim, o, &it->req, msg, cap, code);
+    if (prc == DRAPED_PARSE_POSE_LIMIT) COUNT(d->met.limits[L_POSE]);
+    if (prc) return -1;
     drape_error err = {0};
     int rc = draped_identity_resolve(d, it->req.identity, it->req.garment, it->req.betas, it->req.n_betas, &it->e,
                                      code, &err);

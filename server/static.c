@@ -26,6 +26,9 @@ static const char *mime(const char *path)
 enum MHD_Result draped_route_static(draped *d, struct MHD_Connection *c, const draped_req *rq)
 {
     const char *url = rq->url;
+    /* the path of 'GET ?x' is empty: no last character to look at */
+    if (url[0] != '/')
+        return draped_http_error(d, c, R_STATIC, DRAPE_EC_BAD_MESSAGE, "the path must start with '/'");
     if (strstr(url, "..") || strstr(url, "//") || strlen(url) > 256)
         return draped_http_error(d, c, R_STATIC, DRAPE_EC_NOT_FOUND, "no such file");
     char path[1024];

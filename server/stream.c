@@ -304,6 +304,16 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
                    m->seq);
         return;
     }
+    float frame[DRAPE_FRAME_FLOATS];
+    drape_pose_limits lim = draped_pose_limits(sc->d);
+    drape_error why = {0};
+    memcpy(frame, m->pose, sizeof(float) * DRAPE_MSG_POSE);
+    memcpy(frame + DRAPE_MSG_POSE, m->trans, sizeof(float) * 3);
+    if (drape_pose_validate(frame, &lim, &why)) {
+        COUNT(sc->d->met.limits[L_POSE]);
+        send_error(sc, binary, DRAPE_EC_BAD_FIELD, why.msg, &m->avatar, m->has_seq, m->seq);
+        return;
+    }
     COUNT(sc->d->met.poses_total);
     uint64_t seq = m->has_seq ? m->seq : a->next_seq;
     a->next_seq = seq + 1;

@@ -29,6 +29,10 @@ enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const d
 {
     if (strcmp(rq->method, "GET"))
         return draped_http_error(d, c, R_STREAM, DRAPE_EC_METHOD_NOT_ALLOWED, "use GET with a WebSocket upgrade");
+    /* libmicrohttpd will not upgrade an HTTP/1.0 connection (RFC 6455 §4.1
+     * asks for 1.1): say so, where the 101 would fail and leave no answer */
+    if (!strcmp(rq->version, MHD_HTTP_VERSION_1_0))
+        return draped_http_error(d, c, R_STREAM, DRAPE_EC_BAD_MESSAGE, "a WebSocket handshake needs HTTP/1.1");
     const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Upgrade");
     const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Connection");
     const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
@@ -58,5 +62,6 @@ enum MHD_Result draped_route_stream(draped *d, struct MHD_Connection *c, const d
         return draped_http_error(d, c, R_STREAM, DRAPE_EC_LIMIT, "too many stream connections (limit %lld)",
                                  (long long)d->cfg.max_connections);
     }
+    draped_admit_mark(d, c, DRAPED_ADMIT_UPGRADED); /* libmicrohttpd calls the upgrade an answered request */
     return draped_stream_upgrade(d, c, accept) ? MHD_NO : MHD_YES;
 }

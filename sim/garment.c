@@ -27,7 +27,7 @@ static int check_inputs(const drape_model *m, int gi, const float *poses, int T,
         return drape_fail(err, DRAPE_ENOTFOUND, "garment index %d is not in the model (%d garments)", gi,
                           m->cfg.n_garments);
     if (T > (1 << 20)) return drape_fail(err, DRAPE_EINVAL, "too many frames (%d)", T);
-    return drape_poses_check(poses, T, err);
+    return drape_poses_check(poses, T, NULL, err);
 }
 
 /* Frame 0 of the LBS run is the zero pose at the origin: every A_k is the
@@ -59,7 +59,7 @@ int drape_garment_body_frames(const drape_model *m, const float *betas, int n_be
 {
     int rc = drape_model_check_betas(m, betas, n_betas, err);
     if (rc) return rc;
-    if ((rc = drape_poses_check(poses, T, err))) return rc;
+    if ((rc = drape_poses_check(poses, T, NULL, err))) return rc;
     float b[DRAPE_MAX_BETAS] = {0}, J[DRAPE_JOINTS * 3], A[DRAPE_JOINTS * 12];
     if (n_betas > 0) memcpy(b, betas, (size_t)n_betas * sizeof *b);
     float *v_s = malloc((size_t)m->Nb * 3 * sizeof *v_s);

@@ -36,6 +36,11 @@ int drape_obj_fread(drape_obj *out, FILE *f, const char *path, drape_error *err)
                     rc = drape_fail(err, DRAPE_EFORMAT, "%s:%d: vertex needs three finite numbers", path, lineno);
                     goto done;
                 }
+                if (fabs(x[k]) > DRAPE_OBJ_MAX_COORD) {
+                    rc = drape_fail(err, DRAPE_ERANGE, "%s:%d: vertex coordinate %g is beyond ±%g", path, lineno, x[k],
+                                    DRAPE_OBJ_MAX_COORD);
+                    goto done;
+                }
             }
             if (out->n >= DRAPE_OBJ_MAX_VERTICES || grow((void **)&out->v, &vcap, 3 * (out->n + 1), sizeof(double))) {
                 rc = drape_fail(err, DRAPE_ENOMEM, "%s: too many vertices", path);
@@ -93,6 +98,9 @@ int drape_obj_read(drape_obj *out, const char *path, drape_error *err)
 
 int drape_obj_write(const char *path, const double *v, int n, const int32_t *faces, int F, drape_error *err)
 {
+    for (int i = 0; i < 3 * n; i++)
+        if (!isfinite(v[i]))
+            return drape_fail(err, DRAPE_ENONFINITE, "%s: vertex %d is not finite; nothing written", path, i / 3);
     FILE *f = fopen(path, "w");
     if (!f) return drape_fail(err, DRAPE_EIO, "cannot create %s", path);
     int ok = 1;

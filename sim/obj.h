@@ -9,6 +9,9 @@
 #include "../core/status.h"
 
 #define DRAPE_OBJ_MAX_VERTICES (1 << 24)
+/* |coordinate| at most, in the mesh's units (metres): a cloth's solve mixes
+ * every vertex, so one at 1e308 turns all of them into NaN */
+#define DRAPE_OBJ_MAX_COORD 1e6
 
 typedef struct {
     int n, F;
@@ -20,6 +23,7 @@ int drape_obj_read(drape_obj *out, const char *path, drape_error *err);
 /* The same from an open stream (fuzz/fuzz_obj.c reads from memory with
  * fmemopen); path only names it in messages. */
 int drape_obj_fread(drape_obj *out, FILE *f, const char *path, drape_error *err);
+/* Refuses (DRAPE_ENONFINITE, nothing written) a vertex that is not finite. */
 int drape_obj_write(const char *path, const double *v, int n, const int32_t *faces, int F, drape_error *err);
 void drape_obj_free(drape_obj *m);
 

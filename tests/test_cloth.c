@@ -262,4 +262,10 @@ Test(cloth, command_rejects_bad_input)
     cr_assert(strstr(log, "pin 5"), "%s", log);
     cr_assert_neq(tu_run(log, sizeof log, "%s sim cloth --mesh '%s' --pin x --out /dev/null", bin(), bad), 0);
     cr_assert(strstr(log, "--pin"), "%s", log);
+    /* an unused vertex at 1e308 once turned every output vertex into NaN, exit 0 */
+    f = fopen(bad, "w");
+    fputs("v 0 0 0\nv 1 0 0\nv 0 1 0\nv 1e308 0 0\nf 1 2 3\n", f);
+    fclose(f);
+    cr_assert_neq(tu_run(log, sizeof log, "%s sim cloth --mesh '%s' --out /dev/null", bin(), bad), 0);
+    cr_assert(strstr(log, ":4: vertex coordinate 1e+308 is beyond"), "%s", log);
 }

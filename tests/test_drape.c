@@ -72,6 +72,14 @@ Test(drape, infer_rejects_bad_input)
     expect_fail("[T, 75]", args);
     snprintf(args, sizeof args, "--garment skirt --poses '%s' --out /dev/null", pnan);
     expect_fail("frame 1, value 40 is NaN", args);
+    /* the same pose limits as draped's (issue 35: a root at 1e12 m once crashed infer) */
+    float far[2 * 75] = {0};
+    far[75 + 73] = 1e12f;
+    drape_error e = {0};
+    snprintf(pnan, sizeof pnan, "%s", tu_tmp("far.npy"));
+    cr_assert_eq(drape_npy_write(pnan, far, 2, (int64_t[]){2, 75}, &e), 0, "%s", e.msg);
+    snprintf(args, sizeof args, "--garment skirt --poses '%s' --out /dev/null", pnan);
+    expect_fail("frame 1, value 73 (trans[1]) is 1e+12 m, beyond the limit", args);
     snprintf(args, sizeof args, "--garment cape --poses '%s' --out /dev/null", pin);
     expect_fail("garment 'cape'", args);
     snprintf(args, sizeof args, "--garment skirt --betas 1,x --poses '%s' --out /dev/null", pin);

@@ -14,6 +14,10 @@
 #define Z72 "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0," \
             "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"
 static char out[OUT];
+/* curl's flags for a WebSocket handshake */
+#define WS_HANDSHAKE                                                                                               \
+    "-H 'Upgrade: websocket' -H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 13' "                            \
+    "-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='"
 
 static const char *py(void) { return getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3"; }
 
@@ -126,8 +130,13 @@ Test(server, http_bad_input)
         {"-X POST -d '{\"items\":[]}'", "/v1/frames", 400, "bad_field"},
         /* an empty identity names nothing (it once crashed the daemon) */
         {"-X POST -d '{\"identity\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 400, "bad_field"},
-        {"-X POST -d '{\"identity\":\"\",\"garment\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 400, "bad_field"},
+        {"-X POST -d '{\"identity\":\"\",\"garment\":\"\",\"pose\":[" Z72 "]}'", "/v1/frames", 404, "unknown_garment"},
         {"-X POST -d '{\"items\":[{\"identity\":\"\",\"pose\":[" Z72 "]}]}'", "/v1/frames", 400, "bad_field"},
+        /* past the pose limits, the same ones as a stream's */
+        {"-X POST -d '{\"garment\":\"skirt\",\"pose\":[" Z72 "],\"trans\":[0,1e12,0]}'", "/v1/frames", 400,
+         "beyond the limit"},
+        /* "101" Z72 reads 1010,0,...: 72 values, the first 1010 rad */
+        {"-X POST -d '{\"garment\":\"skirt\",\"pose\":[101" Z72 "]}'", "/v1/frames", 400, "bad_field"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         curl(&s, cases[i].args, cases[i].path);
@@ -144,6 +153,23 @@ Test(server, http_bad_input)
     expect_code("after bad input", 200);
     curl(&s, "", "/metrics");
     cr_assert(strstr(out, "drape_limit_hits_total{limit=\"body\"} 1"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, odd_requests_get_an_answer)
+{
+    tu_server s = tu_draped_start("tiny_random", "");
+    /* a path that is only a query: the viewer's files once read the byte
+     * before it */
+    curl(&s, "--request-target '?x'", "");
+    expect_code("GET ?x", 400);
+    cr_assert(strstr(out, "must start with '/'"), "%s", out);
+    /* an HTTP/1.0 handshake, once left without an answer */
+    curl(&s, "-0 " WS_HANDSHAKE, "/v1/stream");
+    expect_code("HTTP/1.0 upgrade", 400);
+    cr_assert(strstr(out, "needs HTTP/1.1"), "%s", out);
+    curl(&s, "", "/healthz");
+    expect_code("after them", 200);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -164,6 +190,17 @@ Test(server, api_keys)
     expect_code("right key", 200);
     curl(&s, "", "/healthz");
     expect_code("health needs no key", 200);
+    /* ?token= is for the WebSocket handshake alone, which browsers cannot
+     * give a header (docs/server.md, "API keys") */
+    curl(&s, "", "/v1/model?token=secret-two");
+    expect_code("?token on another route", 401);
+    cr_assert(strstr(out, "only"), "%s", out);
+    curl(&s, WS_HANDSHAKE, "/v1/stream");
+    expect_code("stream without a key", 401);
+    char ws[160];
+    snprintf(ws, sizeof ws, "%s?token=secret-one", s.ws);
+    int rc = tu_run(out, OUT, "%s tests/clients/ws_client.py '%s' stream_many 1 2 0 f32", py(), ws);
+    cr_assert_eq(rc, 0, "stream with ?token=:\n%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -233,7 +270,22 @@ Test(server, bad_stream_messages_leave_others_streaming)
     tu_server s = tu_draped_start("tiny_random", "");
     scenario(&s, "bad_inputs");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 8"), "%s", out);
+    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 10"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"pose\"} 2"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* issue 35 defect 3: poses at the validator's limits cost what a normal
+ * frame costs, so one client streaming them (the shipped model's refined
+ * T-shirt, the root jumping 2e4 m each frame) cannot stall another */
+Test(server, hostile_poses_do_not_stall_a_neighbour)
+{
+    tu_server s = tu_draped_start("models/default.safetensors", "--max-delay-us 1000");
+    int rc = tu_run(out, OUT, "DRAPE_TEST_GARMENT=tshirt %s tests/clients/ws_client.py %s hostile_neighbour 4 10000 100",
+                    py(), s.ws);
+    cr_assert_eq(rc, 0, "hostile_neighbour failed:\n%s", out);
+    curl(&s, "", "/v1/model");
+    cr_assert(strstr(out, "\"pose_max_angle\":100") && strstr(out, "\"pose_max_trans\":10000"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -284,11 +336,51 @@ Test(server, connection_limit)
         usleep(100000);
     }
     cr_assert(strstr(out, "streaming"), "holder did not start: %s", out);
-    curl(&s, "-H 'Upgrade: websocket' -H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 13' "
-             "-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ=='",
-         "/v1/stream");
+    curl(&s, WS_HANDSHAKE, "/v1/stream");
     expect_code("second stream", 503);
     cr_assert(strstr(out, "too many stream connections"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* Slowloris (issue 35): 400 connections trickle header bytes, one a second
+ * each, and reconnect when cut. budget_s: how long /healthz and a new
+ * stream's first frame may take while they trickle; hold_s: how long the
+ * stream then waits for its second frame (it must outlive the deadline). */
+static void slowloris(tu_server *s, const char *src, int budget_s, int hold_s)
+{
+    int rc = tu_run(out, OUT, "%s tests/clients/slowloris.py 127.0.0.1:%d 400 %s %d %d", py(), s->port, src, budget_s,
+                    hold_s);
+    cr_assert_eq(rc, 0, "slowloris from %s:\n%s", src, out);
+}
+
+static long long limit_hits(tu_server *s, const char *limit)
+{
+    curl(s, "", "/metrics");
+    char key[96];
+    snprintf(key, sizeof key, "drape_limit_hits_total{limit=\"%s\"} ", limit);
+    const char *p = strstr(out, key);
+    cr_assert_not_null(p, "no %s in:\n%s", key, out);
+    return atoll(p + strlen(key));
+}
+
+Test(server, slowloris_from_another_address_is_held_to_the_per_ip_limit)
+{
+    /* the deadline is long: the per-IP limit alone leaves room */
+    tu_server s = tu_draped_start("tiny_random", "--header-timeout 30 --max-conn-per-ip 64");
+    slowloris(&s, "127.0.0.2", 3, 0);
+    cr_assert_geq(limit_hits(&s, "per_ip"), 400 - 64);
+    cr_assert_eq(limit_hits(&s, "header_timeout"), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+Test(server, slowloris_from_the_clients_own_address_is_cut_by_the_header_deadline)
+{
+    /* no per-IP limit: the 400 take every slot (256 + 64) until the header
+     * deadline cuts them, bytes trickling or not */
+    tu_server s = tu_draped_start("tiny_random", "--header-timeout 2 --max-conn-per-ip 0");
+    slowloris(&s, "127.0.0.1", 6, 3);
+    cr_assert_geq(limit_hits(&s, "header_timeout"), 256 + 64);
+    cr_assert_eq(limit_hits(&s, "per_ip"), 0);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 

@@ -19,7 +19,8 @@ const char *tu_bundle(const char *name)
 {
     static char path[512];
     const char *d = getenv("DRAPE_DATA");
-    snprintf(path, sizeof path, "%s/%s.safetensors", d ? d : "build/data", name);
+    if (strchr(name, '/')) snprintf(path, sizeof path, "%s", name); /* a path, e.g. models/default.safetensors */
+    else snprintf(path, sizeof path, "%s/%s.safetensors", d ? d : "build/data", name);
     return path;
 }
 

@@ -105,7 +105,7 @@ static int read_poses(const char *cmd, const char *path, drape_npy *poses)
         return 1;
     }
     if (poses->shape[0] > (1 << 20)) { fprintf(stderr, "drape %s: too many frames\n", cmd); return 1; }
-    if (drape_poses_check(poses->data, poses->shape[0], &e)) {
+    if (drape_poses_check(poses->data, poses->shape[0], NULL, &e)) {
         fprintf(stderr, "drape %s: %s: %s\n", cmd, path, e.msg);
         return 1;
     }

@@ -179,6 +179,10 @@ async def bad_inputs():
         # an empty identity names nothing (it once reached strcmp as NULL)
         (json.dumps({"op": "open", "avatar": "e1", "identity": ""}), "bad_field"),
         (json.dumps({"op": "open", "avatar": "e2", "identity": "", "garment": ""}), "bad_field"),
+        # past the pose limits (--pose-max-trans 10000, --pose-max-angle 100): refused, not run
+        (json.dumps({"op": "pose", "avatar": "good", "seq": 1, "pose": [0] * 72, "trans": [1e12, 0, 0]}), "bad_field"),
+        (json.dumps({"op": "pose", "avatar": "good", "seq": 1, "pose": [0] * 71 + [-101], "trans": [0, 0, 0]}),
+         "bad_field"),
     ]
     bin_cases = [
         (b"\xc1\xff\x00", "bad_message"),
@@ -220,6 +224,55 @@ async def flood(n="60"):
     check(dropped > 0, "nothing was dropped: the flood was too slow to test newest-wins")
     await c.ws.close()
     print(json.dumps({"sent": N, "frames": len(seqs), "dropped": dropped}))
+
+
+async def hostile_neighbour(seconds="4", limit_trans="10000", limit_angle="100"):
+    """One connection streams poses at the validator's limits as fast as it
+    is served (root jumping between ±limit every frame, joints at ±limit);
+    another streams calm poses at 30 fps. Every hostile frame is finite, and
+    the calm avatar's frames never stop for 0.5 s or more."""
+    T, lt, la = float(seconds), float(limit_trans), float(limit_angle)
+    rng = np.random.default_rng(7)
+    h, c = await connect(True), await connect(True)
+    await h.send({"op": "open", "avatar": "h", "garment": GARMENT, "format": "f32"})
+    await h.until(lambda m: m["op"] == "opened")
+    await c.send({"op": "open", "avatar": "c", "garment": GARMENT})
+    await c.until(lambda m: m["op"] == "opened")
+    stop = time.time() + T
+    hostile = {"sent": 0, "frames": 0}
+
+    async def attack():
+        t = 0
+        while time.time() < stop:
+            sign = 1.0 if t % 2 else -1.0
+            p = (rng.choice([-1.0, 1.0], 72) * la).tolist()
+            tr = [sign * lt, -sign * lt, sign * lt]
+            await h.send({"op": "pose", "avatar": "h", "seq": t, "pose": p, "trans": tr})
+            hostile["sent"] += 1
+            t += 1
+            m = await h.until(lambda m: m["op"] in ("frame", "error"))
+            check(m["op"] == "frame", f"a pose inside the limits was refused: {m}")
+            check(np.isfinite(decode(m)).all(), f"hostile frame {m['seq']} is not finite")
+            hostile["frames"] += 1
+
+    async def calm():
+        times, t = [], 0
+        while time.time() < stop:
+            await c.send({"op": "pose", "avatar": "c", "seq": t, "pose": pose(t)})
+            t += 1
+            await c.until(lambda m: m["op"] == "frame")
+            times.append(time.time())
+            await asyncio.sleep(max(0.0, 1 / 30 - (time.time() - times[-1])))
+        return times
+
+    _, times = await asyncio.gather(attack(), calm())
+    gaps = np.diff(times)
+    check(len(times) > 10 and hostile["frames"] > 2, f"too few frames: calm {len(times)}, hostile {hostile}")
+    check(gaps.max() < 0.5, f"the calm avatar waited {gaps.max():.3f} s for a frame")
+    await h.ws.close()
+    await c.ws.close()
+    print(json.dumps({"hostile": hostile, "calm_frames": len(times), "max_gap_s": round(float(gaps.max()), 4),
+                      "p50_gap_s": round(float(np.median(gaps)), 4)}))
 
 
 async def many_connections(n="6", avatars="3", poses="5"):
