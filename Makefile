@@ -5,6 +5,7 @@
 #   make test       deps, build, run every test (CI runs this)
 #   make test-unit  deps, build, the tests but the browser, nginx and training ones (under a minute)
 #   make check      the same tests under AddressSanitizer + UBSan; fails on any report
+#   make fuzz       each libFuzzer harness (fuzz/) for FUZZ_SECONDS (60); a table of executions
 #   make bench      module A/B latency, C runtime vs the PyTorch reference
 #   make run        deps, then start draped on :8080 with the bundled default model
 #   make gpu-check  on a machine with a GPU: the CUDA tests and the GPU benchmark
@@ -19,15 +20,15 @@ JOBS   ?= 2
 
 ifeq ($(DRAPE_DEPS_OK),)
 
-.PHONY: all test test-unit check bench clean deps bundles run eval model gpu-check
+.PHONY: all test test-unit check bench clean deps bundles run eval model gpu-check fuzz fuzz-smoke
 all:
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
-test test-unit check bench bundles run eval model gpu-check: deps
+test test-unit check bench bundles run eval model gpu-check fuzz fuzz-smoke: deps
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 deps:
 	@scripts/deps.sh
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 # any other target (a file such as build/drape) builds without installing
 Makefile: ;
 .PHONY: FORCE
@@ -192,6 +193,7 @@ TEST_ENV := OMP_WAIT_POLICY=passive DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape 
 
 test: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS)
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 # everything but the browser (web), nginx (routing, deploy) and training
 # (train) suites: under a minute on 2 cores
@@ -211,6 +213,36 @@ check:
 	    UBSAN_OPTIONS=print_stacktrace=1 build-asan/drape_tests --jobs $(JOBS) 2>&1 | tee build-asan/check.log
 	@if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)" build-asan/check.log; \
 	 then echo "make check: sanitizer reports above"; exit 1; else echo "make check: no sanitizer reports"; fi
+
+# Fuzzing (fuzz/README.md): a libFuzzer harness per parser of outside bytes,
+# built with clang, ASan and UBSan into a tree of its own (the layers they
+# need; sim/cloth.c is GCC-only, so the OBJ reader is linked alone).
+# `make fuzz` runs each for FUZZ_SECONDS and prints executions per harness;
+# `make test` runs each for FUZZ_SMOKE_SECONDS over its committed corpus
+# (fuzz-smoke). Either fails when a harness finds a crash, leak or UB.
+FUZZERS := ws msg_json msg_msgpack http safetensors npy obj
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 3
+FUZZ_BUILD := build-fuzz
+FUZZ_LIBS = $(call layer_lib,proto) $(call layer_lib,runtime) $(call layer_lib,core)
+FUZZ_EXTRA_http := server/parse.o
+FUZZ_EXTRA_obj := sim/obj.o
+define fuzz_rule
+$(BUILD)/fuzz/fuzz_$(1): $(BUILD)/fuzz/fuzz_$(1).o $(addprefix $(BUILD)/,$(FUZZ_EXTRA_$(1))) $$(FUZZ_LIBS)
+	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $$@ $$(filter %.o,$$^) $$(FUZZ_LIBS) $(LDLIBS)
+endef
+$(foreach f,$(FUZZERS),$(eval $(call fuzz_rule,$(f))))
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-bins
+fuzz-build:
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang NVCC= OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SANITIZE="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined" \
+	    fuzz-bins
+fuzz-bins: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
+	@:
+fuzz: fuzz-build
+	nice fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
+fuzz-smoke: fuzz-build
+	@fuzz/run.sh --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZERS)
 
 bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(DATA)/tiny_random.safetensors $(RUN_MODEL)
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
@@ -368,6 +400,7 @@ gpu-check: all $(BUNDLES)
 	@if [ -z "$(NVCC)" ]; then echo "gpu-check: nvcc not found, no CUDA backend to check"; exit 1; fi
 	bench/gpu_check.sh $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d
+-include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d \
+         $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%.d)
 
 endif

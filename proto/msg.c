@@ -253,6 +253,46 @@ typedef struct {
     val root;
 } doc;
 
+/* msgpack-c sizes an array or a map from its header, before it has read
+ * the elements: 7 bytes that claim 2^32 map entries make it ask for 256 GB
+ * (found by fuzz/fuzz_msg_msgpack.c). Every value takes at least one byte,
+ * so a message whose headers claim more values than it has bytes left is
+ * truncated: 0 then, before msgpack-c allocates anything. Anything else
+ * (1) is msgpack-c's to judge. */
+static int msgpack_fits(const uint8_t *p, size_t len)
+{
+    /* 0xc4..0xdf: bytes of the length field, then payload bytes the type
+     * always has (an ext's type byte, a number, a fixext) */
+    static const uint8_t len_bytes[28] = {1, 2, 4, 1, 2, 4, 0, 0, 0, 0, 0, 0, 0, 0,
+                                          0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 2, 4, 2, 4};
+    static const uint8_t fixed[28] = {0, 0, 0, 1, 1, 1, 4, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 3, 5, 9, 17, 0, 0, 0, 0, 0, 0, 0};
+    uint64_t pending = 1; /* values still to come */
+    size_t i = 0;
+    while (pending--) {
+        if (i >= len) return 1;
+        uint8_t t = p[i++];
+        uint64_t values = 0, bytes = 0;
+        if (t >= 0x80 && t <= 0x8f) values = 2 * (uint64_t)(t & 0x0f);
+        else if (t >= 0x90 && t <= 0x9f) values = t & 0x0f;
+        else if (t >= 0xa0 && t <= 0xbf) bytes = t & 0x1f;
+        else if (t >= 0xc4 && t <= 0xdf) {
+            int k = t - 0xc4;
+            uint64_t n = 0;
+            if (len - i < len_bytes[k]) return 1;
+            for (int b = 0; b < len_bytes[k]; b++) n = n << 8 | p[i++];
+            if (t >= 0xdc) values = t >= 0xde ? 2 * n : n; /* array16/32, map16/32 */
+            else bytes = fixed[k] + n;
+        } else if (t == 0xc1) {
+            return 1; /* never used: msgpack-c calls it malformed */
+        }
+        if (bytes > len - i) return 1;
+        i += (size_t)bytes;
+        if (values && (pending > len - i || values > len - i - pending)) return 0;
+        pending += values;
+    }
+    return 1;
+}
+
 static int doc_load(doc *d, const uint8_t *data, size_t len, int binary, errctx *e)
 {
     memset(d, 0, sizeof *d);
@@ -260,6 +300,8 @@ static int doc_load(doc *d, const uint8_t *data, size_t len, int binary, errctx 
     if (!data && len) return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EINVAL, "no data");
     if (binary) {
         msgpack_unpacked_init(&d->u);
+        if (!msgpack_fits(data, len))
+            return bad(e, DRAPE_EC_BAD_MESSAGE, DRAPE_EFORMAT, "msgpack: truncated message");
         size_t off = 0;
         int r = msgpack_unpack_next(&d->u, (const char *)data, len, &off);
         if (r == MSGPACK_UNPACK_CONTINUE)

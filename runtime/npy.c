@@ -22,11 +22,9 @@ static const char *dict_value(const char *h, const char *key)
     return p;
 }
 
-int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
+int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f) return drape_fail(err, DRAPE_EIO, "cannot open %s", path);
     unsigned char pre[10];
     char *h = NULL;
     int rc;
@@ -78,6 +76,18 @@ int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
         if (out->numel * 4 > NPY_MAX_BYTES) { rc = drape_fail(err, DRAPE_ERANGE, "%s: array too large", path); goto out; }
         s = end;
     }
+    /* the data must be there before its size is allocated: a 130-byte file
+     * claiming (2^32,) made this ask for 16 GB (fuzz/fuzz_npy.c). A stream
+     * that cannot seek (a pipe) is read as before. */
+    long here = ftell(f), end = -1;
+    if (here >= 0 && !fseek(f, 0, SEEK_END)) {
+        end = ftell(f);
+        if (fseek(f, here, SEEK_SET)) { rc = drape_fail(err, DRAPE_EIO, "%s: cannot seek", path); goto out; }
+    }
+    if (end >= here && here >= 0 && (uint64_t)(end - here) < (uint64_t)out->numel * sizeof(float)) {
+        rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
+        goto out;
+    }
     out->data = malloc((size_t)(out->numel ? out->numel : 1) * sizeof(float));
     if (!out->data) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory"); goto out; }
     if (fread(out->data, sizeof(float), (size_t)out->numel, f) != (size_t)out->numel) {
@@ -87,8 +97,17 @@ int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
     rc = DRAPE_OK;
 out:
     free(h);
-    fclose(f);
     if (rc) drape_npy_free(out);
+    return rc;
+}
+
+int drape_npy_read(drape_npy *out, const char *path, drape_error *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (!f) return drape_fail(err, DRAPE_EIO, "cannot open %s", path);
+    int rc = drape_npy_fread(out, f, path, err);
+    fclose(f);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 #define DRAPE_NPY_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/status.h"
 
@@ -18,6 +19,9 @@ typedef struct {
 } drape_npy;
 
 int drape_npy_read(drape_npy *out, const char *path, drape_error *err);
+/* The same from an open stream (fuzz/fuzz_npy.c reads from memory with
+ * fmemopen); path only names it in messages. */
+int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err);
 int drape_npy_write(const char *path, const float *data, int ndim, const int64_t *shape, drape_error *err);
 void drape_npy_free(drape_npy *a);
 

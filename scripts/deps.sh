@@ -16,6 +16,7 @@ PKGS=(
   libmsgpack-dev           # binary stream messages (msgpack-c)
   libmeshoptimizer-dev     # the meshopt vertex codec
   curl python3-websockets python3-msgpack  # integration tests: clients nobody here wrote
+  clang libclang-rt-dev libomp-dev  # fuzz/: libFuzzer and the sanitizers' runtimes, OpenMP for clang
 )
 
 # node and npm for the viewer's tests (three.js, playwright-core): Debian's,

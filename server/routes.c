@@ -15,8 +15,7 @@
 #include "../runtime/body.h"
 #include "frame.h"
 #include "http.h"
-
-#define MAX_ITEMS 256
+#include "parse.h"
 
 enum MHD_Result draped_route_healthz(draped *d, struct MHD_Connection *c, const draped_req *rq)
 {
@@ -179,45 +178,10 @@ enum MHD_Result draped_route_body(draped *d, struct MHD_Connection *c, const dra
     return draped_http_json(d, c, R_BODY, 200, j);
 }
 
-/* garment + betas from a JSON object (POST /v1/identities, /v1/frames). */
-static int parse_recipe(draped *d, json_t *o, int *garment, float *betas, int *nb, char *msg, size_t cap,
-                        drape_errcode *code)
-{
-    json_t *g = json_object_get(o, "garment"), *b = json_object_get(o, "betas");
-    *code = DRAPE_EC_BAD_FIELD;
-    if (!json_is_string(g)) return snprintf(msg, cap, "'garment' must be a string"), -1;
-    *garment = drape_model_garment(d->model, json_string_value(g));
-    if (*garment < 0) {
-        *code = DRAPE_EC_UNKNOWN_GARMENT;
-        return snprintf(msg, cap, "unknown garment '%s'", json_string_value(g)), -1;
-    }
-    *nb = 0;
-    if (b && !json_is_null(b)) {
-        if (!json_is_array(b)) return snprintf(msg, cap, "'betas' must be an array of numbers"), -1;
-        size_t n = json_array_size(b);
-        if ((int)n > d->model->cfg.betas) {
-            *code = DRAPE_EC_BAD_BETAS;
-            return snprintf(msg, cap, "'betas' has %zu values; this model has %d", n, d->model->cfg.betas), -1;
-        }
-        for (size_t i = 0; i < n; i++) {
-            json_t *v = json_array_get(b, i);
-            if (!json_is_number(v)) return snprintf(msg, cap, "betas[%zu] is not a number", i), -1;
-            betas[i] = (float)json_number_value(v);
-        }
-        *nb = (int)n;
-        drape_error e = {0};
-        if (drape_model_check_betas(d->model, betas, *nb, &e)) {
-            *code = DRAPE_EC_BAD_BETAS;
-            return snprintf(msg, cap, "%.250s", e.msg), -1;
-        }
-    }
-    return 0;
-}
-
 enum MHD_Result draped_route_identities(draped *d, struct MHD_Connection *c, const draped_req *rq)
 {
     json_error_t je;
-    json_t *o = json_loadb((const char *)rq->body.p, rq->body.len, JSON_REJECT_DUPLICATES, &je);
+    json_t *o = draped_parse_body(rq->body.p, rq->body.len, &je);
     if (!json_is_object(o)) {
         json_decref(o);
         return draped_http_error(d, c, R_IDENTITIES, DRAPE_EC_BAD_MESSAGE, "body must be a JSON object: %s", je.text);
@@ -226,7 +190,7 @@ enum MHD_Result draped_route_identities(draped *d, struct MHD_Connection *c, con
     float betas[DRAPE_MAX_BETAS] = {0};
     char msg[256];
     drape_errcode code;
-    if (parse_recipe(d, o, &g, betas, &nb, msg, sizeof msg, &code)) {
+    if (draped_parse_recipe(d->model, o, &g, betas, &nb, msg, sizeof msg, &code)) {
         json_decref(o);
         return draped_http_error(d, c, R_IDENTITIES, code, "%s", msg);
     }
@@ -258,8 +222,7 @@ enum MHD_Result draped_route_identities(draped *d, struct MHD_Connection *c, con
 typedef struct {
     drape_job job;
     drape_idcache_entry *e;
-    float pose[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS]; /* the model's history frames, t last */
-    int format, lbs;
+    draped_frame_item req;
     float *out;
     pthread_mutex_t *mu;
     pthread_cond_t *cv;
@@ -279,75 +242,15 @@ static void http_item_done(drape_job *j, int status, const drape_error *err)
     pthread_mutex_unlock(it->mu);
 }
 
-/* pose arrays: [72] (every history frame the same) or one [72] per frame of
- * the model's history (cfg.hist, oldest first: t−2, t−1, t by default) */
-static int parse_frames(json_t *a, const drape_config *c, int width, float out[][DRAPE_FRAME_FLOATS], int off,
-                        const char *what, char *msg, size_t cap)
-{
-    if (!json_is_array(a)) return snprintf(msg, cap, "'%s' must be an array", what), -1;
-    size_t n = json_array_size(a);
-    int nested = n > 0 && json_is_array(json_array_get(a, 0)), nf = c->n_hist;
-    if (nested && n != (size_t)nf) {
-        char frames[96] = "";
-        for (int k = 0, len = 0; k < nf && len < (int)sizeof frames; k++)
-            len += snprintf(frames + len, sizeof frames - (size_t)len, c->hist[k] ? "%st-%d" : "%st", k ? ", " : "",
-                            c->hist[k]);
-        return snprintf(msg, cap, "'%s' must hold %d frames (%s), not %zu", what, nf, frames, n), -1;
-    }
-    for (int f = 0; f < nf; f++) {
-        json_t *row = nested ? json_array_get(a, (size_t)f) : a;
-        if (!json_is_array(row) || json_array_size(row) != (size_t)width)
-            return snprintf(msg, cap, "'%s' frames must have %d numbers", what, width), -1;
-        for (int i = 0; i < width; i++) {
-            json_t *v = json_array_get(row, (size_t)i);
-            if (!json_is_number(v)) return snprintf(msg, cap, "'%s' value %d is not a number", what, i), -1;
-            double x = json_number_value(v);
-            if (!isfinite(x) || !isfinite((float)x))
-                return snprintf(msg, cap, "'%s' value %d is not finite (NaN, Inf or beyond float range)", what, i), -1;
-            out[f][off + i] = (float)x;
-        }
-    }
-    return 0;
-}
-
 static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap, drape_errcode *code)
 {
-    *code = DRAPE_EC_BAD_FIELD;
-    if (!json_is_object(o)) return snprintf(msg, cap, "an item must be a JSON object"), -1;
-    json_t *fmt = json_object_get(o, "format"), *mode = json_object_get(o, "mode");
-    it->format = DRAPE_FMT_F32;
-    if (fmt && (!json_is_string(fmt) || (it->format = drape_format_parse(json_string_value(fmt))) < 0))
-        return snprintf(msg, cap, "'format' must be f32, f16, q16 or meshopt"), -1;
-    it->lbs = 0;
-    if (mode) {
-        const char *m = json_is_string(mode) ? json_string_value(mode) : "";
-        if (!strcmp(m, "lbs")) it->lbs = 1;
-        else if (strcmp(m, "neural"))
-            return snprintf(msg, cap, "'mode' must be neural or lbs (physics is not served yet)"), -1;
-    }
-    memset(it->pose, 0, sizeof it->pose);
-    const drape_config *c = &d->model->cfg;
-    if (parse_frames(json_object_get(o, "poses") ? json_object_get(o, "poses") : json_object_get(o, "pose"), c,
-                     DRAPE_MSG_POSE,
-                     it->pose, 0, "poses", msg, cap))
-        return -1;
-    json_t *tr = json_object_get(o, "trans");
-    if (tr && parse_frames(tr, c, 3, it->pose, DRAPE_MSG_POSE, "trans", msg, cap)) return -1;
     drape_pose_limits lim = draped_pose_limits(d);
-    for (int f = 0; f < c->n_hist; f++) {
-        drape_error why = {0};
-        if (drape_pose_validate(it->pose[f], &lim, &why))
-            return COUNT(d->met.limits[L_POSE]), snprintf(msg, cap, "frame %d of %d: %.200s", f, c->n_hist, why.msg), -1;
-    }
-    json_t *id = json_object_get(o, "identity"), *gj = json_object_get(o, "garment");
+    int prc = draped_parse_frame_item(d->model, &lim, o, &it->req, msg, cap, code);
+    if (prc == DRAPED_PARSE_POSE_LIMIT) COUNT(d->met.limits[L_POSE]);
+    if (prc) return -1;
     drape_error err = {0};
-    if (id && !json_is_string(id)) return snprintf(msg, cap, "'identity' must be a string"), -1;
-    if (!id && !gj) return snprintf(msg, cap, "'identity' or 'garment' is required"), -1;
-    int g, nb = 0;
-    float betas[DRAPE_MAX_BETAS] = {0};
-    if (gj && parse_recipe(d, o, &g, betas, &nb, msg, cap, code)) return -1;
-    int rc = draped_identity_resolve(d, id ? json_string_value(id) : NULL, gj ? json_string_value(gj) : NULL, betas,
-                                     nb, &it->e, code, &err);
+    int rc = draped_identity_resolve(d, it->req.identity, it->req.garment, it->req.betas, it->req.n_betas, &it->e,
+                                     code, &err);
     if (rc) {
         if (*code == DRAPE_EC_LIMIT) COUNT(d->met.limits[L_CACHE]);
         return snprintf(msg, cap, "%.250s", err.msg), -1;
@@ -374,14 +277,14 @@ static json_t *data_array(int fmt, const uint8_t *p, size_t len)
 enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const draped_req *rq)
 {
     json_error_t je;
-    json_t *o = json_loadb((const char *)rq->body.p, rq->body.len, JSON_REJECT_DUPLICATES, &je);
+    json_t *o = draped_parse_body(rq->body.p, rq->body.len, &je);
     if (!o) return draped_http_error(d, c, R_FRAMES, DRAPE_EC_BAD_MESSAGE, "body is not JSON: %s", je.text);
-    json_t *list = json_is_array(o) ? o : json_object_get(o, "items");
-    size_t n = list ? json_array_size(list) : 1;
-    if (list && (!json_is_array(list) || n == 0 || n > MAX_ITEMS)) {
+    json_t *list;
+    size_t n;
+    if (draped_parse_frames_list(o, &list, &n)) {
         json_decref(o);
         return draped_http_error(d, c, R_FRAMES, DRAPE_EC_BAD_FIELD, "'items' must be an array of 1..%d items",
-                                 MAX_ITEMS);
+                                 DRAPED_MAX_ITEMS);
     }
     http_item *items = calloc(n, sizeof *items);
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -406,7 +309,8 @@ enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const d
         it->mu = &mu;
         it->cv = &cv;
         it->left = &left;
-        draped_frame_job(&it->job, drape_idcache_identity(it->e), it->pose, d->model->cfg.n_hist, it->lbs, it->out);
+        draped_frame_job(&it->job, drape_idcache_identity(it->e), it->req.pose, d->model->cfg.n_hist, it->req.lbs,
+                         it->out);
         it->job.done = http_item_done;
         it->job.user = it;
         if (!it->out) {
@@ -444,7 +348,7 @@ enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const d
             float bbox[6];
             drape_timing t;
             drape_error perr = {0};
-            if (draped_frame_pack(&pk, bbox, &t, &it->job, it->format, V, &perr)) {
+            if (draped_frame_pack(&pk, bbox, &t, &it->job, it->req.format, V, &perr)) {
                 /* all or nothing, as for a bad item: no frame claims V vertices it has not got */
                 draped_frame_failed(&d->met, &perr);
                 snprintf(msg, sizeof msg, "items[%zu]: %s", i, perr.msg);
@@ -455,8 +359,8 @@ enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const d
             }
             json_array_append_new(
                 frames, json_pack("{s:s,s:i,s:s,s:o,s:o,s:{s:I,s:I,s:I}}", "identity",
-                                  drape_idcache_entry_key(it->e), "count", V, "format", drape_format_name(it->format),
-                                  "bbox", floats(bbox, 6), "data", data_array(it->format, pk.p, pk.len), "timing",
+                                  drape_idcache_entry_key(it->e), "count", V, "format", drape_format_name(it->req.format),
+                                  "bbox", floats(bbox, 6), "data", data_array(it->req.format, pk.p, pk.len), "timing",
                                   "queue", (json_int_t)t.queue_us, "compute", (json_int_t)t.compute_us, "pack",
                                   (json_int_t)t.pack_us));
             drape_buf_free(&pk);

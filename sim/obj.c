@@ -18,11 +18,9 @@ static int grow(void **p, int *cap, int need, size_t elem)
     return 0;
 }
 
-int drape_obj_read(drape_obj *out, const char *path, drape_error *err)
+int drape_obj_fread(drape_obj *out, FILE *f, const char *path, drape_error *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "r");
-    if (!f) return drape_fail(err, DRAPE_EIO, "cannot open %s", path);
     char line[4096];
     int vcap = 0, fcap = 0, lineno = 0, rc = DRAPE_OK;
     while (fgets(line, sizeof line, f)) {
@@ -84,8 +82,17 @@ int drape_obj_read(drape_obj *out, const char *path, drape_error *err)
     }
     if (!rc && (out->n == 0 || out->F == 0)) rc = drape_fail(err, DRAPE_EFORMAT, "%s: no vertices or no faces", path);
 done:
-    fclose(f);
     if (rc) drape_obj_free(out);
+    return rc;
+}
+
+int drape_obj_read(drape_obj *out, const char *path, drape_error *err)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "r");
+    if (!f) return drape_fail(err, DRAPE_EIO, "cannot open %s", path);
+    int rc = drape_obj_fread(out, f, path, err);
+    fclose(f);
     return rc;
 }
 

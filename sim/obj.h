@@ -4,6 +4,7 @@
 #define DRAPE_OBJ_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../core/status.h"
 
@@ -19,6 +20,9 @@ typedef struct {
 } drape_obj;
 
 int drape_obj_read(drape_obj *out, const char *path, drape_error *err);
+/* The same from an open stream (fuzz/fuzz_obj.c reads from memory with
+ * fmemopen); path only names it in messages. */
+int drape_obj_fread(drape_obj *out, FILE *f, const char *path, drape_error *err);
 /* Refuses (DRAPE_ENONFINITE, nothing written) a vertex that is not finite. */
 int drape_obj_write(const char *path, const double *v, int n, const int32_t *faces, int F, drape_error *err);
 void drape_obj_free(drape_obj *m);

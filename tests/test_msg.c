@@ -10,6 +10,7 @@
 #include "../proto/msg.h"
 #include "../proto/pack.h"
 #include "../core/status.h"
+#include "util.h"
 
 static int buf_write(void *data, const char *p, size_t n) { return drape_buf_append(data, p, n) ? -1 : 0; }
 
@@ -266,6 +267,26 @@ Test(msg, msgpack_specific_errors)
     cr_assert_str_eq(c, DRAPE_ERR_BAD_MESSAGE);
     cr_assert_lt(parse(&m, b.p, 0, 1, &c, why), 0);
     drape_buf_free(&b);
+    /* headers that claim more values than the bytes that follow are refused
+     * as truncated before msgpack-c sizes them (fuzz_msg_msgpack: 7 bytes
+     * made it ask for 256 GB); nested and in the middle of a message too */
+    static const struct { const char *p; size_t n; } claims[] = {
+        {"\xdf\xdf\xdf\xdf\xdf\xdf\xc1", 7},                  /* map32, 0xdfdfdfdf entries */
+        {"\xdd\x04\x00\x00\x00", 5},                          /* array32 of 2^26 */
+        {"\x82\xa2op\xa4pose\xa4pose\xdc\xff\xff\x00", 18},      /* pose: array16 of 65535 */
+        {"\x91\x91\x91\xde\x10\x00", 6},                       /* deep map16 of 4096 */
+    };
+    for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
+        long peak = tu_vm_peak_kb();
+        cr_assert_lt(parse(&m, (const uint8_t *)claims[i].p, claims[i].n, 1, &c, why), 0);
+        cr_assert_lt(tu_vm_peak_kb() - peak, 64 << 10, "claim %zu: the address space grew by %ld MB", i,
+                     (tu_vm_peak_kb() - peak) >> 10);
+        cr_assert_str_eq(why, "msgpack: truncated message", "claim %zu: %s", i, why);
+        cr_assert_str_eq(c, DRAPE_ERR_BAD_MESSAGE);
+        drape_server_msg sm;
+        cr_assert_lt(drape_server_msg_parse(&sm, (const uint8_t *)claims[i].p, claims[i].n, 1), 0);
+        cr_assert_str_eq(sm.message, "msgpack: truncated message", "claim %zu: %s", i, sm.message);
+    }
 
     /* NaN and Inf floats, which msgpack can carry */
     float pose[72] = {0};

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "../runtime/npy.h"
+#include "util.h"
 
 /* a version-1 .npy file with this header dict and `data` bytes after it */
 static void write_npy(const char *path, const char *dict, size_t data)
@@ -58,5 +59,33 @@ Test(npy, huge_shapes_are_refused_without_overflow)
         cr_assert(strstr(err.msg, "too large"), "%s", err.msg);
         cr_assert_null(a.data);
     }
+    unlink(path);
+}
+
+/* a short file claiming (2^32,) floats made the reader allocate 16 GB before
+ * it found the data missing (fuzz/fuzz_npy.c): now it is refused as truncated
+ * first, from a file and from a stream in memory */
+Test(npy, short_data_is_refused_before_its_size_is_allocated)
+{
+    char path[] = "/tmp/drape_npy_XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    write_npy(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296,), }", 16);
+    drape_npy a;
+    drape_error err = {0};
+    long peak = tu_vm_peak_kb();
+    cr_assert_eq(drape_npy_read(&a, path, &err), DRAPE_EFORMAT, "%s", err.msg);
+    cr_assert(strstr(err.msg, "truncated data (4294967296 floats expected)"), "%s", err.msg);
+    cr_assert_null(a.data);
+    cr_assert_lt(tu_vm_peak_kb() - peak, 64 << 10, "the address space grew by %ld MB", (tu_vm_peak_kb() - peak) >> 10);
+
+    static char bytes[256];
+    FILE *f = fopen(path, "rb");
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    f = fmemopen(bytes, n, "rb");
+    cr_assert_eq(drape_npy_fread(&a, f, "mem", &err), DRAPE_EFORMAT, "%s", err.msg);
+    cr_assert(strstr(err.msg, "mem: truncated data"), "%s", err.msg);
+    fclose(f);
     unlink(path);
 }

@@ -167,6 +167,17 @@ double tu_max_abs_diff(const float *a, const float *b, int64_t n)
     return m;
 }
 
+long tu_vm_peak_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmPeak: %ld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
 tu_server tu_draped_start(const char *bundle, const char *extra)
 {
     tu_server s;

@@ -39,6 +39,10 @@ void tu_rewrite(const char *src, const char *dst, tu_mutate_fn fn, const char *c
 
 double tu_max_abs_diff(const float *a, const float *b, int64_t n);
 
+/* the peak of this process's address space in kB (VmPeak): what a parser
+ * asked for, even memory it never touched */
+long tu_vm_peak_kb(void);
+
 /* A real draped on an ephemeral loopback port, started the way users start
  * it ($DRAPED_BIN, flags), its log in a temp file. */
 typedef struct {

@@ -1,0 +1,9 @@
+/* libFuzzer harness: stream messages in JSON, as text frames carry them
+ * (proto/msg.c; the checks are fuzz_msg.h's). */
+#include "fuzz_msg.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+    fuzz_msg(data, len, 0);
+    return 0;
+}
