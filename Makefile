@@ -109,7 +109,7 @@ run: $(BUILD)/draped $(RUN_MODEL)
 
 all: cuda-note $(BUILD)/layers.ok $(BUILD)/libdrape.a $(BUILD)/drape $(BUILD)/draped $(BUILD)/drape_tests $(BUILD)/drape_bench $(BUILD)/drape_bench_cloth \
      $(BUILD)/drape_bench_server \
-     $(BUILD)/drape_bench_gpu
+     $(BUILD)/drape_bench_gpu $(BUILD)/drape_pose_fuzz
 
 cuda-note:
 	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); building the CUDA backend (sm_90 + PTX) and the CPU backend"; \
@@ -178,6 +178,10 @@ $(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(LAYER_LIBS) $(CUDA_PL
 $(BUILD)/drape_bench_server: $(BUILD)/bench/bench_server.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
+# the pose-level fuzzer (fuzz/pose_fuzz.c): a plain program, not a libFuzzer harness
+$(BUILD)/drape_pose_fuzz: $(BUILD)/fuzz/pose_fuzz.o $(LAYER_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
+
 $(BUILD)/drape_bench_gpu: $(BUILD)/bench/bench_gpu.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
@@ -194,6 +198,7 @@ TEST_ENV := OMP_WAIT_POLICY=passive DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape 
 test: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS)
 	@$(MAKE) --no-print-directory fuzz-smoke
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/drape_pose_fuzz $(RUN_MODEL) 2
 
 # everything but the browser (web), nginx (routing, deploy) and training
 # (train) suites: under a minute on 2 cores
@@ -239,8 +244,9 @@ fuzz-build:
 	    fuzz-bins
 fuzz-bins: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 	@:
-fuzz: fuzz-build
+fuzz: fuzz-build $(BUILD)/drape_pose_fuzz $(RUN_MODEL)
 	nice fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZERS)
+	OPENBLAS_NUM_THREADS=1 nice $(BUILD)/drape_pose_fuzz $(RUN_MODEL) $(FUZZ_SECONDS)
 fuzz-smoke: fuzz-build
 	@fuzz/run.sh --smoke $(FUZZ_BUILD) $(FUZZ_SMOKE_SECONDS) $(FUZZERS)
 
@@ -400,7 +406,7 @@ gpu-check: all $(BUNDLES)
 	@if [ -z "$(NVCC)" ]; then echo "gpu-check: nvcc not found, no CUDA backend to check"; exit 1; fi
 	bench/gpu_check.sh $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d \
+-include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d $(BUILD)/fuzz/pose_fuzz.d \
          $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%.d)
 
 endif

@@ -139,7 +139,7 @@ static double per_frame(drape_backend *be, const drape_identity *id, const float
  * each frame (issue 35's stalling client, brought inside the limits) */
 static int pose_cost(const char *path, const char *garment, int threads)
 {
-    enum { T = 40, MULTIPLE = 4 };
+    enum { T = 40, MULTIPLE = 6 };
     drape_model *m;
     drape_backend *be;
     drape_identity *id;

@@ -127,22 +127,38 @@ static inline double gap(double lo, double w, double t)
 }
 
 /* Exact: every point nearer than the hint lies in the box of half width
- * |p − hint| around p; cells farther than the best so far are skipped, and
- * the box's cells are visited once (no growing boxes). */
-int drape_grid_nearest_hint(const drape_grid *g, const double *pts, const double p[3], int hint)
+ * |p − hint| around p; cells farther than the best so far are skipped.
+ * A hint far away (a wild pose's garment leaves its rest-time body vertex
+ * behind) would make that box large, so boxes doubling from two cells look
+ * near p first: the work then follows the distance to the nearest point,
+ * not to the hint. Each cell looked at costs one unit of the budget. */
+int drape_grid_nearest_hint(const drape_grid *g, const double *pts, const double p[3], int hint, int64_t *budget)
 {
+    int64_t unbounded = INT64_MAX, *left = budget ? budget : &unbounded;
     const double *h = pts + 3 * hint;
     double best = (p[0] - h[0]) * (p[0] - h[0]) + (p[1] - h[1]) * (p[1] - h[1]) + (p[2] - h[2]) * (p[2] - h[2]);
     int idx = hint;
+    for (double s = 2 * g->cell; s * s < best && *left > 0; s *= 2) {
+        double lo[3] = {p[0] - s, p[1] - s, p[2] - s}, hi[3] = {p[0] + s, p[1] + s, p[2] + s};
+        int a[3], b[3];
+        cell_range(g, lo, hi, a, b);
+        *left -= (int64_t)(b[0] - a[0] + 1) * (b[1] - a[1] + 1) * (b[2] - a[2] + 1);
+        near_query q = {pts, p, best, idx};
+        drape_grid_visit(g, lo, hi, visit_point, &q);
+        best = q.best, idx = q.idx;
+        if (best <= s * s) return idx; /* every point within s of p is in this box */
+    }
     double r = sqrt(best) * (1 + 1e-12) + 1e-15;
     double lo[3] = {p[0] - r, p[1] - r, p[2] - r}, hi[3] = {p[0] + r, p[1] + r, p[2] + r};
     int a[3], b[3];
     cell_range(g, lo, hi, a, b);
-    for (int z = a[2]; z <= b[2]; z++) {
+    for (int z = a[2]; z <= b[2] && *left > 0; z++) {
         double dz = gap(g->lo[2] + z * g->cell, g->cell, p[2]);
         for (int y = a[1]; y <= b[1]; y++) {
             double dyz = dz + gap(g->lo[1] + y * g->cell, g->cell, p[1]);
+            *left -= 1;
             if (dyz > best * (1 + 1e-9) + 1e-18) continue;
+            *left -= b[0] - a[0];
             for (int x = a[0]; x <= b[0]; x++) {
                 /* the grid's points all lie in their cells (its box is theirs); the slack covers
                  * rounding at a cell's faces */

@@ -33,8 +33,11 @@ void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3
  * the grid holds none. */
 int drape_grid_nearest(const drape_grid *g, const double *pts, const double p[3]);
 /* The same nearest point, found from a guess: hint, one of the grid's points
- * (the nearer it is, the fewer cells are visited). */
-int drape_grid_nearest_hint(const drape_grid *g, const double *pts, const double p[3], int hint);
+ * (the nearer it is, the fewer cells are visited). budget (NULL: none) is
+ * how many cells the caller still lets queries visit, decreased by each:
+ * once spent, a query answers the nearest it has seen (the hint when it
+ * could not start), so a caller's work stays bounded whatever the points. */
+int drape_grid_nearest_hint(const drape_grid *g, const double *pts, const double p[3], int hint, int64_t *budget);
 
 /* Interior edges of faces [F,3]: hinges [n,4] = (i, j, k, l) for an edge i–j
  * shared by exactly two triangles, k and l their opposite vertices; edges of

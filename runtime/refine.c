@@ -1,5 +1,13 @@
 #include "refine.h"
 
+/* Grid cells the nearest-vertex searches of one pass may visit, per garment
+ * vertex. A calm frame of the default T-shirt uses at most 62 (the first
+ * pass, from rest-time hints); a pose at the validator's limits once used
+ * 3000, eight times a calm frame's whole cost. Past the budget a vertex
+ * keeps the nearest seen so far (its hint when none was searched): such a
+ * frame is wild anyway, and its cost stays bounded (docs/design.md §2.8). */
+#define REFINE_CELLS_PER_VERTEX 256
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,14 +145,16 @@ int drape_refine_frame(const drape_refine *r, float *x, const float pose[DRAPE_P
     }
     for (int i = 0; i < 3 * V; i++) p[i] = xa[i] = x[i];
     /* the garment's rest-time body vertex (body_nn) is a near guess to start from */
-    for (int v = 0; v < V; v++) nn[v] = drape_grid_nearest_hint(&grid, bp, p + 3 * v, r->g->body_nn[v]);
+    int64_t budget = REFINE_CELLS_PER_VERTEX * (int64_t)V;
+    for (int v = 0; v < V; v++) nn[v] = drape_grid_nearest_hint(&grid, bp, p + 3 * v, r->g->body_nn[v], &budget);
     for (int it = 0; it < r->iters; it++) {
         push(xa, V, nn, bp, bn, r->margin);
         sweep(xb, xa, p, r);
         double *t = xa;
         xa = xb, xb = t;
     }
-    for (int v = 0; v < V; v++) nn[v] = drape_grid_nearest_hint(&grid, bp, xa + 3 * v, nn[v]);
+    budget = REFINE_CELLS_PER_VERTEX * (int64_t)V;
+    for (int v = 0; v < V; v++) nn[v] = drape_grid_nearest_hint(&grid, bp, xa + 3 * v, nn[v], &budget);
     push(xa, V, nn, bp, bn, r->margin);
     for (int i = 0; i < 3 * V; i++) x[i] = (float)xa[i];
 out:

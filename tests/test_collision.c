@@ -197,8 +197,8 @@ Test(collision, nearest_point_matches_brute_force)
             }
             int hint = (int)((tu_rand(&rng) * 0.5 + 0.5) * (N - 1));
             cr_assert_eq(drape_grid_nearest(&g, pts, p), best, "cell %g, point %d", cells[c], s);
-            cr_assert_eq(drape_grid_nearest_hint(&g, pts, p, hint), best, "cell %g, point %d, hint %d", cells[c], s, hint);
-            cr_assert_eq(drape_grid_nearest_hint(&g, pts, p, best), best);
+            cr_assert_eq(drape_grid_nearest_hint(&g, pts, p, hint, NULL), best, "cell %g, point %d, hint %d", cells[c], s, hint);
+            cr_assert_eq(drape_grid_nearest_hint(&g, pts, p, best, NULL), best);
         }
         drape_grid_free(&g);
     }
