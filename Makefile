@@ -200,9 +200,10 @@ test: all $(BUNDLES)
 	@$(MAKE) --no-print-directory fuzz-smoke
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/drape_pose_fuzz $(RUN_MODEL) 2
 
-# everything but the browser (web), nginx (routing, deploy) and training
-# (train) suites: under a minute on 2 cores
-UNIT_FILTER := !(web|routing|deploy|train)/*
+# everything but the browser (web), nginx (routing, deploy) and Python
+# suites (train; assets and crosscheck, which run the asset generator and
+# the PyTorch reference): under a minute on 2 cores
+UNIT_FILTER := !(web|routing|deploy|train|assets|crosscheck)/*
 test-unit: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS) --filter '$(UNIT_FILTER)'
 
