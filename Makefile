@@ -3,7 +3,7 @@
 #                   (installs nothing; `make deps` does)
 #   make deps       install what is missing (scripts/deps.sh: Debian packages, npm)
 #   make test       deps, build, run every test (CI runs this)
-#   make test-unit  deps, build, the tests but the browser, nginx and training ones (under a minute)
+#   make test-unit  deps, build, the tests but the browser, nginx and Python ones (under a minute)
 #   make check      the same tests under AddressSanitizer + UBSan; fails on any report
 #   make fuzz       each libFuzzer harness (fuzz/) for FUZZ_SECONDS (60); a table of executions
 #   make bench      module A/B latency, C runtime vs the PyTorch reference
