@@ -105,6 +105,8 @@ static double vnum(val v)
 
 static uint64_t vuint(val v) { return v.j ? (uint64_t)json_integer_value(v.j) : v.o->via.u64; }
 
+static int vtrue(val v) { return v.j ? json_is_true(v.j) : v.o->via.boolean; }
+
 static const char *vstr(val v, size_t *n)
 {
     if (v.j) {
@@ -390,6 +392,11 @@ static int parse_client(drape_msg *m, val r, errctx *e)
         if ((rc = get_floats(e, vget(r, "pose"), "pose", m->pose, DRAPE_MSG_POSE, 0, NULL))) return rc;
         val t = vget(r, "trans");
         if (vkind(t) != V_ABSENT && (rc = get_floats(e, t, "trans", m->trans, 3, 0, NULL))) return rc;
+        val rs = vget(r, "reset");
+        if (vkind(rs) != V_ABSENT && vkind(rs) != V_BOOL)
+            return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_EINVAL, "reset: expected true or false, got %s",
+                       kind_name(vkind(rs)));
+        m->reset = vkind(rs) == V_BOOL && vtrue(rs);
     }
     return DRAPE_OK;
 }

@@ -4,7 +4,7 @@
  *
  * Client → server (maps with "op"):
  *   open  {avatar, identity | garment [+ betas], format?, mode?}
- *   pose  {avatar, seq, pose[72], trans[3]?}
+ *   pose  {avatar, seq, pose[72], trans[3]?, reset?}
  *   close {avatar}
  * Server → client:
  *   opened {avatar, identity, garment, vertices, format, mode}
@@ -57,6 +57,7 @@ typedef struct {
     uint64_t seq;
     float pose[DRAPE_MSG_POSE];
     float trans[3];                      /* 0 when absent */
+    int reset;                           /* a cut: the avatar's history starts again at this pose */
     drape_errcode err;                   /* (added) when parsing failed: the code of *code */
 } drape_msg;
 

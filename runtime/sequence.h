@@ -25,6 +25,14 @@ typedef struct {
  * bound; the message names the value. */
 int drape_pose_validate(const float *frame, const drape_pose_limits *lim, drape_error *err);
 
+/* Why consecutive frames a, b [75] of one avatar are a cut (a clip that
+ * loops, a teleport): DRAPE_CUT_SPEED when the root moved faster than
+ * max_speed m/s, DRAPE_CUT_SPIN when a joint turned faster than max_spin
+ * rad/s (the angle of its relative rotation, so a turn through ±π is not a
+ * jump), else 0. A limit of 0 is off. fps: the model's frame rate. */
+enum { DRAPE_CUT_NONE, DRAPE_CUT_RESET, DRAPE_CUT_SEQ_GAP, DRAPE_CUT_SPEED, DRAPE_CUT_SPIN, DRAPE_CUT_KINDS };
+int drape_pose_cut(const float *a, const float *b, double max_speed, double max_spin, double fps);
+
 /* A [T,75] pose array: T >= 1 and every frame valid under lim (NULL: the
  * defaults); the message names the frame. */
 int drape_poses_check(const float *poses, int64_t T, const drape_pose_limits *lim, drape_error *err);

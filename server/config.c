@@ -64,6 +64,11 @@ static const opt table[] = {
       "radians: a pose's axis-angle components beyond this are refused (bad_field)"),
     I(pose_max_trans, "pose-max-trans", "DRAPE_POSE_MAX_TRANS", "10000", 1, 1000000,
       "metres: a pose's root translation beyond this is refused (bad_field)"),
+    /* a sprint is 10 m/s, a pirouette 2 turns/s (12.6 rad/s), a kick's knee about 30 rad/s */
+    I(cut_speed, "cut-speed", "DRAPE_CUT_SPEED", "25", 0, 100000,
+      "m/s: a stream's root moving faster than this between two frames is a cut (history restarts; 0: off)"),
+    I(cut_spin, "cut-spin", "DRAPE_CUT_SPIN", "60", 0, 100000,
+      "rad/s: a joint turning faster than this between two frames is a cut (history restarts; 0: off)"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 

@@ -35,6 +35,8 @@ typedef struct {
     int64_t drain_ms;       /* how long SIGTERM waits for frames in flight */
     int64_t pose_max_angle; /* rad: |each axis-angle component| of a pose at most */
     int64_t pose_max_trans; /* m: |each root translation component| at most */
+    int64_t cut_speed;      /* m/s: a root faster than this between frames is a cut (0: off) */
+    int64_t cut_spin;       /* rad/s: a joint turning faster than this is a cut (0: off) */
 } draped_config;
 
 /* Fills cfg from defaults, the environment and argv. Returns 0, 1 when

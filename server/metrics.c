@@ -119,6 +119,13 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
         if (i != WSC_OTHER || LOAD(m->ws_closes[i]))
             rc |= drape_buf_printf(o, "drape_ws_closes_total{code=\"%s\"} %llu\n", close_classes[i - WSC_CODES],
                                    (unsigned long long)LOAD(m->ws_closes[i]));
+    static const char *cut_names[DRAPE_CUT_KINDS] = {"", "reset", "seq_gap", "speed", "spin"};
+    rc |= drape_buf_printf(o, "# HELP drape_stream_cuts_total Cuts in avatars' motion (history restarted), by what "
+                              "told: the client (reset), a seq jump, or the root's speed or a joint's spin.\n"
+                              "# TYPE drape_stream_cuts_total counter\n");
+    for (int i = 1; i < DRAPE_CUT_KINDS; i++)
+        rc |= drape_buf_printf(o, "drape_stream_cuts_total{reason=\"%s\"} %llu\n", cut_names[i],
+                               (unsigned long long)LOAD(m->cuts[i]));
     rc |= drape_buf_printf(o, "# HELP drape_limit_hits_total Hard limits hit, by limit.\n"
                               "# TYPE drape_limit_hits_total counter\n");
     for (int i = 0; i < L_COUNT; i++)

@@ -11,6 +11,7 @@
 #include "../proto/errors.h"
 #include "../runtime/batcher.h"
 #include "../runtime/idcache.h"
+#include "../runtime/sequence.h"
 
 /* The routes drape_http_requests_total counts by: R_<name>, its label. */
 #define DRAPED_ROUTE_MAP(XX)                                                                                       \
@@ -57,6 +58,7 @@ typedef struct {
     _Atomic uint64_t http[R_COUNT][C_COUNT];
     _Atomic uint64_t stream_conns_total, stream_conns_open, avatars_open;
     _Atomic uint64_t poses_total, frames_total, dropped_total, frames_lost_on_close;
+    _Atomic uint64_t cuts[DRAPE_CUT_KINDS]; /* by drape_pose_cut's reasons, plus reset and seq_gap */
     _Atomic uint64_t frames_failed, frames_nonfinite; /* computed but not packed: an error went instead */
     _Atomic uint64_t stream_errors[DRAPE_EC_COUNT]; /* by code; only the map's STREAM codes are rendered */
     _Atomic uint64_t ws_closes[WSC_COUNT]; /* by DRAPED_CLOSE_CODES, then the classes */

@@ -63,7 +63,7 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     json_t *hist = json_array(); /* the frames /v1/frames' "poses" hold, offsets back from t */
     for (int i = 0; i < cfg->n_hist; i++) json_array_append_new(hist, json_integer(cfg->hist[i]));
     json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],"
-                          "s:[s,s],s:{s:i,s:i,s:I,s:I}}",
+                          "s:[s,s],s:{s:i,s:i,s:I,s:I,s:I,s:I}}",
                           "version", DRAPED_VERSION, "instance", d->instance, "backend", drape_backend_name(d->be),
                           "model", d->cfg.model, "config", "fps", cfg->fps, "betas", cfg->betas, "bones", cfg->bones,
                           "joints", DRAPE_JOINTS, "beta_range", (double)cfg->beta_min, (double)cfg->beta_max,
@@ -72,7 +72,8 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
                           "meshopt",
                           "modes", "neural", "lbs", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
                           (int)d->cfg.max_avatars, "pose_max_angle", (json_int_t)d->cfg.pose_max_angle,
-                          "pose_max_trans", (json_int_t)d->cfg.pose_max_trans);
+                          "pose_max_trans", (json_int_t)d->cfg.pose_max_trans, "cut_speed",
+                          (json_int_t)d->cfg.cut_speed, "cut_spin", (json_int_t)d->cfg.cut_spin);
     char digest[17];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
     json_object_set_new(j, "digest", json_string(digest));

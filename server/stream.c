@@ -386,11 +386,23 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     }
     COUNT(sc->d->met.poses_total);
     uint64_t seq = m->has_seq ? m->seq : a->next_seq;
+    const drape_config *c = &sc->d->model->cfg;
+    int span = c->hist[0] + 1;
+    /* a cut (docs/protocol.md): the history starts again at this pose, as
+     * for an avatar opened here, so a loop or a teleport is no velocity */
+    if (a->n_seen > 0) {
+        int cut = m->reset ? DRAPE_CUT_RESET
+                : seq > a->next_seq ? DRAPE_CUT_SEQ_GAP
+                : drape_pose_cut(a->ring[(a->n_seen - 1) % (uint64_t)span], frame, (double)sc->d->cfg.cut_speed,
+                                 (double)sc->d->cfg.cut_spin, c->fps);
+        if (cut) {
+            COUNT(sc->d->met.cuts[cut]);
+            a->n_seen = 0;
+        }
+    }
     a->next_seq = seq + 1;
     /* the pose joins the ring; the window takes the model's history offsets
      * back from it, the first pose standing in for frames before it */
-    const drape_config *c = &sc->d->model->cfg;
-    int span = c->hist[0] + 1;
     long long t = (long long)a->n_seen++;
     float *cur = a->ring[t % span];
     memcpy(cur, m->pose, sizeof(float) * DRAPE_MSG_POSE);

@@ -25,6 +25,23 @@ Test(sequence, pose_limits_are_inclusive_and_named)
     cr_assert_eq(drape_pose_validate(f, &lim, &e), DRAPE_ENONFINITE);
 }
 
+Test(sequence, cuts_by_speed_and_spin_not_by_a_turn_through_pi)
+{
+    float a[DRAPE_FRAME_FLOATS] = {0}, b[DRAPE_FRAME_FLOATS] = {0};
+    cr_assert_eq(drape_pose_cut(a, b, 25, 60, 30), DRAPE_CUT_NONE);
+    b[74] = 0.8f; /* 24 m/s at 30 fps */
+    cr_assert_eq(drape_pose_cut(a, b, 25, 60, 30), DRAPE_CUT_NONE);
+    b[74] = 0.9f; /* 27 m/s */
+    cr_assert_eq(drape_pose_cut(a, b, 25, 60, 30), DRAPE_CUT_SPEED);
+    cr_assert_eq(drape_pose_cut(a, b, 0, 60, 30), DRAPE_CUT_NONE, "0 turns the check off");
+    b[74] = 0;
+    /* a joint through ±π: (π − 0.01) x then (π − 0.01)(−x) is a turn of 0.02 rad */
+    a[3 * 5] = (float)(M_PI - 0.01), b[3 * 5] = (float)-(M_PI - 0.01);
+    cr_assert_eq(drape_pose_cut(a, b, 25, 60, 30), DRAPE_CUT_NONE);
+    b[3 * 5] = (float)(M_PI - 0.01 - 2.5); /* 2.5 rad in a frame: 75 rad/s */
+    cr_assert_eq(drape_pose_cut(a, b, 25, 60, 30), DRAPE_CUT_SPIN);
+}
+
 Test(sequence, default_limits_and_the_frame_in_the_message)
 {
     float p[3 * DRAPE_FRAME_FLOATS] = {0};

@@ -328,6 +328,30 @@ Test(server, nonfinite_output_is_an_error_not_a_frame)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* issue 33: a cut (a loop, a teleport) restarts the avatar's history, told
+ * by the client (reset: true) or seen by the server (the root's speed); the
+ * frames after it are a fresh avatar's. With detection off, the old place
+ * stays in the history and the frames differ (the garment is flung). */
+Test(server, a_cut_restarts_the_history)
+{
+    tu_server s = tu_draped_start("models/default.safetensors", "");
+    scenario(&s, "teleport reset same");
+    scenario(&s, "teleport detect same");
+    scenario(&s, "teleport gap same");
+    curl(&s, "", "/metrics");
+    cr_assert(strstr(out, "drape_stream_cuts_total{reason=\"reset\"} 1") &&
+                  strstr(out, "drape_stream_cuts_total{reason=\"speed\"} 1") &&
+                  strstr(out, "drape_stream_cuts_total{reason=\"seq_gap\"} 1") &&
+                  strstr(out, "drape_stream_cuts_total{reason=\"spin\"} 0"),
+              "%s", out);
+    curl(&s, "", "/v1/model");
+    cr_assert(strstr(out, "\"cut_speed\":25") && strstr(out, "\"cut_spin\":60"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+    s = tu_draped_start("models/default.safetensors", "--cut-speed 0");
+    scenario(&s, "teleport detect differ");
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 Test(server, newest_pose_wins_and_drops_are_counted)
 {
     /* a slow batch (long delay) so that poses pile up behind the first */

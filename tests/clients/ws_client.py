@@ -341,6 +341,48 @@ async def hostile_neighbour(seconds="4", limit_trans="10000", limit_angle="100")
                       "p50_gap_s": round(float(np.median(gaps)), 4)}))
 
 
+async def teleport(how="reset", expect="same", before="40", after="8"):
+    """An avatar walks, then jumps 2 m (how: `reset` says so with reset:
+    true, `detect` leaves it to the server's cut detection; `gap` does not
+    jump but skips ten seq numbers, as a client that stopped sending); a fresh avatar
+    opened at the new place gets the same poses from there. expect `same`:
+    their frames agree within 1e-5 m; `differ`: they do not (a history that
+    remembers the old place flings the garment)."""
+    B, A = int(before), int(after)
+    c = await connect(True)
+
+    def walk(t, dx=0.0):
+        return pose(t), [dx, 0.0, 0.04 * t]
+
+    async def frame_of(avatar, seq, p, tr, reset=False):
+        msg = {"op": "pose", "avatar": avatar, "seq": seq, "pose": p, "trans": tr}
+        if reset:
+            msg["reset"] = True
+        await c.send(msg)
+        m = await c.until(lambda m: m["op"] in ("frame", "error") and m["avatar"] == avatar)
+        check(m["op"] == "frame", f"{m}")
+        return decode(m)
+
+    for av in ("a", "b"):
+        await c.send({"op": "open", "avatar": av, "garment": GARMENT, "format": "f32"})
+        await c.until(lambda m: m["op"] == "opened" and m["avatar"] == av)
+    for t in range(B):
+        await frame_of("a", t, *walk(t))
+    worst = 0.0
+    skip = 10 if how == "gap" else 0
+    for k in range(A):
+        p, tr = walk(B + skip + k, 0.0 if how == "gap" else 2.0)
+        fa = await frame_of("a", B + skip + k, p, tr, reset=(how == "reset" and k == 0))
+        fb = await frame_of("b", k, p, tr)
+        worst = max(worst, float(np.abs(fa.astype(np.float64) - fb).max()))
+    if expect == "same":
+        check(worst <= 1e-5, f"after the cut the avatar's frames differ from a fresh one's by {worst:.3g} m")
+    else:
+        check(worst > 1e-3, f"without a cut the frames still match a fresh avatar's ({worst:.3g} m)")
+    await c.ws.close()
+    print(json.dumps({"how": how, "max_diff_m": worst}))
+
+
 async def many_connections(n="6", avatars="3", poses="5"):
     res = await asyncio.gather(*[stream_many_quiet(avatars, poses, str(i % 2)) for i in range(int(n))])
     check(all(res), "a connection failed")
