@@ -71,6 +71,16 @@ static int counter(drape_buf *o, const char *name, const char *help, uint64_t v,
                             (unsigned long long)v);
 }
 
+/* a counter with one label: HELP, TYPE and a line per value */
+static int labelled(drape_buf *o, const char *name, const char *help, const char *label, const char *const *values,
+                    const _Atomic uint64_t *counts, int n)
+{
+    int rc = drape_buf_printf(o, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+    for (int i = 0; i < n; i++)
+        rc |= drape_buf_printf(o, "%s{%s=\"%s\"} %llu\n", name, label, values[i], (unsigned long long)LOAD(counts[i]));
+    return rc;
+}
+
 int draped_metrics_render(drape_buf *o, draped_metrics *m)
 {
     int rc = drape_buf_printf(o, "# HELP drape_http_requests_total HTTP requests by route and status.\n"
@@ -120,17 +130,12 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
             rc |= drape_buf_printf(o, "drape_ws_closes_total{code=\"%s\"} %llu\n", close_classes[i - WSC_CODES],
                                    (unsigned long long)LOAD(m->ws_closes[i]));
     static const char *cut_names[DRAPE_CUT_KINDS] = {"", "reset", "seq_gap", "speed", "spin"};
-    rc |= drape_buf_printf(o, "# HELP drape_stream_cuts_total Cuts in avatars' motion (history restarted), by what "
-                              "told: the client (reset), a seq jump, or the root's speed or a joint's spin.\n"
-                              "# TYPE drape_stream_cuts_total counter\n");
-    for (int i = 1; i < DRAPE_CUT_KINDS; i++)
-        rc |= drape_buf_printf(o, "drape_stream_cuts_total{reason=\"%s\"} %llu\n", cut_names[i],
-                               (unsigned long long)LOAD(m->cuts[i]));
-    rc |= drape_buf_printf(o, "# HELP drape_limit_hits_total Hard limits hit, by limit.\n"
-                              "# TYPE drape_limit_hits_total counter\n");
-    for (int i = 0; i < L_COUNT; i++)
-        rc |= drape_buf_printf(o, "drape_limit_hits_total{limit=\"%s\"} %llu\n", limit_names[i],
-                               (unsigned long long)LOAD(m->limits[i]));
+    rc |= labelled(o, "drape_stream_cuts_total",
+                   "Cuts in avatars' motion (history restarted), by what told: the client (reset), a seq jump, "
+                   "or the root's speed or a joint's spin.",
+                   "reason", cut_names + 1, m->cuts + 1, DRAPE_CUT_KINDS - 1);
+    rc |= labelled(o, "drape_limit_hits_total", "Hard limits hit, by limit.", "limit", limit_names, m->limits,
+                   L_COUNT);
     rc |= hist(o, "drape_frame_queue_seconds", "Time a frame waited in the batcher.", &m->queue_us);
     rc |= hist(o, "drape_frame_compute_seconds", "Batch compute time per frame's batch.", &m->compute_us);
     rc |= hist(o, "drape_frame_pack_seconds", "Time to pack a frame for the wire.", &m->pack_us);
