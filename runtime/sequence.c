@@ -57,6 +57,12 @@ int drape_poses_check(const float *poses, int64_t T, const drape_pose_limits *li
 int drape_sequence_run(drape_backend *be, const drape_identity *id, const float *poses, int T, int lbs_only,
                        float *out, int batch, drape_error *err)
 {
+    return drape_sequence_run_cuts(be, id, poses, T, NULL, 0, lbs_only, out, batch, err);
+}
+
+int drape_sequence_run_cuts(drape_backend *be, const drape_identity *id, const float *poses, int T, const int *cuts,
+                            int n_cuts, int lbs_only, float *out, int batch, drape_error *err)
+{
     const drape_model *m = drape_backend_model(be);
     const drape_config *c = &m->cfg;
     int V3 = 3 * m->garments[drape_identity_garment(id)].V, rc = DRAPE_OK;
@@ -66,10 +72,11 @@ int drape_sequence_run(drape_backend *be, const drape_identity *id, const float 
     for (int t0 = 0; t0 < T && !rc; t0 += batch) {
         int n = T - t0 < batch ? T - t0 : batch;
         for (int i = 0; i < n; i++) {
-            int t = t0 + i;
+            int t = t0 + i, start = 0;
+            for (int k = 0; k < n_cuts && cuts[k] <= t; k++) start = cuts[k];
             fr[i] = (drape_frame){.id = id, .lbs_only = lbs_only};
             for (int F = 0; F < c->n_hist; F++) {
-                const float *p = poses + (size_t)drape_history_index(t, c->hist[F]) * DRAPE_FRAME_FLOATS;
+                const float *p = poses + (size_t)(start + drape_history_index(t - start, c->hist[F])) * DRAPE_FRAME_FLOATS;
                 fr[i].pose[F] = p;
                 fr[i].trans[F] = p + 72;
             }

@@ -42,5 +42,10 @@ int drape_poses_check(const float *poses, int64_t T, const drape_pose_limits *li
  * go to the backend `batch` at a time. */
 int drape_sequence_run(drape_backend *be, const drape_identity *id, const float *poses, int T, int lbs_only,
                        float *out, int batch, drape_error *err);
+/* The same with cuts (a stream's rule, docs/design.md §6): cuts [n_cuts],
+ * ascending, are frames where the motion starts again, so frame t's history
+ * reaches back no further than the last cut at or before t. */
+int drape_sequence_run_cuts(drape_backend *be, const drape_identity *id, const float *poses, int T, const int *cuts,
+                            int n_cuts, int lbs_only, float *out, int batch, drape_error *err);
 
 #endif

@@ -51,6 +51,48 @@ Test(drape, infer_writes_vertices)
     drape_npy_free(&a);
 }
 
+/* --cuts (issue 33): after a cut at frame c the frames are those of the
+ * sequence from c alone (a fresh start); before it, those of the uncut run */
+Test(drape, infer_cuts_restart_the_history)
+{
+    enum { T = 12, C = 7 };
+    char out[4096], pin[300], ptail[300], pcut[300], pfull[300], ptl[300];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("walk.npy"));
+    snprintf(ptail, sizeof ptail, "%s", tu_tmp("tail.npy"));
+    snprintf(pcut, sizeof pcut, "%s", tu_tmp("cut.npy"));
+    snprintf(pfull, sizeof pfull, "%s", tu_tmp("full.npy"));
+    snprintf(ptl, sizeof ptl, "%s", tu_tmp("tailout.npy"));
+    float p[T * 75];
+    tu_random_poses(p, T, 0.3f, 0.1f, 5);
+    for (int t = C; t < T; t++) p[t * 75 + 72] += 2.0f; /* a 2 m teleport at C */
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(pin, p, 2, (int64_t[]){T, 75}, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_npy_write(ptail, p + C * 75, 2, (int64_t[]){T - C, 75}, &e), 0, "%s", e.msg);
+    const char *m = tu_bundle("tinyhist_random"), *fmt = "%s infer --backend cpu --model '%s' --garment skirt --poses '%s' --out '%s' %s";
+    cr_assert_eq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 3,7"), 0, "%s", out);
+    cr_assert_eq(tu_run(out, sizeof out, fmt, bin(), m, pin, pfull, "--cuts 3"), 0, "%s", out);
+    cr_assert_eq(tu_run(out, sizeof out, fmt, bin(), m, ptail, ptl, ""), 0, "%s", out);
+    drape_npy cut, full, tail;
+    cr_assert_eq(drape_npy_read(&cut, pcut, &e) | drape_npy_read(&full, pfull, &e) | drape_npy_read(&tail, ptl, &e), 0);
+    int64_t per = cut.numel / T;
+    double d_tail = 0, d_before = 0, d_nocut = 0;
+    for (int64_t i = 0; i < (T - C) * per; i++) {
+        d_tail = fmax(d_tail, fabs(cut.data[C * per + i] - tail.data[i]));
+        d_nocut = fmax(d_nocut, fabs(full.data[C * per + i] - tail.data[i]));
+    }
+    for (int64_t i = 0; i < C * per; i++) d_before = fmax(d_before, fabs(cut.data[i] - full.data[i]));
+    cr_assert(d_tail <= 1e-6, "after the cut: %g m from a fresh start", d_tail);
+    cr_assert(d_before == 0, "before the cut: %g m from the run without it", d_before);
+    cr_assert(d_nocut > 1e-3, "without the cut the history should remember the old place (%g m)", d_nocut);
+    drape_npy_free(&cut);
+    drape_npy_free(&full);
+    drape_npy_free(&tail);
+    cr_assert_neq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 7,3"), 0);
+    cr_assert(strstr(out, "--cuts must be ascending frame indices in [1, 12)"), "%s", out);
+    cr_assert_neq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 0"), 0);
+    cr_assert_neq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 5x"), 0);
+}
+
 static void expect_fail(const char *needle, const char *fmt_args)
 {
     char out[4096];
@@ -178,7 +220,7 @@ Test(drape, help_on_every_command)
     static char out[16384];
     struct { const char *cmd, *opts; } cmds[] = {
         {"info", ""},
-        {"infer", "--model --garment --betas --poses --out --lbs-only --backend --threads --batch"},
+        {"infer", "--model --garment --betas --poses --out --lbs-only --backend --threads --batch --cuts"},
         {"sim cloth", "--mesh --out --pin --ym --dt --steps --iters --gravity --mass --density"},
         {"sim garment", "--model --garment --betas --poses --out --iters --substeps --max-substeps --max-disp --settle "
                         "--stretch --bend --density --attach --band --damping --margin --vertex-margin --friction "

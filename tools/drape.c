@@ -1,7 +1,7 @@
 /* `drape`: the command-line tool.
  *   drape info MODEL
  *   drape infer --model M --garment G [--betas b0,b1,...] --poses IN.npy --out OUT.npy
- *               [--lbs-only] [--backend auto|cpu|cuda] [--threads N] [--batch N]
+ *               [--lbs-only] [--backend auto|cpu|cuda] [--threads N] [--batch N] [--cuts t1,t2,...]
  *   drape sim cloth|garment ...   (tools/sim_cmd.c)
  *   drape metrics ...             (tools/metrics_cmd.c)
  *   drape eval ...                (tools/eval_cmd.c)
@@ -146,7 +146,7 @@ void drape_tool_job_close(drape_tool_job *j)
 
 typedef struct {
     drape_tool_job_args job;
-    const char *out;
+    const char *out, *cuts;
     int lbs_only, backend, threads, batch;
 } infer_opts;
 static const drape_opt infer_opts_table[] = {
@@ -156,11 +156,38 @@ static const drape_opt infer_opts_table[] = {
     DRAPE_OPT_F(infer_opts, lbs_only, "lbs-only", "plain skinning, without the network's corrections (the baseline)"),
     DRAPE_TOOL_BACKEND_OPTS(infer_opts),
     DRAPE_OPT_I(infer_opts, batch, "batch", "32", 1, 4096, "N", 0, "frames per backend call"),
+    DRAPE_OPT_S(infer_opts, cuts, "cuts", "", "t1,t2,...", 0,
+                "frames where the motion starts again (a loop, a teleport): their history begins there, as a "
+                "stream's after a cut"),
 };
 static const drape_cmd_spec infer_spec = {
     "infer", "Writes a garment's vertices for a pose sequence.", NULL, 0, infer_opts_table,
     sizeof infer_opts_table / sizeof *infer_opts_table,
 };
+
+/* --cuts: ascending frame indices in [1, T), strictly parsed */
+static int parse_cuts(const char *s, int T, int **out, int *n)
+{
+    *out = NULL, *n = 0;
+    if (!s || !*s) return 0;
+    int cap = 1;
+    for (const char *p = s; *p; p++) cap += *p == ',';
+    *out = malloc(sizeof **out * (size_t)cap);
+    if (!*out) return fprintf(stderr, "drape infer: out of memory\n"), 1;
+    for (const char *p = s;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno || (*end && *end != ',') || v < 1 || v >= T || (*n && v <= (*out)[*n - 1])) {
+            fprintf(stderr, "drape infer: --cuts must be ascending frame indices in [1, %d), got '%s'\n", T, s);
+            free(*out), *out = NULL;
+            return 1;
+        }
+        (*out)[(*n)++] = (int)v;
+        if (!*end) return 0;
+        p = end + 1;
+    }
+}
 
 static int cmd_infer(int argc, char **argv)
 {
@@ -185,8 +212,12 @@ static int cmd_infer(int argc, char **argv)
     out = malloc((size_t)T * V * 3 * sizeof *out);
     if (!out) { fprintf(stderr, "drape infer: out of memory\n"); goto done; }
     int64_t shape[3] = {T, V, 3};
-    if (drape_sequence_run(be, id, j.poses.data, T, o.lbs_only, out, o.batch, &e) ||
-        drape_npy_write(o.out, out, 3, shape, &e)) {
+    int *cuts = NULL, n_cuts = 0;
+    if (parse_cuts(o.cuts, T, &cuts, &n_cuts)) goto done;
+    int bad = drape_sequence_run_cuts(be, id, j.poses.data, T, cuts, n_cuts, o.lbs_only, out, o.batch, &e) ||
+              drape_npy_write(o.out, out, 3, shape, &e);
+    free(cuts);
+    if (bad) {
         drape_tool_die("infer", &e);
         goto done;
     }
