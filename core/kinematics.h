@@ -43,6 +43,18 @@ static inline DRAPE_HD void hd_rodrigues(float R[9], const float *aa)
         }
 }
 
+/* The angle (rad, in [0, π]) of the rotation from axis-angle a to axis-angle
+ * b, from the dot product of their unit quaternions: a turn through ±π,
+ * where the axis-angle vector flips, is the small turn it is. */
+static inline DRAPE_HD double hd_turn_angle(const float *a, const float *b)
+{
+    double ta = sqrt((double)a[0] * a[0] + (double)a[1] * a[1] + (double)a[2] * a[2]);
+    double tb = sqrt((double)b[0] * b[0] + (double)b[1] * b[1] + (double)b[2] * b[2]);
+    double sa = ta > 1e-12 ? sin(ta / 2) / ta : 0.5, sb = tb > 1e-12 ? sin(tb / 2) / tb : 0.5;
+    double dot = cos(ta / 2) * cos(tb / 2) + sa * sb * ((double)a[0] * b[0] + (double)a[1] * b[1] + (double)a[2] * b[2]);
+    return 2 * acos(fmin(1.0, fabs(dot)));
+}
+
 /* out = a ∘ b (3×4 each); out may alias a or b */
 static inline DRAPE_HD void hd_compose(float *out, const float *a, const float *b)
 {

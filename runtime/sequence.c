@@ -1,5 +1,7 @@
 #include "sequence.h"
 
+#include "../core/kinematics.h"
+
 #include <math.h>
 #include <stdlib.h>
 
@@ -20,17 +22,6 @@ int drape_pose_validate(const float *frame, const drape_pose_limits *lim, drape_
     return DRAPE_OK;
 }
 
-/* the angle of the rotation from axis-angle a to axis-angle b, from the
- * dot product of their unit quaternions */
-static double turn(const float a[3], const float b[3])
-{
-    double ta = sqrt((double)a[0] * a[0] + (double)a[1] * a[1] + (double)a[2] * a[2]);
-    double tb = sqrt((double)b[0] * b[0] + (double)b[1] * b[1] + (double)b[2] * b[2]);
-    double sa = ta > 1e-12 ? sin(ta / 2) / ta : 0.5, sb = tb > 1e-12 ? sin(tb / 2) / tb : 0.5;
-    double dot = cos(ta / 2) * cos(tb / 2) + sa * sb * ((double)a[0] * b[0] + (double)a[1] * b[1] + (double)a[2] * b[2]);
-    return 2 * acos(fmin(1.0, fabs(dot)));
-}
-
 int drape_pose_cut(const float *a, const float *b, double max_speed, double max_spin, double fps)
 {
     if (max_speed > 0) {
@@ -39,7 +30,7 @@ int drape_pose_cut(const float *a, const float *b, double max_speed, double max_
     }
     if (max_spin > 0)
         for (int j = 0; j < 24; j++)
-            if (turn(a + 3 * j, b + 3 * j) * fps > max_spin) return DRAPE_CUT_SPIN;
+            if (hd_turn_angle(a + 3 * j, b + 3 * j) * fps > max_spin) return DRAPE_CUT_SPIN;
     return DRAPE_CUT_NONE;
 }
 

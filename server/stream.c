@@ -404,9 +404,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     /* the pose joins the ring; the window takes the model's history offsets
      * back from it, the first pose standing in for frames before it */
     long long t = (long long)a->n_seen++;
-    float *cur = a->ring[t % span];
-    memcpy(cur, m->pose, sizeof(float) * DRAPE_MSG_POSE);
-    memcpy(cur + DRAPE_MSG_POSE, m->trans, sizeof(float) * 3);
+    memcpy(a->ring[t % span], frame, sizeof frame);
     float win[DRAPE_MAX_HISTORY][DRAPE_FRAME_FLOATS];
     for (int k = 0; k < c->n_hist; k++)
         memcpy(win[k], a->ring[drape_history_index(t, c->hist[k]) % span], sizeof win[k]);
