@@ -7,23 +7,9 @@
 // which follows the pose of the frame on screen but not the betas.
 import * as THREE from 'three';
 
-export const PARENTS = [-1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 12, 13, 14, 16, 17, 18, 19, 20, 21];
+import { PARENTS, REST_JOINTS } from './rig.js';
 
-// rest joints [24][3] (meters, y up, feet on y = 0, left on +x)
-const LEFT = {
-  0: [0, 0.93, 0], 3: [0, 1.04, 0], 6: [0, 1.16, 0], 9: [0, 1.28, 0], 12: [0, 1.45, 0], 15: [0, 1.55, 0.01],
-  1: [0.085, 0.86, 0], 4: [0.09, 0.49, 0], 7: [0.09, 0.08, 0], 10: [0.095, 0.03, 0.12],
-  13: [0.07, 1.38, 0], 16: [0.17, 1.4, 0], 18: [0.43, 1.4, 0], 20: [0.68, 1.4, 0], 22: [0.77, 1.4, 0],
-};
-const MIRROR = { 1: 2, 4: 5, 7: 8, 10: 11, 13: 14, 16: 17, 18: 19, 20: 21, 22: 23 };
-export const REST_JOINTS = (() => {
-  const j = Array.from({ length: 24 }, () => [0, 0, 0]);
-  for (const [k, p] of Object.entries(LEFT)) {
-    j[k] = p.slice();
-    if (MIRROR[k] !== undefined) j[MIRROR[k]] = [-p[0], p[1], p[2]];
-  }
-  return j;
-})();
+export { PARENTS, REST_JOINTS };
 
 // Forward kinematics of the 24 joints, into rot[j] (world quaternions) and
 // pos[j] (world positions): R_j = R_parent · rodrigues(θ_j), p_j = p_parent +

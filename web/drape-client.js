@@ -8,6 +8,8 @@
 //   });
 //   const opened = await client.openAvatar({ avatar: 1, garment: 'skirt', betas: [0.5], format: 'meshopt' });
 //   client.sendPose(1, seq, pose72, [0, 0, 0]);
+//   client.sendPose(1, seq + 1, firstPose72, trans, { reset: true }); // a cut: a clip looped
+//   const { pose, trans } = poseFromSkeleton(threeSkeleton); // your own rig (rig.js)
 //
 // In a browser the bare import below needs an import map entry
 // "meshoptimizer/": "/node_modules/meshoptimizer/" (web/index.html has it).
@@ -17,6 +19,8 @@
 
 import { MeshoptDecoder } from 'meshoptimizer/meshopt_decoder.module.js';
 import { encode as mpEncode, decode as mpDecode } from './msgpack.js';
+
+export { poseFromSkeleton, MIXAMO_MAP, SMPL_JOINTS } from './rig.js';
 
 const WebSocketImpl = globalThis.WebSocket ?? (await import('ws')).default;
 
@@ -297,11 +301,14 @@ class DrapeClient {
   }
 
   // Sends one pose (72 axis-angle numbers, SMPL order) and translation (3, optional).
+  // opts.reset: this pose is a cut (a clip looped or changed, a teleport): the
+  // server starts the avatar's pose history again here (docs/protocol.md).
   // Returns false when the socket is not open (the pose is not sent).
-  sendPose(avatar, seq, pose, trans) {
+  sendPose(avatar, seq, pose, trans, opts) {
     if (pose.length !== 72) throw new DrapeError('bad_field', `pose: expected 72 numbers, got ${pose.length}`);
     const m = { op: 'pose', avatar, seq, pose: Array.from(pose) };
     if (trans) m.trans = Array.from(trans);
+    if (opts && opts.reset) m.reset = true;
     const ok = this.send(m);
     const a = this.avatars.get(key(avatar));
     if (ok && a) {
