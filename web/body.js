@@ -43,6 +43,7 @@ const RADIUS = [0, 0.075, 0.075, 0.11, 0.055, 0.055, 0.12, 0.045, 0.045, 0.12, 0
 
 export class StandInBody {
   constructor(material) {
+    this.material = material;
     this.group = new THREE.Group();
     this.bones = [];
     const up = new THREE.Vector3(0, 1, 0);
@@ -68,6 +69,15 @@ export class StandInBody {
     this.setPose(new Float32Array(72), [0, 0, 0]);
   }
 
+  clone() {
+    return new StandInBody(this.material);
+  }
+
+  // world bounding box of what is drawn, into box (a THREE.Box3)
+  bounds(box) {
+    return box.setFromObject(this.group);
+  }
+
   // pose: 72 axis-angle (local, SMPL order); trans: 3
   setPose(pose, trans) {
     forwardKinematics(pose, trans, REST_FLAT, PARENTS, this.rot, this.pos, this);
@@ -91,6 +101,7 @@ export class StandInBody {
 // the body the garment was computed against, so it follows the betas too.
 export class ServerBody {
   constructor(data, material) {
+    this.data = data; // shared by the copies the side-by-side view makes (clone)
     this.n = data.vertices;
     this.rest = Float32Array.from(data.positions);
     this.J = Float32Array.from(data.joints);
@@ -102,6 +113,7 @@ export class ServerBody {
     g.setIndex(data.indices);
     g.computeVertexNormals();
     this.geometry = g;
+    this.material = material;
     this.group = new THREE.Group();
     this.group.add(new THREE.Mesh(g, material));
     this.rot = Array.from({ length: 24 }, () => new THREE.Quaternion());
@@ -111,6 +123,11 @@ export class ServerBody {
     this.local = new THREE.Quaternion();
     this.axis = new THREE.Vector3();
     this.tmp = new THREE.Vector3();
+  }
+
+  // another body of the same shape, posed on its own
+  clone() {
+    return new ServerBody(this.data, this.material);
   }
 
   static async load(baseUrl, betas, material) {

@@ -11,6 +11,8 @@ export const J = {
   lShoulder: 16, rShoulder: 17, lElbow: 18, rElbow: 19, lWrist: 20, rWrist: 21, lHand: 22, rHand: 23,
 };
 
+import { qFromAxisAngle, qSlerp, qToAxisAngle, turnAngle } from './rig.js';
+
 const TAU = 2 * Math.PI;
 
 function set(pose, joint, x, y, z) {
@@ -96,22 +98,150 @@ export const CLIPS = {
 // The clips shipped with the model (web/clips/, written by train/motions.py,
 // the generator the model was trained on): added to CLIPS as "<kind>"-named
 // entries with their recorded frames. They play at their own fps and loop;
-// a root that travels jumps back to the start at the loop.
+// a root that travels jumps back to the start at the loop (a cut: see seamless).
 export async function loadShippedClips(base = 'clips/') {
   try {
     const index = await (await fetch(`${base}index.json`)).json();
     for (const c of index.clips) {
       const d = await (await fetch(base + c.file)).json();
-      CLIPS[`shipped-${c.name}`] = { label: `${c.name.replace('_', ' ')} (shipped)`, seconds: d.frames / d.fps, data: d };
+      CLIPS[`shipped-${c.name}`] = { label: `${c.name.replace('_', ' ')} (shipped)`, seconds: d.frames / d.fps, data: d, group: 'shipped' };
     }
   } catch (e) {
     // no shipped clips: the procedural ones remain
   }
 }
 
+// The motion-capture clips the server ships (GET /v1/motions), added to
+// CLIPS as "motion-<name>" entries whose frames are fetched when first played
+// (loadMotion). Returns their names, or [] when the route is absent (404) or
+// unreachable: the menu then just does not list them.
+export async function loadServerMotions(headers = {}) {
+  try {
+    const r = await fetch('/v1/motions', { headers });
+    if (!r.ok) return [];
+    const { motions } = await r.json();
+    const names = [];
+    for (const m of motions || []) {
+      if (typeof m.name !== 'string' || !m.name) continue;
+      const key = `motion-${m.name}`;
+      CLIPS[key] = { label: `${m.title || m.name} (capture)`, seconds: m.frames / m.fps, motion: m.name, group: 'motion capture' };
+      names.push(key);
+    }
+    return names;
+  } catch (e) {
+    return [];
+  }
+}
+
+// The error a motion route answered, as text: its JSON error's message, else the status.
+async function routeError(r, what) {
+  let msg = `HTTP ${r.status}`;
+  try {
+    const j = await r.json();
+    if (j && j.error && j.error.message) msg = j.error.message;
+  } catch (e) {
+    // not JSON: the status says it
+  }
+  const err = new Error(`${what}: ${msg}`);
+  err.status = r.status;
+  return err;
+}
+
+// Fills CLIPS[key].frames for a server motion (GET /v1/motions/{name}).
+export async function loadMotion(key, headers = {}) {
+  const clip = CLIPS[key];
+  if (!clip || clip.frames || !clip.motion) return;
+  const r = await fetch(`/v1/motions/${encodeURIComponent(clip.motion)}`, { headers });
+  if (!r.ok) throw await routeError(r, clip.motion);
+  Object.assign(clip, motionFrames(await r.json(), clip.motion));
+}
+
+let files = 0;
+// A motion file (BVH, NPZ: the bytes as they are) converted by the server
+// (POST /v1/motions/convert), added to CLIPS; returns its key. A refused
+// file throws an Error with the server's message (400 bad_motion, 413).
+export async function convertMotionFile(name, bytes, headers = {}) {
+  const r = await fetch('/v1/motions/convert', {
+    method: 'POST',
+    headers: { ...headers, 'Content-Type': 'application/octet-stream' },
+    body: bytes,
+  });
+  if (!r.ok) throw await routeError(r, name);
+  const key = `file-${++files}`;
+  CLIPS[key] = { label: `${name} (file)`, group: 'your files', file: name, ...motionFrames(await r.json(), name) };
+  return key;
+}
+
+// {fps, pose: [[72]...], trans: [[3]...]} → {fps, seconds, frames: [{pose, trans}]}, checked
+function motionFrames(m, what) {
+  const bad = (why) => {
+    throw new Error(`${what}: ${why}`);
+  };
+  if (!m || !Array.isArray(m.pose) || !m.pose.length) bad('no poses');
+  if (!(m.fps > 0 && m.fps <= 1000)) bad(`fps ${m.fps}`);
+  if (m.trans && m.trans.length !== m.pose.length) bad(`${m.pose.length} poses but ${m.trans.length} translations`);
+  const frames = m.pose.map((p, i) => {
+    const t = m.trans ? m.trans[i] : [0, 0, 0];
+    if (!Array.isArray(p) || p.length !== 72 || !Array.isArray(t) || t.length !== 3) bad(`frame ${i} is not 72 + 3 numbers`);
+    const pose = Float32Array.from(p);
+    const trans = Float32Array.from(t);
+    if (!pose.every(Number.isFinite) || !trans.every(Number.isFinite)) bad(`frame ${i} holds a non-number`);
+    return { pose, trans };
+  });
+  return { fps: m.fps, seconds: frames.length / m.fps, frames };
+}
+
+// frames recorded at `from` fps → at `to` fps: rotations slerped per joint, translations lerped
+function resample(frames, from, to) {
+  if (Math.abs(from - to) < 1e-6 || frames.length < 2) return frames;
+  const n = Math.max(1, Math.floor(((frames.length - 1) * to) / from + 1e-9) + 1);
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const x = (i * from) / to;
+    const i0 = Math.min(frames.length - 1, Math.floor(x));
+    const i1 = Math.min(frames.length - 1, i0 + 1);
+    const f = x - i0;
+    const a = frames[i0];
+    const b = frames[i1];
+    const pose = new Float32Array(72);
+    for (let j = 0; j < 24; j++) {
+      const q = qSlerp(qFromAxisAngle(a.pose[3 * j], a.pose[3 * j + 1], a.pose[3 * j + 2]),
+        qFromAxisAngle(b.pose[3 * j], b.pose[3 * j + 1], b.pose[3 * j + 2]), f);
+      qToAxisAngle(q, pose, 3 * j);
+    }
+    const trans = Float32Array.from([0, 1, 2], (k) => a.trans[k] + f * (b.trans[k] - a.trans[k]));
+    out.push({ pose, trans });
+  }
+  return out;
+}
+
+// Whether a clip's loop is seamless: the step from its last frame to its
+// first is no bigger than its steps inside (twice the largest, plus 1 cm of
+// root and 0.05 rad of any joint). Loops that are not are cuts: the viewer
+// sends their first pose again with reset: true.
+export function seamless(frames) {
+  if (frames.length < 2) return true;
+  const step = (a, b) => {
+    const root = Math.hypot(b.trans[0] - a.trans[0], b.trans[1] - a.trans[1], b.trans[2] - a.trans[2]);
+    let turn = 0;
+    for (let j = 0; j < 24; j++) turn = Math.max(turn, turnAngle(a.pose.subarray(3 * j, 3 * j + 3), b.pose.subarray(3 * j, 3 * j + 3)));
+    return [root, turn];
+  };
+  let root = 0;
+  let turn = 0;
+  for (let i = 1; i < frames.length; i++) {
+    const [r, t] = step(frames[i - 1], frames[i]);
+    root = Math.max(root, r);
+    turn = Math.max(turn, t);
+  }
+  const [r, t] = step(frames[frames.length - 1], frames[0]);
+  return r <= 2 * root + 0.01 && t <= 2 * turn + 0.05;
+}
+
 // The frames of a clip at fps: an array of {pose, trans}, made once.
 export function clipFrames(name, fps) {
   const clip = CLIPS[name];
+  if (clip.frames) return resample(clip.frames, clip.fps, fps);
   if (clip.data) {
     const { data, frames: n } = clip.data;
     const out = [];
@@ -119,7 +249,7 @@ export function clipFrames(name, fps) {
       const row = data.slice(75 * i, 75 * i + 75);
       out.push({ pose: Float32Array.from(row.slice(0, 72)), trans: Float32Array.from(row.slice(72, 75)) });
     }
-    return out;
+    return resample(out, clip.data.fps || fps, fps);
   }
   const n = Math.max(1, Math.round(clip.seconds * fps));
   const frames = [];

@@ -1,12 +1,14 @@
 // The Drape viewer: a garment streamed from draped on the server's body
 // (GET /v1/body), with three.js. Served by draped at / (--web-root web).
-// docs/viewer.md describes the choices (the body, the clips, the stats).
-// URL parameters (all optional): garment, clip, format, token (API key).
+// docs/viewer.md describes the choices (the body, the camera, the clips, the
+// side-by-side view, the stats).
+// URL parameters (all optional): garment, clip, format, compare (1: side by
+// side), token (API key).
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { GLTFLoader } from 'three/addons/loaders/GLTFLoader.js';
 import { connect, FORMATS, ready as decoderReady } from './drape-client.js';
-import { CLIPS, clipFrames, loadShippedClips } from './motion.js';
+import { CLIPS, clipFrames, convertMotionFile, loadMotion, loadServerMotions, loadShippedClips, seamless } from './motion.js';
 import { ServerBody, StandInBody } from './body.js';
 
 const params = new URLSearchParams(location.search);
@@ -17,13 +19,26 @@ const wsUrl = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.hos
 
 const WINDOW_MS = 5000; // stats window
 const RING = 1024; // stats samples and sent poses remembered
+const SPACING = 0.9; // metres between avatars side by side
+const FOLLOW_TAU = 0.25; // s: the camera's follow time constant
+const MODE_LABELS = { neural: 'neural', lbs: 'lbs (skinning)', physics: 'physics' };
 const $ = (id) => document.getElementById(id);
 
 // ---- the numbers, on screen and on window.drapeStats ----
 const stats = {
   frames: 0, fps: 0, render_fps: 0, rtt_p50: 0, rtt_p99: 0, server_p50: 0, server_p99: 0,
   bytes: 0, dropped: 0, errors: 0, late: false, state: 'starting', last_error: '',
-  garment: '', format: '', clip: '', vertices: 0, body: 'stand-in',
+  garment: '', format: '', clip: '', clip_label: '', vertices: 0, body: 'stand-in',
+  // the clip frame the first avatar shows, how many loop cuts it has shown, the
+  // last seq sent and how many poses were sent with reset
+  clip_frame: -1, loops: 0, seq_sent: 0, resets_sent: 0,
+  avatars: [], // per avatar: {mode, avatar, frames, dropped, seq, screen: {body, garment}, world: {body, garment}}
+  screen: null, // {width, height, free: [x0, y0, x1, y1], body, garment}: pixel boxes over all avatars
+  camera: null, // {target: [x, y, z], distance, lag: metres from the target to the pelvis it follows}
+  // over every rendered frame (the tests zero it): frames drawn, frames where a
+  // body or garment box was not wholly inside the canvas, and the most a
+  // garment's world box stuck out of its body's (m)
+  track: { renders: 0, outside: 0, garment_excess: 0 },
 };
 window.drapeStats = stats;
 const samples = { t: new Float64Array(RING), rtt: new Float64Array(RING), srv: new Float64Array(RING), n: 0 };
@@ -50,8 +65,9 @@ function updateStats(now) {
 }
 
 function renderOverlay() {
+  const modes = slots.length > 1 ? ` · ${slots.map((s) => s.mode).join(' | ')}` : '';
   $('overlay').textContent = [
-    `${stats.garment || '-'} · ${stats.format || '-'} · ${stats.clip || '-'} · ${stats.vertices} vertices`,
+    `${stats.garment || '-'} · ${stats.format || '-'} · ${stats.clip_label || stats.clip || '-'} · ${stats.vertices} vertices${modes}`,
     `stream ${stats.fps.toFixed(1)} fps   render ${stats.render_fps.toFixed(0)} fps`,
     `round trip p50 ${stats.rtt_p50.toFixed(1)} ms  p99 ${stats.rtt_p99.toFixed(1)} ms`,
     `server     p50 ${stats.server_p50.toFixed(1)} ms  p99 ${stats.server_p99.toFixed(1)} ms`,
@@ -73,29 +89,42 @@ function setMessage(slot, text, kind = 'error') {
 }
 
 // ---- the scene ----
+const BACKGROUND = 0x1d2027;
 const renderer = new THREE.WebGLRenderer({ antialias: true });
 renderer.setPixelRatio(Math.min(2, window.devicePixelRatio || 1));
 renderer.setSize(window.innerWidth, window.innerHeight);
 $('view').appendChild(renderer.domElement);
 const scene = new THREE.Scene();
-scene.background = new THREE.Color(0x1d2027);
-const camera = new THREE.PerspectiveCamera(40, window.innerWidth / window.innerHeight, 0.05, 50);
-camera.position.set(1.2, 1.3, 2.6);
+scene.background = new THREE.Color(BACKGROUND);
+scene.fog = new THREE.Fog(BACKGROUND, 9, 24); // the ground fades out instead of ending
+const camera = new THREE.PerspectiveCamera(40, window.innerWidth / window.innerHeight, 0.05, 60);
 const orbit = new OrbitControls(camera, renderer.domElement);
-orbit.target.set(0, 0.95, 0);
+orbit.target.set(0, 0.93, 0);
+camera.position.set(1.2, 1.28, 2.6);
 orbit.update();
 scene.add(new THREE.HemisphereLight(0xdde4ff, 0x3a3228, 1.1));
 const sun = new THREE.DirectionalLight(0xffffff, 1.8);
 sun.position.set(2, 4, 3);
 scene.add(sun);
-const grid = new THREE.GridHelper(4, 16, 0x444a55, 0x30343c);
+// The ground: a large plane at y = 0 (where the body's feet are) and a grid
+// on it; both follow the camera's target horizontally, the grid by whole
+// cells so its lines stay put in the world while the avatar walks over them.
+const GRID_CELL = 0.5;
+const ground = new THREE.Mesh(new THREE.PlaneGeometry(200, 200),
+  new THREE.MeshBasicMaterial({ color: 0x262a32 }));
+ground.rotation.x = -Math.PI / 2;
+ground.position.y = -0.002;
+scene.add(ground);
+const grid = new THREE.GridHelper(30, 30 / GRID_CELL, 0x4a505c, 0x363a44);
 scene.add(grid);
-// The body: the server's body model for the chosen betas (GET /v1/body),
-// posed here with each frame's pose; the stand-in figure until it is loaded
-// or if the server has no body route.
+
 const bodyMaterial = new THREE.MeshStandardMaterial({ color: 0xc9b8a6, roughness: 0.8 });
-let body = new StandInBody(bodyMaterial);
-scene.add(body.group);
+const garmentMaterial = new THREE.MeshStandardMaterial({ color: 0x2f6fe0, roughness: 0.65, side: THREE.DoubleSide });
+const glbCache = new Map(); // garment name → the glTF's geometry (each avatar draws a copy)
+// The body: the server's body model for the chosen betas (GET /v1/body),
+// posed with each frame's pose; the stand-in figure until it is loaded or if
+// the server has no body route. One per avatar.
+let bodyProto = new StandInBody(bodyMaterial);
 let bodyBetas = '';
 async function loadBody(betas) {
   const key = betas.join(',');
@@ -104,33 +133,15 @@ async function loadBody(betas) {
   try {
     const b = await ServerBody.load(location.origin, betas, bodyMaterial);
     if (bodyBetas !== key) return;
-    scene.remove(body.group);
-    body = b;
-    scene.add(body.group);
+    bodyProto = b;
+    for (const s of slots) s.setBody(b.clone());
     stats.body = 'server';
   } catch (e) {
     stats.body = 'stand-in';
   }
 }
-const garmentMaterial = new THREE.MeshStandardMaterial({ color: 0x2f6fe0, roughness: 0.65, side: THREE.DoubleSide });
-let garmentMesh = null;
-const glbCache = new Map();
 
-window.addEventListener('resize', () => {
-  camera.aspect = window.innerWidth / window.innerHeight;
-  camera.updateProjectionMatrix();
-  renderer.setSize(window.innerWidth, window.innerHeight);
-});
-
-let renderCount = 0;
-let renderT0 = performance.now();
-renderer.setAnimationLoop(() => {
-  orbit.update();
-  renderer.render(scene, camera);
-  renderCount++;
-});
-
-async function loadGarment(name) {
+async function garmentGeometry(name) {
   if (!glbCache.has(name)) {
     const res = await fetch(`/v1/garments/${encodeURIComponent(name)}?format=glb`, { headers: authHeaders });
     if (!res.ok) throw new Error(`GET /v1/garments/${name}: HTTP ${res.status}`);
@@ -140,18 +151,233 @@ async function loadGarment(name) {
       if (o.isMesh && !geometry) geometry = o.geometry;
     });
     if (!geometry) throw new Error(`garment ${name}: no mesh in the glTF`);
-    geometry.attributes.position.setUsage(THREE.DynamicDrawUsage);
     glbCache.set(name, geometry);
   }
-  const geometry = glbCache.get(name);
-  if (!garmentMesh) {
-    garmentMesh = new THREE.Mesh(geometry, garmentMaterial);
-    garmentMesh.frustumCulled = false; // the vertices move every frame
-    scene.add(garmentMesh);
-  } else {
-    garmentMesh.geometry = geometry;
+  const g = glbCache.get(name).clone();
+  g.attributes.position.setUsage(THREE.DynamicDrawUsage);
+  return g;
+}
+
+// ---- avatars on screen: one, or one per mode side by side ----
+// Each is its own stream avatar with the same poses, drawn in a group
+// shifted by a fixed offset (the poses' translation is the same for all).
+class Slot {
+  constructor(mode, avatar, offset) {
+    this.mode = mode;
+    this.avatar = avatar;
+    this.offset = offset;
+    this.group = new THREE.Group();
+    this.group.position.copy(offset);
+    scene.add(this.group);
+    this.mesh = null;
+    this.geometry = null;
+    this.ready = false;
+    this.frames = 0;
+    this.dropped = 0;
+    this.shownSeq = 0;
+    this.body = null;
+    this.setBody(bodyProto.clone());
+    this.label = document.createElement('div');
+    this.label.className = 'avatar-label';
+    this.label.textContent = MODE_LABELS[mode] || mode;
+    $('labels').append(this.label);
   }
-  return geometry;
+
+  setBody(b) {
+    if (this.body) this.group.remove(this.body.group);
+    this.body = b;
+    this.group.add(b.group);
+    const sent = sentPoses[this.shownSeq % RING];
+    if (sent) b.setPose(sent.pose, sent.trans);
+  }
+
+  setGeometry(g) {
+    this.geometry = g;
+    this.mesh = new THREE.Mesh(g, garmentMaterial);
+    this.mesh.frustumCulled = false; // the vertices move every frame
+    this.mesh.visible = false; // until its first frame
+    this.group.add(this.mesh);
+  }
+
+  dispose() {
+    scene.remove(this.group);
+    if (this.geometry) this.geometry.dispose();
+    this.label.remove();
+  }
+}
+
+// ---- the camera: follows the avatars, frames them ----
+// The orbit target chases the pelvis of the first avatar (the middle of the
+// row side by side) exponentially (time constant FOLLOW_TAU) and the camera
+// moves by the same step, so the user's orbit (angle, distance) is kept; on
+// a cut (a clip that loops or changes) it jumps with the avatar.
+const follow = { goal: new THREE.Vector3(0, 0.93, 0), snap: false };
+const step = new THREE.Vector3();
+let panelWidth = 0; // pixels on the right covered by the control panel
+
+function layout() {
+  const w = window.innerWidth;
+  const h = window.innerHeight;
+  const panel = $('panel').getBoundingClientRect();
+  // keep the avatars in the part of the canvas the panel leaves free: the
+  // view's centre moves left by half the panel (a wider virtual view, cropped)
+  panelWidth = !$('panel').hidden && w > 2.5 * (w - panel.left) ? Math.ceil(w - panel.left) : 0;
+  renderer.setSize(w, h);
+  if (panelWidth) camera.setViewOffset(w + panelWidth, h, panelWidth, 0, w, h);
+  else {
+    camera.clearViewOffset();
+    camera.aspect = w / h;
+  }
+  camera.updateProjectionMatrix();
+}
+
+// Puts the camera at the distance where the row of avatars fits in the free
+// part of the view, along the current viewing direction.
+function frameAvatars() {
+  const n = Math.max(1, slots.length);
+  const halfWidth = (SPACING * (n - 1)) / 2 + 0.45;
+  const radius = Math.hypot(halfWidth, 0.95, 0.3);
+  const h = window.innerHeight;
+  const freeAspect = (window.innerWidth - panelWidth) / h;
+  const vHalf = THREE.MathUtils.degToRad(camera.fov / 2);
+  const hHalf = Math.atan(Math.tan(vHalf) * freeAspect);
+  const dist = radius / Math.sin(Math.min(vHalf, hHalf));
+  const dir = camera.position.clone().sub(orbit.target).normalize();
+  camera.position.copy(orbit.target).addScaledVector(dir, dist);
+  orbit.update();
+}
+
+window.addEventListener('resize', () => {
+  layout();
+  frameAvatars();
+});
+
+// ---- what is on screen, measured (drapeStats.screen, .avatars[i]) ----
+const viewProj = new THREE.Matrix4();
+const box3 = new THREE.Box3();
+const corner = new THREE.Vector3();
+function measure(positions, count, offset, out) {
+  // out: {screen: [x0, y0, x1, y1] pixels, world: [min xyz, max xyz]}; points behind the camera make the box infinite
+  const e = viewProj.elements;
+  const w = window.innerWidth;
+  const h = window.innerHeight;
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  const b = [Infinity, Infinity, Infinity, -Infinity, -Infinity, -Infinity];
+  for (let i = 0; i < count; i++) {
+    const x = positions[3 * i] + offset.x;
+    const y = positions[3 * i + 1] + offset.y;
+    const z = positions[3 * i + 2] + offset.z;
+    if (x < b[0]) b[0] = x;
+    if (y < b[1]) b[1] = y;
+    if (z < b[2]) b[2] = z;
+    if (x > b[3]) b[3] = x;
+    if (y > b[4]) b[4] = y;
+    if (z > b[5]) b[5] = z;
+    const cw = e[3] * x + e[7] * y + e[11] * z + e[15];
+    if (cw <= 1e-6) {
+      x0 = y0 = -Infinity;
+      x1 = y1 = Infinity;
+      continue;
+    }
+    const sx = ((e[0] * x + e[4] * y + e[8] * z + e[12]) / cw + 1) * 0.5 * w;
+    const sy = (1 - (e[1] * x + e[5] * y + e[9] * z + e[13]) / cw) * 0.5 * h;
+    if (sx < x0) x0 = sx;
+    if (sx > x1) x1 = sx;
+    if (sy < y0) y0 = sy;
+    if (sy > y1) y1 = sy;
+  }
+  out.screen = [x0, y0, x1, y1].map((v) => +v.toFixed(1));
+  out.world = b.map((v) => +v.toFixed(4));
+  return out;
+}
+const union = (a, b) => (a ? [Math.min(a[0], b[0]), Math.min(a[1], b[1]), Math.max(a[2], b[2]), Math.max(a[3], b[3])] : b.slice());
+
+function measureAll() {
+  viewProj.multiplyMatrices(camera.projectionMatrix, camera.matrixWorldInverse);
+  let body = null;
+  let garment = null;
+  stats.avatars = slots.map((s) => {
+    const a = { mode: s.mode, avatar: s.avatar, frames: s.frames, dropped: s.dropped, seq: s.shownSeq, screen: {}, world: {} };
+    const m = {};
+    if (s.body.geometry) {
+      const p = s.body.geometry.attributes.position;
+      measure(p.array, p.count, s.offset, m);
+    } else {
+      s.body.bounds(box3);
+      const pts = new Float32Array(24);
+      for (let i = 0; i < 8; i++) {
+        corner.set(i & 1 ? box3.max.x : box3.min.x, i & 2 ? box3.max.y : box3.min.y, i & 4 ? box3.max.z : box3.min.z).toArray(pts, 3 * i);
+      }
+      measure(pts, 8, { x: 0, y: 0, z: 0 }, m);
+    }
+    a.screen.body = m.screen;
+    a.world.body = m.world;
+    body = union(body, m.screen);
+    if (s.mesh && s.mesh.visible) {
+      const p = s.geometry.attributes.position;
+      measure(p.array, p.count, s.offset, m);
+      a.screen.garment = m.screen;
+      a.world.garment = m.world;
+      garment = union(garment, m.screen);
+    }
+    return a;
+  });
+  const w = window.innerWidth;
+  const h = window.innerHeight;
+  stats.screen = { width: w, height: h, free: [0, 0, w - panelWidth, h], body, garment };
+  stats.camera = {
+    target: orbit.target.toArray().map((v) => +v.toFixed(3)),
+    distance: +camera.position.distanceTo(orbit.target).toFixed(3),
+    lag: +orbit.target.distanceTo(follow.goal).toFixed(3),
+  };
+  const t = stats.track;
+  const inside = (b) => !b || (b[0] >= 0 && b[1] >= 0 && b[2] <= w && b[3] <= h);
+  if (stats.avatars.some((a) => a.screen.garment)) {
+    t.renders++;
+    if (!inside(body) || !inside(garment)) t.outside++;
+  }
+  for (const a of stats.avatars) {
+    const g = a.world.garment;
+    const b = a.world.body;
+    if (!g) continue;
+    for (let k = 0; k < 3; k++) t.garment_excess = Math.max(t.garment_excess, b[k] - g[k], g[k + 3] - b[k + 3]);
+  }
+}
+
+// the labels over the avatars' heads (side by side only)
+const labelPos = new THREE.Vector3();
+function placeLabels() {
+  for (const s of slots) {
+    s.label.hidden = slots.length < 2 || !s.mesh || !s.mesh.visible;
+    if (s.label.hidden) continue;
+    const pelvis = s.body.pos ? s.body.pos[0] : follow.goal;
+    labelPos.copy(pelvis).add(s.offset);
+    labelPos.y += 1.0;
+    labelPos.project(camera);
+    s.label.style.transform = `translate(-50%, -100%) translate(${((labelPos.x + 1) / 2) * window.innerWidth}px, ${((1 - labelPos.y) / 2) * window.innerHeight}px)`;
+  }
+}
+
+let renderCount = 0;
+let renderT0 = performance.now();
+let lastRender = performance.now();
+function animate(now) {
+  const dt = Math.min(0.5, Math.max(0, (now - lastRender) / 1000));
+  lastRender = now;
+  const k = follow.snap ? 1 : 1 - Math.exp(-dt / FOLLOW_TAU);
+  follow.snap = false;
+  step.copy(follow.goal).sub(orbit.target).multiplyScalar(k);
+  orbit.target.add(step);
+  camera.position.add(step);
+  ground.position.x = orbit.target.x;
+  ground.position.z = orbit.target.z;
+  grid.position.x = Math.round(orbit.target.x / GRID_CELL) * GRID_CELL;
+  grid.position.z = Math.round(orbit.target.z / GRID_CELL) * GRID_CELL;
+  orbit.update();
+  renderer.render(scene, camera);
+  renderCount++;
+  measureAll();
+  placeLabels();
 }
 
 // ---- state ----
@@ -160,68 +386,109 @@ let client = null;
 let fps = 30;
 let frames = [];
 let clipIndex = 0;
+let clipSeamless = true;
+let pendingCut = null; // 'loop' | 'clip': the next pose sent is a cut (reset: true)
+let lastCutSeq = -1;
+let lastCutKind = null;
 let playing = true;
 let avatarSeq = 0; // avatar keys: 1, 2, ... one per (re)open
-let current = null; // {avatar, geometry, ready}
+let slots = [];
+const byAvatar = new Map();
+let generation = 0; // bumped by every reopen: answers for older avatars are ignored
 let seq = 0;
 let sentCount = 0;
 let playT0 = 0;
 let lastFrameAt = 0;
 let droppedBefore = 0;
-const sentPoses = new Array(RING); // seq % RING → the clip frame sent with it
+let lateral = new THREE.Vector3(1, 0, 0); // the side-by-side row's direction
+const sentPoses = new Array(RING); // seq % RING → {pose, trans, index, cut}
+
+function offered() {
+  return model.modes || [];
+}
 
 function choice() {
   const betas = [...document.querySelectorAll('#betas input')].map((i) => Number(i.value));
-  return {
-    garment: $('garment').value,
-    format: $('format').value,
-    mode: $('physics').checked ? 'physics' : 'neural',
-    betas,
-  };
+  const compare = $('compare').checked;
+  const modes = compare
+    ? ['neural', 'lbs', 'physics'].filter((m) => offered().includes(m))
+    : [$('physics').checked ? 'physics' : 'neural'];
+  return { garment: $('garment').value, format: $('format').value, betas, modes };
 }
 
 async function reopen() {
   const c = choice();
-  if (current) {
-    client.closeAvatar(current.avatar);
-    droppedBefore = stats.dropped;
+  const gen = ++generation;
+  for (const s of slots) {
+    client.closeAvatar(s.avatar);
+    droppedBefore += s.dropped;
+    s.dispose();
   }
-  const avatar = ++avatarSeq;
-  current = { avatar, geometry: null, ready: false };
-  const mine = current;
+  byAvatar.clear();
+  const wasCompare = slots.length > 1;
+  // side by side: a row across the view (the camera's right, level), centred on the first avatar's place
+  if (c.modes.length > 1 && !wasCompare) {
+    lateral.setFromMatrixColumn(camera.matrixWorld, 0).setY(0);
+    if (lateral.lengthSq() < 1e-6) lateral.set(1, 0, 0);
+    lateral.normalize();
+  }
+  slots = c.modes.map((mode, i) => {
+    const offset = lateral.clone().multiplyScalar(SPACING * (i - (c.modes.length - 1) / 2));
+    const s = new Slot(mode, ++avatarSeq, offset);
+    byAvatar.set(s.avatar, s);
+    return s;
+  });
+  if ((slots.length > 1) !== wasCompare) frameAvatars();
   stats.garment = c.garment;
   stats.format = c.format;
   loadBody(c.betas);
-  try {
-    const geometry = await loadGarment(c.garment);
-    if (current !== mine) return;
-    mine.geometry = geometry;
-    const opened = await client.openAvatar({ avatar, ...c });
-    if (current !== mine) return;
-    if (opened.vertices !== geometry.attributes.position.count) {
-      throw new Error(`the stream has ${opened.vertices} vertices, the glTF ${geometry.attributes.position.count}`);
+  await Promise.all(slots.map(async (s) => {
+    try {
+      const g = await garmentGeometry(c.garment);
+      if (gen !== generation) return;
+      s.setGeometry(g);
+      const opened = await client.openAvatar({ avatar: s.avatar, garment: c.garment, betas: c.betas, format: c.format, mode: s.mode });
+      if (gen !== generation) return;
+      if (opened.vertices !== g.attributes.position.count) {
+        throw new Error(`the stream has ${opened.vertices} vertices, the glTF ${g.attributes.position.count}`);
+      }
+      stats.vertices = opened.vertices;
+      s.ready = true;
+      lastFrameAt = performance.now();
+      setMessage('app', null);
+    } catch (e) {
+      if (gen !== generation) return;
+      stats.errors++;
+      stats.last_error = `${e.code || 'error'}: ${e.message}`;
+      setMessage('app', `cannot open ${c.garment} (${c.format}, ${s.mode}): ${e.message}`);
     }
-    stats.vertices = opened.vertices;
-    mine.ready = true;
-    lastFrameAt = performance.now();
-    setMessage('app', null);
-  } catch (e) {
-    if (current !== mine) return;
-    stats.errors++;
-    stats.last_error = `${e.code || 'error'}: ${e.message}`;
-    setMessage('app', `cannot open ${c.garment} (${c.format}): ${e.message}`);
-  }
+  }));
 }
 
 function onFrame(f) {
-  if (!current || f.avatar !== current.avatar || !current.geometry) return;
-  const attr = current.geometry.attributes.position;
+  const s = byAvatar.get(f.avatar);
+  if (!s || !s.geometry) return;
+  const attr = s.geometry.attributes.position;
   if (f.count !== attr.count) return;
   attr.array.set(f.positions);
   attr.needsUpdate = true;
-  current.geometry.computeVertexNormals();
+  s.geometry.computeVertexNormals();
+  s.mesh.visible = true;
   const sent = sentPoses[f.seq % RING];
-  if (sent) body.setPose(sent.pose, sent.trans);
+  if (sent) s.body.setPose(sent.pose, sent.trans);
+  if (s === slots[0] && sent) {
+    // a cut shown (this frame's pose, or one the server dropped before it): the camera jumps too
+    if (lastCutSeq > s.shownSeq && lastCutSeq <= f.seq) {
+      follow.snap = true;
+      if (lastCutKind === 'loop') stats.loops++;
+    }
+    const J0 = s.body.J || [0, 0.93, 0];
+    follow.goal.set(J0[0] + sent.trans[0], J0[1] + sent.trans[1], J0[2] + sent.trans[2]);
+    stats.clip_frame = sent.index;
+  }
+  s.shownSeq = f.seq;
+  s.frames++;
+  s.dropped = f.dropped;
   const now = performance.now();
   const i = samples.n % RING;
   samples.t[i] = now;
@@ -230,7 +497,7 @@ function onFrame(f) {
   samples.n++;
   stats.frames++;
   stats.bytes = f.bytes;
-  stats.dropped = droppedBefore + f.dropped;
+  stats.dropped = droppedBefore + slots.reduce((n, x) => n + x.dropped, 0);
   lastFrameAt = now;
   if (stats.late) {
     stats.late = false;
@@ -240,13 +507,29 @@ function onFrame(f) {
 
 function setClip(name) {
   frames = clipFrames(name, fps);
+  clipSeamless = seamless(frames);
   clipIndex = 0;
+  pendingCut = seq > 0 ? 'clip' : null;
   stats.clip = name;
+  stats.clip_label = CLIPS[name].label;
+  $('clip').value = name;
+}
+
+async function pickClip(name) {
+  try {
+    if (CLIPS[name].motion && !CLIPS[name].frames) await loadMotion(name, authHeaders);
+    setClip(name);
+    setMessage('app', null);
+  } catch (e) {
+    $('clip').value = stats.clip;
+    setMessage('app', `cannot play ${CLIPS[name].label}: ${e.message}`);
+  }
 }
 
 function tick() {
   const now = performance.now();
-  if (!playing || !current || !current.ready || client.state !== 'open') {
+  const ready = slots.filter((s) => s.ready);
+  if (!playing || !ready.length || client.state !== 'open') {
     playT0 = now;
     sentCount = 0;
     return;
@@ -254,11 +537,20 @@ function tick() {
   const due = Math.floor(((now - playT0) * fps) / 1000);
   if (due - sentCount > 3) sentCount = due - 1; // a stalled tab: skip ahead, no burst
   while (sentCount < due) {
-    const fr = frames[clipIndex];
-    clipIndex = (clipIndex + 1) % frames.length;
+    const index = clipIndex;
+    const fr = frames[index];
+    clipIndex = (index + 1) % frames.length;
     seq++;
-    sentPoses[seq % RING] = fr;
-    client.sendPose(current.avatar, seq, fr.pose, fr.trans);
+    stats.seq_sent = seq;
+    const cut = pendingCut;
+    pendingCut = clipIndex === 0 && !clipSeamless ? 'loop' : null;
+    sentPoses[seq % RING] = { pose: fr.pose, trans: fr.trans, index, cut };
+    if (cut) {
+      lastCutSeq = seq;
+      lastCutKind = cut;
+      stats.resets_sent++;
+    }
+    for (const s of ready) client.sendPose(s.avatar, seq, fr.pose, fr.trans, cut ? { reset: true } : undefined);
     sentCount++;
   }
 }
@@ -270,11 +562,36 @@ function watch() {
   renderCount = 0;
   renderT0 = now;
   const lateMs = Math.max(500, 10000 / fps);
-  if (playing && current && current.ready && client.state === 'open' && now - lastFrameAt > lateMs) {
+  if (playing && slots.some((s) => s.ready) && client.state === 'open' && now - lastFrameAt > lateMs) {
     stats.late = true;
     setMessage('late', `frame late: nothing for ${((now - lastFrameAt) / 1000).toFixed(1)} s`, 'warn');
   }
   renderOverlay();
+}
+
+// ---- motion files: dropped on the page or picked ----
+async function playFile(file) {
+  setMessage('app', `converting ${file.name}…`, 'warn');
+  try {
+    const key = await convertMotionFile(file.name, await file.arrayBuffer(), authHeaders);
+    addClipOption(key);
+    setClip(key);
+    setMessage('app', null);
+  } catch (e) {
+    stats.errors++;
+    stats.last_error = `motion file: ${e.message}`;
+    setMessage('app', `cannot play ${e.message}`);
+  }
+}
+
+function addClipOption(key) {
+  const group = CLIPS[key].group || 'procedural';
+  let og = [...$('clip').querySelectorAll('optgroup')].find((g) => g.label === group);
+  if (!og) {
+    og = Object.assign(document.createElement('optgroup'), { label: group });
+    $('clip').append(og);
+  }
+  og.append(new Option(CLIPS[key].label, key));
 }
 
 // ---- controls ----
@@ -286,11 +603,17 @@ function fillSelect(el, values, labels, chosen) {
 function buildControls() {
   const cfg = model.config;
   fillSelect($('garment'), model.garments.map((g) => g.name), null, params.get('garment'));
-  const clips = Object.keys(CLIPS);
-  fillSelect($('clip'), clips, clips.map((c) => CLIPS[c].label), params.get('clip') || (CLIPS['shipped-walk'] ? 'shipped-walk' : 'walk'));
+  $('clip').replaceChildren();
+  for (const key of Object.keys(CLIPS)) addClipOption(key);
+  const wanted = params.get('clip');
+  $('clip').value = wanted && CLIPS[wanted] ? wanted : CLIPS['shipped-walk'] ? 'shipped-walk' : 'walk';
   const formats = (model.formats || FORMATS).filter((f) => FORMATS.includes(f));
   fillSelect($('format'), formats, null, params.get('format') || (formats.includes('meshopt') ? 'meshopt' : formats[0]));
-  $('physics-row').hidden = !(model.modes || []).includes('physics');
+  $('physics-row').hidden = !offered().includes('physics');
+  const compareModes = ['neural', 'lbs', 'physics'].filter((m) => offered().includes(m));
+  $('compare-row').hidden = compareModes.length < 2;
+  $('compare-modes').textContent = compareModes.join(' · ');
+  $('compare').checked = params.get('compare') === '1' && compareModes.length > 1;
   const [lo, hi] = cfg.beta_range;
   const box = $('betas');
   box.replaceChildren();
@@ -316,12 +639,41 @@ function buildControls() {
   $('garment').addEventListener('change', reopen);
   $('format').addEventListener('change', reopen);
   $('physics').addEventListener('change', reopen);
-  $('clip').addEventListener('change', () => setClip($('clip').value));
+  $('compare').addEventListener('change', reopen);
+  $('clip').addEventListener('change', () => pickClip($('clip').value));
   $('play').addEventListener('click', () => {
     playing = !playing;
     $('play').textContent = playing ? 'pause' : 'play';
     setMessage('late', null);
     stats.late = false;
+  });
+  $('motion-file').addEventListener('click', () => $('motion-input').click());
+  $('motion-input').addEventListener('change', () => {
+    const f = $('motion-input').files[0];
+    $('motion-input').value = '';
+    if (f) playFile(f);
+  });
+  // a motion file dropped anywhere on the page
+  let dragDepth = 0;
+  const hint = (on) => {
+    $('drop-hint').hidden = !on;
+  };
+  window.addEventListener('dragenter', (e) => {
+    if (![...(e.dataTransfer?.types || [])].includes('Files')) return;
+    dragDepth++;
+    hint(true);
+  });
+  window.addEventListener('dragleave', () => {
+    dragDepth = Math.max(0, dragDepth - 1);
+    if (!dragDepth) hint(false);
+  });
+  window.addEventListener('dragover', (e) => e.preventDefault());
+  window.addEventListener('drop', (e) => {
+    e.preventDefault();
+    dragDepth = 0;
+    hint(false);
+    const f = e.dataTransfer?.files?.[0];
+    if (f) playFile(f);
   });
 }
 
@@ -340,19 +692,24 @@ async function fetchModel() {
 }
 
 async function main() {
+  layout();
+  frameAvatars();
+  renderer.setAnimationLoop(animate);
   await loadShippedClips();
   model = await fetchModel();
   setMessage('conn', null);
   fps = model.config.fps || 30;
+  await loadServerMotions(authHeaders);
   await decoderReady;
   buildControls();
-  setClip($('clip').value);
+  await pickClip($('clip').value);
   client = connect(wsUrl, {
     onFrame,
-    // after a reconnect the client re-opens the avatar by itself
+    // after a reconnect the client re-opens the avatars by itself
     onOpened: (m) => {
-      if (current && m.avatar === current.avatar && current.geometry && m.vertices === current.geometry.attributes.position.count) {
-        current.ready = true;
+      const s = byAvatar.get(m.avatar);
+      if (s && s.geometry && m.vertices === s.geometry.attributes.position.count) {
+        s.ready = true;
         lastFrameAt = performance.now();
         setMessage('app', null);
       }
@@ -360,7 +717,7 @@ async function main() {
     onError: (e) => {
       // the close (or a late pose) of an avatar this page already replaced,
       // e.g. sent while the socket was reconnecting: nothing to show
-      if (e.code === 'not_open' && (!current || e.avatar !== current.avatar)) {
+      if (e.code === 'not_open' && !byAvatar.has(e.avatar)) {
         stats.stale = (stats.stale || 0) + 1;
         return;
       }
