@@ -1,6 +1,9 @@
 /* The viewer and the client libraries against a real draped serving web/
  * (--web-root web): the viewer in headless Chromium (tests/js/viewer_e2e.mjs,
- * screenshot kept in build/artifacts/viewer.png), the JavaScript client's
+ * screenshot kept in build/artifacts/viewer.png; tests/js/viewer_shots.mjs,
+ * the default model's walk pictured over a loop, side by side and from a
+ * dropped BVH, kept in build/artifacts/shots/), poseFromSkeleton against
+ * three.js rigs (tests/js/pose_from_skeleton.mjs), the JavaScript client's
  * decoders against the C packers (tests/js/client_formats.mjs) and on
  * hand-made edge cases (tests/js/decoders_unit.mjs), its reconnection
  * (tests/js/client_reconnect.mjs), and the README's
@@ -75,6 +78,37 @@ Test(web, viewer_in_chromium)
     cr_assert(strstr(out, "\"garment_pixels\""), "%s", out);
     cr_assert_eq(access(shot, R_OK), 0, "no screenshot at %s", shot);
     cr_assert_eq(stop, 0);
+}
+
+/* The page as a user sees it: the default model's shipped walk (it travels
+ * 5 m and loops) pictured at 5 points of a loop and right after its cut at
+ * 1280x800 and 800x600, side by side, a dropped BVH; boxes and pixel shares
+ * as docs/viewer.md states; the loops counted by the server as reset cuts. */
+Test(web, viewer_pictures_the_walk)
+{
+    NEED_NODE_MODULES();
+    if (access(chromium(), X_OK)) cr_skip_test("%s is missing (apt-get install chromium)", chromium());
+    char dir[512], shots[600];
+    build_dir(dir, sizeof dir);
+    snprintf(shots, sizeof shots, "%s/artifacts/shots", dir);
+    cr_assert_eq(tu_run(out, sizeof out, "rm -rf %s && mkdir -p %s", shots, shots), 0, "%s", out);
+    tu_server s = tu_draped_start("models/default.safetensors", "--web-root web");
+    int rc = tu_run(out, sizeof out, "node tests/js/viewer_shots.mjs %s %s", s.url, shots);
+    int stop = tu_draped_stop(&s);
+    cr_assert_eq(rc, 0, "the viewer's pictures failed (kept in %s):\n%s", shots, out);
+    cr_assert(strstr(out, "\"loop_1280x800\"") && strstr(out, "\"loop_800x600\"") && strstr(out, "\"side_by_side\""), "%s", out);
+    char first[700];
+    snprintf(first, sizeof first, "%s/shots-800x600-1.png", shots);
+    cr_assert_eq(access(first, R_OK), 0, "no screenshot at %s", first);
+    cr_assert_eq(stop, 0);
+}
+
+Test(web, pose_from_skeleton_reads_rigs)
+{
+    NEED_NODE_MODULES();
+    int rc = tu_run(out, sizeof out, "node tests/js/pose_from_skeleton.mjs");
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(!strncmp(out, "ok ", 3), "%s", out);
 }
 
 Test(web, js_client_decoders_match_c_packers)

@@ -115,7 +115,9 @@ export class ServerBody {
     this.geometry = g;
     this.material = material;
     this.group = new THREE.Group();
-    this.group.add(new THREE.Mesh(g, material));
+    const mesh = new THREE.Mesh(g, material);
+    mesh.frustumCulled = false; // its bounds are the rest pose's, and it walks away from them
+    this.group.add(mesh);
     this.rot = Array.from({ length: 24 }, () => new THREE.Quaternion());
     this.pos = Array.from({ length: 24 }, () => new THREE.Vector3());
     this.A = new Float32Array(24 * 12); // per joint: R (row-major 3x3), then t

@@ -31,7 +31,8 @@ const stats = {
   garment: '', format: '', clip: '', clip_label: '', vertices: 0, body: 'stand-in',
   // the clip frame the first avatar shows, how many loop cuts it has shown, the
   // last seq sent and how many poses were sent with reset
-  clip_frame: -1, loops: 0, seq_sent: 0, resets_sent: 0,
+  clip_frame: -1, clip_frames: 0, loops: 0, seq_sent: 0, resets_sent: 0,
+  sent: { clip_frame: -1, loops: 0 }, // the same for the last pose sent (ahead by the round trip)
   avatars: [], // per avatar: {mode, avatar, frames, dropped, seq, screen: {body, garment}, world: {body, garment}}
   screen: null, // {width, height, free: [x0, y0, x1, y1], body, garment}: pixel boxes over all avatars
   camera: null, // {target: [x, y, z], distance, lag: metres from the target to the pelvis it follows}
@@ -100,23 +101,46 @@ scene.fog = new THREE.Fog(BACKGROUND, 9, 24); // the ground fades out instead of
 const camera = new THREE.PerspectiveCamera(40, window.innerWidth / window.innerHeight, 0.05, 60);
 const orbit = new OrbitControls(camera, renderer.domElement);
 orbit.target.set(0, 0.93, 0);
-camera.position.set(1.2, 1.28, 2.6);
+camera.position.set(1.2, 1.55, 2.6);
 orbit.update();
 scene.add(new THREE.HemisphereLight(0xdde4ff, 0x3a3228, 1.1));
 const sun = new THREE.DirectionalLight(0xffffff, 1.8);
 sun.position.set(2, 4, 3);
 scene.add(sun);
-// The ground: a large plane at y = 0 (where the body's feet are) and a grid
-// on it; both follow the camera's target horizontally, the grid by whole
-// cells so its lines stay put in the world while the avatar walks over them.
+// The ground: a large plane at y = 0 (where the body's feet are) with a grid
+// drawn in its texture (lines of a GridHelper that pass behind the camera
+// vanish in software WebGL). It follows the camera's target horizontally by
+// whole cells, so its lines stay put in the world while the avatar walks.
 const GRID_CELL = 0.5;
-const ground = new THREE.Mesh(new THREE.PlaneGeometry(200, 200),
-  new THREE.MeshBasicMaterial({ color: 0x262a32 }));
+const GROUND_SIZE = 200;
+// WebGL on the CPU (SwiftShader, llvmpipe): anisotropic filtering of the
+// ground costs it most of its frame rate (1 fps instead of 5 at 1280×800)
+function softwareGL() {
+  const gl = renderer.getContext();
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  const name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+  return /swiftshader|llvmpipe|softpipe|software/i.test(name);
+}
+function gridTexture() {
+  const c = document.createElement('canvas');
+  c.width = c.height = 128;
+  const g = c.getContext('2d');
+  g.fillStyle = '#262a32';
+  g.fillRect(0, 0, 128, 128);
+  g.fillStyle = '#3b404b';
+  g.fillRect(0, 0, 128, 3);
+  g.fillRect(0, 0, 3, 128);
+  const t = new THREE.CanvasTexture(c);
+  t.wrapS = t.wrapT = THREE.RepeatWrapping;
+  t.repeat.set(GROUND_SIZE / GRID_CELL, GROUND_SIZE / GRID_CELL);
+  t.anisotropy = softwareGL() ? 1 : Math.min(8, renderer.capabilities.getMaxAnisotropy());
+  t.colorSpace = THREE.SRGBColorSpace;
+  return t;
+}
+const ground = new THREE.Mesh(new THREE.PlaneGeometry(GROUND_SIZE, GROUND_SIZE),
+  new THREE.MeshBasicMaterial({ map: gridTexture() }));
 ground.rotation.x = -Math.PI / 2;
-ground.position.y = -0.002;
 scene.add(ground);
-const grid = new THREE.GridHelper(30, 30 / GRID_CELL, 0x4a505c, 0x363a44);
-scene.add(grid);
 
 const bodyMaterial = new THREE.MeshStandardMaterial({ color: 0xc9b8a6, roughness: 0.8 });
 const garmentMaterial = new THREE.MeshStandardMaterial({ color: 0x2f6fe0, roughness: 0.65, side: THREE.DoubleSide });
@@ -174,7 +198,7 @@ class Slot {
     this.ready = false;
     this.frames = 0;
     this.dropped = 0;
-    this.shownSeq = 0;
+    this.shownSeq = seq; // cuts sent before it opened are not its own
     this.body = null;
     this.setBody(bodyProto.clone());
     this.label = document.createElement('div');
@@ -344,18 +368,14 @@ function measureAll() {
   }
 }
 
-// the labels over the avatars' heads (side by side only)
-const labelPos = new THREE.Vector3();
+// the labels just over the avatars' heads (side by side only), from the
+// on-screen boxes measureAll just found
 function placeLabels() {
-  for (const s of slots) {
-    s.label.hidden = slots.length < 2 || !s.mesh || !s.mesh.visible;
-    if (s.label.hidden) continue;
-    const pelvis = s.body.pos ? s.body.pos[0] : follow.goal;
-    labelPos.copy(pelvis).add(s.offset);
-    labelPos.y += 1.0;
-    labelPos.project(camera);
-    s.label.style.transform = `translate(-50%, -100%) translate(${((labelPos.x + 1) / 2) * window.innerWidth}px, ${((1 - labelPos.y) / 2) * window.innerHeight}px)`;
-  }
+  slots.forEach((s, i) => {
+    const box = stats.avatars[i] && stats.avatars[i].screen.body;
+    s.label.hidden = slots.length < 2 || !s.mesh || !s.mesh.visible || !box || !Number.isFinite(box[1]);
+    if (!s.label.hidden) s.label.style.transform = `translate(-50%, -100%) translate(${(box[0] + box[2]) / 2}px, ${box[1] - 6}px)`;
+  });
 }
 
 let renderCount = 0;
@@ -369,10 +389,8 @@ function animate(now) {
   step.copy(follow.goal).sub(orbit.target).multiplyScalar(k);
   orbit.target.add(step);
   camera.position.add(step);
-  ground.position.x = orbit.target.x;
-  ground.position.z = orbit.target.z;
-  grid.position.x = Math.round(orbit.target.x / GRID_CELL) * GRID_CELL;
-  grid.position.z = Math.round(orbit.target.z / GRID_CELL) * GRID_CELL;
+  ground.position.x = Math.round(orbit.target.x / GRID_CELL) * GRID_CELL;
+  ground.position.z = Math.round(orbit.target.z / GRID_CELL) * GRID_CELL;
   orbit.update();
   renderer.render(scene, camera);
   renderCount++;
@@ -387,7 +405,7 @@ let fps = 30;
 let frames = [];
 let clipIndex = 0;
 let clipSeamless = true;
-let pendingCut = null; // 'loop' | 'clip': the next pose sent is a cut (reset: true)
+let pendingCut = null; // 'loop' | 'clip' | 'stall': the next pose sent is a cut (reset: true)
 let lastCutSeq = -1;
 let lastCutKind = null;
 let playing = true;
@@ -512,6 +530,7 @@ function setClip(name) {
   pendingCut = seq > 0 ? 'clip' : null;
   stats.clip = name;
   stats.clip_label = CLIPS[name].label;
+  stats.clip_frames = frames.length;
   $('clip').value = name;
 }
 
@@ -535,7 +554,16 @@ function tick() {
     return;
   }
   const due = Math.floor(((now - playT0) * fps) / 1000);
-  if (due - sentCount > 3) sentCount = due - 1; // a stalled tab: skip ahead, no burst
+  // behind by a few frames (a slow render): send them all; by more than half
+  // a second (a stalled background tab): no burst, the clip jumps to where
+  // it should be and that pose is a cut (a loop cut if it passed the wrap)
+  if (due - sentCount > Math.max(10, fps / 2)) {
+    const skip = due - 1 - sentCount;
+    const wrapped = clipIndex + skip >= frames.length;
+    clipIndex = (clipIndex + skip) % frames.length;
+    pendingCut = wrapped || pendingCut === 'loop' ? 'loop' : pendingCut || 'stall';
+    sentCount = due - 1;
+  }
   while (sentCount < due) {
     const index = clipIndex;
     const fr = frames[index];
@@ -549,7 +577,9 @@ function tick() {
       lastCutSeq = seq;
       lastCutKind = cut;
       stats.resets_sent++;
+      if (cut === 'loop') stats.sent.loops++;
     }
+    stats.sent.clip_frame = index;
     for (const s of ready) client.sendPose(s.avatar, seq, fr.pose, fr.trans, cut ? { reset: true } : undefined);
     sentCount++;
   }

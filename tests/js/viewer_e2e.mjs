@@ -68,7 +68,7 @@ try {
   // the server "unreachable" while the page loads
   await page.route('**/v1/model', (r) => r.abort());
   await page.goto(`${base}/${query}`, { waitUntil: 'load' });
-  await banner('unreachable');
+  await banner('unreachable', 30000); // the page's first load: three.js parsed on a busy CPU
   await page.unroute('**/v1/model');
   await page.waitForFunction(() => window.drapeStats && window.drapeStats.state === 'open', null, { timeout: 30000 });
   expectFailures = false;
