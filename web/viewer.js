@@ -436,6 +436,7 @@ function choice() {
 
 async function reopen() {
   const c = choice();
+  $('physics').disabled = $('compare').checked; // side by side shows every mode
   const gen = ++generation;
   for (const s of slots) {
     client.closeAvatar(s.avatar);
