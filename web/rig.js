@@ -206,7 +206,7 @@ function worldMatrix(bone) {
   return bone.matrixWorld.elements;
 }
 
-function invertRigid(e) {
+function invertAffine(e) {
   // inverse of an affine 4×4 (column-major), general 3×3 part
   const a = e[0], b = e[4], c = e[8], d = e[1], f = e[5], g = e[9], h = e[2], i = e[6], k = e[10];
   const A = f * k - g * i, B = -(d * k - g * h), C = d * i - f * h;
@@ -221,12 +221,6 @@ function invertRigid(e) {
   const t = [e[12], e[13], e[14]];
   for (let r = 0; r < 3; r++) inv[12 + r] = -(inv[r] * t[0] + inv[4 + r] * t[1] + inv[8 + r] * t[2]);
   return inv;
-}
-
-function mul4(a, b) {
-  const o = new Array(16).fill(0);
-  for (let c = 0; c < 4; c++) for (let r = 0; r < 4; r++) for (let k = 0; k < 4; k++) o[4 * c + r] += a[4 * k + r] * b[4 * c + k];
-  return o;
 }
 
 class Retarget {
@@ -267,10 +261,10 @@ class Retarget {
     const mats = this.index.map((i) => {
       if (i < 0) return null;
       if (mode === 'first') return worldMatrix(skeleton.bones[i]).slice();
+      // three's bone inverses are the inverses of the bones' world matrices at bind time
       const inv = skeleton.boneInverses && skeleton.boneInverses[i];
       if (!inv) throw new Error(`poseFromSkeleton: bone ${skeleton.bones[i].name} has no bone inverse (use rest: 'first')`);
-      const m = invertRigid(inv.elements);
-      return opts.bindMatrix ? mul4(opts.bindMatrix.elements ?? opts.bindMatrix, m) : m;
+      return invertAffine(inv.elements);
     });
     this.rest = mats.map((m) => (m ? matrixRotation(m) : null));
     this.restRoot = [mats[0][12], mats[0][13], mats[0][14]];
@@ -337,24 +331,26 @@ const cache = new WeakMap();
 
 // The SMPL pose of a three.js Skeleton's current state, for sendPose:
 // {pose: Float32Array(72), trans: Float32Array(3)} (or into opts.out).
-//   skeleton: a THREE.Skeleton; its bones' world matrices are brought up to date here.
+//   skeleton: a THREE.Skeleton (or a SkinnedMesh: its skeleton); its bones'
+//     world matrices are brought up to date here.
 //   map: {smplJointName: boneName} (SMPL_JOINTS names); default MIXAMO_MAP. Bone
 //     names match exactly or without a "mixamorig:" / "mixamorig" prefix.
 //     Unmapped SMPL joints get zero rotation (their children take the turn);
 //     unmapped bones between mapped ones are composed into the next mapped one.
-//   opts.rest: 'bind' (default: the rest is the bind pose, from
-//     skeleton.boneInverses, times opts.bindMatrix when given, e.g. a
-//     SkinnedMesh's bindMatrix) or 'first' (the bones' pose at the first call).
+//   opts.rest: 'bind' (default: the rest is the bind pose, the inverses of
+//     skeleton.boneInverses) or 'first' (the bones' pose at the first call).
 //   opts.restPose: the rig's rest as an SMPL pose (72); default: estimated
 //     from the rest's bone directions (exact for swings such as an A-pose).
 //   opts.scale: world units → metres for the translation (default 1).
 // The rest and the bone lookup are computed at the first call for a skeleton
-// and kept (another map, or other rest/restPose/bindMatrix/scale, starts again).
+// and kept (another map, or other rest/restPose/scale, starts again).
 export function poseFromSkeleton(skeleton, map = MIXAMO_MAP, opts = {}) {
+  if (skeleton && skeleton.isSkinnedMesh) skeleton = skeleton.skeleton;
+  if (!skeleton || !Array.isArray(skeleton.bones)) throw new Error('poseFromSkeleton: not a three.js Skeleton');
   map = map || MIXAMO_MAP;
   let r = cache.get(skeleton);
   const o = r && r.opts;
-  if (!r || r.map !== map || o.rest !== opts.rest || o.restPose !== opts.restPose || o.bindMatrix !== opts.bindMatrix || o.scale !== opts.scale) {
+  if (!r || r.map !== map || o.rest !== opts.rest || o.restPose !== opts.restPose || o.scale !== opts.scale) {
     r = new Retarget(skeleton, map, opts);
     cache.set(skeleton, r);
   }

@@ -10,7 +10,8 @@
 // GLTFLoader writes it ("mixamorigHips"); a custom map with unmapped SMPL
 // joints (they come out as zero, their children carry the turn); rest from
 // boneInverses, from the first call, and given as an SMPL pose (a twist the
-// bone directions cannot show); bad maps refused.
+// bone directions cannot show); a SkinnedMesh for its skeleton; bad maps
+// and options refused.
 //   node tests/js/pose_from_skeleton.mjs      prints "ok ..." or exits 1
 import * as THREE from '../../web/node_modules/three/build/three.module.js';
 import { poseFromSkeleton, MIXAMO_MAP, SMPL_JOINTS } from '../../web/drape-client.js';
@@ -243,9 +244,24 @@ for (const prefix of ['mixamorig:', '', 'mixamorig']) {
   results.twist_restPose = check('twisted bind with restPose', rig, FRAMES, same, { restPose: bind }, undefined);
 }
 
-// 5. what is refused
+// 5. a SkinnedMesh is read through its skeleton
+{
+  const rig = makeRig(mixamoNames('mixamorig:'));
+  const mesh = new THREE.SkinnedMesh(new THREE.BufferGeometry(), new THREE.MeshBasicMaterial());
+  mesh.bind(rig.skeleton);
+  const fr = FRAMES[3];
+  rig.pose(fr.theta, fr.trans, fr.extra);
+  const a = poseFromSkeleton(mesh).pose;
+  let worst = 0;
+  for (let j = 0; j < 24; j++) worst = Math.max(worst, turnAngle(fr.theta.subarray(3 * j, 3 * j + 3), a.subarray(3 * j, 3 * j + 3)));
+  if (!(worst < 1e-4)) fail(`a SkinnedMesh reads ${worst} rad off`);
+  results.skinned_mesh = worst;
+}
+
+// 6. what is refused
 for (const [label, f] of [
   ['no hips', () => poseFromSkeleton(makeRig({ 3: 'Spine' }).skeleton)],
+  ['not a skeleton', () => poseFromSkeleton({ name: 'Hips' })],
   ['an unknown SMPL joint', () => poseFromSkeleton(makeRig(mixamoNames('')).skeleton, { pelvis: 'Hips', tail: 'Tail' })],
   ['a bad rest', () => poseFromSkeleton(makeRig(mixamoNames('')).skeleton, undefined, { rest: 'tpose' })],
   ['a short restPose', () => poseFromSkeleton(makeRig(mixamoNames('')).skeleton, undefined, { restPose: [0, 0, 0] })],
