@@ -406,8 +406,6 @@ let frames = [];
 let clipIndex = 0;
 let clipSeamless = true;
 let pendingCut = null; // 'loop' | 'clip' | 'stall': the next pose sent is a cut (reset: true)
-let lastCutSeq = -1;
-let lastCutKind = null;
 let playing = true;
 let avatarSeq = 0; // avatar keys: 1, 2, ... one per (re)open
 let slots = [];
@@ -419,7 +417,7 @@ let playT0 = 0;
 let lastFrameAt = 0;
 let droppedBefore = 0;
 let lateral = new THREE.Vector3(1, 0, 0); // the side-by-side row's direction
-const sentPoses = new Array(RING); // seq % RING → {pose, trans, index, cut}
+const sentPoses = new Array(RING); // seq % RING → {seq, pose, trans, index (in the clip), cut}
 
 function offered() {
   return model.modes || [];
@@ -497,9 +495,11 @@ function onFrame(f) {
   if (sent) s.body.setPose(sent.pose, sent.trans);
   if (s === slots[0] && sent) {
     // a cut shown (this frame's pose, or one the server dropped before it): the camera jumps too
-    if (lastCutSeq > s.shownSeq && lastCutSeq <= f.seq) {
+    for (let q = Math.max(s.shownSeq + 1, f.seq - RING + 1); q <= f.seq; q++) {
+      const e = sentPoses[q % RING];
+      if (!e || e.seq !== q || !e.cut) continue;
       follow.snap = true;
-      if (lastCutKind === 'loop') stats.loops++;
+      if (e.cut === 'loop') stats.loops++;
     }
     const J0 = s.body.J || [0, 0.93, 0];
     follow.goal.set(J0[0] + sent.trans[0], J0[1] + sent.trans[1], J0[2] + sent.trans[2]);
@@ -555,10 +555,11 @@ function tick() {
     return;
   }
   const due = Math.floor(((now - playT0) * fps) / 1000);
-  // behind by a few frames (a slow render): send them all; by more than half
-  // a second (a stalled background tab): no burst, the clip jumps to where
-  // it should be and that pose is a cut (a loop cut if it passed the wrap)
-  if (due - sentCount > Math.max(10, fps / 2)) {
+  // behind (a slow render, a background tab's 1 s timers): send them all,
+  // the server keeps the newest; by more than 2 s (a tab stalled longer): no
+  // burst, the clip jumps to where it should be and that pose is a cut (a
+  // loop cut if it passed the wrap)
+  if (due - sentCount > 2 * fps) {
     const skip = due - 1 - sentCount;
     const wrapped = clipIndex + skip >= frames.length;
     clipIndex = (clipIndex + skip) % frames.length;
@@ -573,10 +574,8 @@ function tick() {
     stats.seq_sent = seq;
     const cut = pendingCut;
     pendingCut = clipIndex === 0 && !clipSeamless ? 'loop' : null;
-    sentPoses[seq % RING] = { pose: fr.pose, trans: fr.trans, index, cut };
+    sentPoses[seq % RING] = { seq, pose: fr.pose, trans: fr.trans, index, cut };
     if (cut) {
-      lastCutSeq = seq;
-      lastCutKind = cut;
       stats.resets_sent++;
       if (cut === 'loop') stats.sent.loops++;
     }
