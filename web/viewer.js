@@ -208,7 +208,10 @@ class Slot {
   }
 
   setBody(b) {
-    if (this.body) this.group.remove(this.body.group);
+    if (this.body) {
+      this.group.remove(this.body.group);
+      if (this.body.geometry) this.body.geometry.dispose();
+    }
     this.body = b;
     this.group.add(b.group);
     const sent = sentPoses[this.shownSeq % RING];
@@ -226,6 +229,7 @@ class Slot {
   dispose() {
     scene.remove(this.group);
     if (this.geometry) this.geometry.dispose();
+    if (this.body.geometry) this.body.geometry.dispose();
     this.label.remove();
   }
 }
