@@ -259,143 +259,24 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(DATA)/tiny_random.safetensors $(BUILD)/draped $(BUILD)/drape
 
 # The default model: the project's own pipeline (train/: assets, the sim
-# teacher's dataset, PyTorch training, export). `make model` runs all of it
-# (about 4 hours on 2 cores; resumable); `make eval` judges models/default.safetensors
-# on the held-out sequences of the same plan against plain skinning.
-MODEL_GARMENTS ?= skirt,dress,tshirt
-# the shipped model's teacher: 8 substeps of at most 2 cm, coarser than `drape sim
-# garment`'s defaults (docs/training.md: "The teacher's T-shirt remembered its motion")
-DATASET_ARGS ?= --garments $(MODEL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 2 --test-seeds 1 \
-                --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 8 --max-disp 0.02 --iters 8"
-# the network over the preset's (train.py init --set); the base is made
-# again, and stage 1 starts over, when these or the garments change
-INIT_ARGS ?= --set history=32,16,8,4,2,1,0
-TRAIN_ARGS ?= --steps 5000 --frames 8 --lr 5e-4 --w-edge 0.1 --garment-weights dress=2 --threads 2
-# then a fine-tune that holds edges to the teacher's lengths, with a stronger
-# penetration term and the cloth's stretching and bending energies
-FINETUNE_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.3 --w-phys 1e-3 --garment-weights dress=2 --threads 2
-# then the penetration weight raised again, then the edge term and it
-# together against the body point nearest the prediction, then that
-# penetration weight doubled (docs/training.md: each step's effect)
-FINETUNE2_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.1 --w-pen 0.5 --w-phys 1e-3 --garment-weights dress=2 --threads 2
-FINETUNE3_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.3 --w-pen 1.0 --w-phys 1e-3 --pen-nn pred --garment-weights dress=2 --threads 2
-FINETUNE4_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.3 --w-pen 2.0 --w-phys 1e-3 --pen-nn pred --garment-weights dress=2 --threads 2
-# then the edge term doubled, which brings the dress's area error under its goal
-FINETUNE5_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-pen 2.0 --w-phys 1e-3 --pen-nn pred --garment-weights dress=2 --threads 2
-# then the same on a second dataset whose T-shirt teacher takes substeps of at most
-# 1 cm, so the arms no longer pinch it (docs/training.md)
-FINE_TEACHER_ARGS ?= --garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01"
-FINETUNE6_ARGS ?= $(FINETUNE5_ARGS)
-# then a face-area term on the T-shirt alone, its edge and penetration terms
-# raised (×2, ×4): its area error under the goal, the skirt's and dress's kept
-FINETUNE7_ARGS ?= $(FINETUNE5_ARGS) --w-area 1.0 --term-scale skirt:area=0,dress:area=0,tshirt:pen=4,tshirt:edge=2
-# then the body's arms moved further out with girth and less far in with
-# narrow shoulders, so a thick, narrow-shouldered body's lowered arms no longer
-# pass through its chest (train.py arms), a third dataset on that body whose
-# T-shirt teacher also keeps the collision metric's vertex margin, and the
-# seventh fine-tune's settings twice on it (docs/training.md, "Where the
-# T-shirt's collisions are"); `make eval` judges on it
-ARMS_ARGS ?= --girth 0.005 --shoulders -0.006
-ARMS_TEACHER_ARGS ?= --garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01 --vertex-margin 0.003"
-FINETUNE8_ARGS ?= $(FINETUNE7_ARGS)
-# then the T-shirt sampled as often as the dress and its penetration term
-# raised (x12, twice; then x24): its collisions, most of them on the thick
-# training shape's armpits, under the goal (docs/training.md, "The T-shirt
-# sampled more, its penetration term raised")
-FINETUNE_SHIRT_ARGS ?= --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.6 --w-area 1.0 --w-pen 2.0 --w-phys 1e-3 \
-                       --pen-nn pred --garment-weights dress=2,tshirt=2 --threads 2
-FINETUNE9_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,tshirt:pen=12,tshirt:edge=2
-FINETUNE10_ARGS ?= $(FINETUNE_SHIRT_ARGS) --term-scale skirt:area=0,dress:area=0,tshirt:pen=24,tshirt:edge=2
-# then the T-shirt's own network (docs/conventions.md, "A garment's own
-# network"): the shared weights trained on the T-shirt alone with stage 1's
-# light terms, then with its fine-tune terms (lighter than the shared
-# network's: edge 0.3, area 0.25, penetration x12), grafted beside the shared
-# one (docs/training.md, "The T-shirt's own network", "The shirt's fine-tune
-# terms lightened")
-TSHIRT_NET_ARGS ?= --garments tshirt --steps 6000 --frames 8 --lr 5e-4 --w-edge 0.1 --threads 2
-TSHIRT_NET2_ARGS ?= --garments tshirt --steps 1200 --frames 8 --lr 3e-4 --w-edge 0.2 --w-area 0.08 --w-pen 2.0 \
-                    --pen-nn pred --term-scale tshirt:pen=12 --threads 2
-# then a fourth dataset, the T-shirt's alone, whose teacher starts each
-# sequence worn in (after the same 1.5-s walk, not stored) rather than at
-# rest, and the shirt's network 2,000 more light-term steps on it before its
-# fine-tune there (docs/training.md, "A worn-in start for the T-shirt's teacher");
-# that dataset plays six arm-swing draws on each training shape, not two, and
-# the fine-tune's terms are lighter (edge 0.2, area 0.08, no cloth energies:
-# "More arm swings, lighter terms")
-WORN_TEACHER_ARGS ?= --garment-prelude tshirt=walk:1
-WORN_DATA_ARGS ?= --kind-seeds arm_swings=6
-TSHIRT_WORN_ARGS ?= --garments tshirt --steps 2000 --frames 8 --lr 5e-4 --w-edge 0.1 --threads 2
-# then the refine step after module A on the shirt (docs/conventions.md, "The
-# refine step"), which meets its edge, area and collision goals after the
-# network, and from that fine-tuned network 1,500 more light-term steps
-# through it (`--through-refine`: the losses on the refined positions) with
-# the robust position loss, on the worn-in dataset pooled with a fifth: two
-# more training shapes (the plan of --seed 3, its training split only, the
-# same motions) (docs/training.md, "The refine step, and training through it")
-WORN_SHAPES_ARGS ?= --seed 3 --only train --train-betas 2
-REFINE_ARGS ?= --garment tshirt --iters 10 --stiffness 1 --margin 0.003
-TSHIRT_NET3_ARGS ?= --garments tshirt --steps 1500 --frames 8 --lr 5e-4 --w-edge 0.1 --through-refine \
-                    --pos-loss robust:tshirt --threads 2
+# teacher's dataset, PyTorch training, export), written down in one recipe,
+# train/recipes/default.toml. `make model` runs it (train/recipe.py: a step
+# reruns only when it, what it reads or its code changed; about 4 hours on 2
+# cores, resumable); `make eval` judges models/default.safetensors on the
+# held-out sequences of the same plan against plain skinning.
+RECIPE ?= train/recipes/default.toml
 TRAIN_DIR ?= build/train
-BASE_KEY = $(MODEL_GARMENTS) $(INIT_ARGS)
 model: all
-	@mkdir -p $(TRAIN_DIR)
-	echo '$(BASE_KEY)' | cmp -s - $(TRAIN_DIR)/base.args || { rm -f $(TRAIN_DIR)/ckpt.pt && \
-	    $(PYTHON) train/train.py init --preset default --garments $(MODEL_GARMENTS) $(INIT_ARGS) \
-	    --out $(TRAIN_DIR)/base.safetensors && echo '$(BASE_KEY)' > $(TRAIN_DIR)/base.args; }
-	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data $(DATASET_ARGS) --drape $(BUILD)/drape \
-	    --replace-stale
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/base.safetensors --data $(TRAIN_DIR)/data --out $(TRAIN_DIR)/stage1.safetensors \
-	    --ckpt $(TRAIN_DIR)/ckpt.pt --resume $(TRAIN_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/stage1.safetensors --data $(TRAIN_DIR)/data \
-	    --out $(TRAIN_DIR)/finetune1.safetensors $(FINETUNE_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune1.safetensors --data $(TRAIN_DIR)/data \
-	    --out $(TRAIN_DIR)/finetune2.safetensors $(FINETUNE2_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune2.safetensors --data $(TRAIN_DIR)/data \
-	    --out $(TRAIN_DIR)/finetune3.safetensors $(FINETUNE3_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune3.safetensors --data $(TRAIN_DIR)/data \
-	    --out $(TRAIN_DIR)/finetune4.safetensors $(FINETUNE4_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune4.safetensors --data $(TRAIN_DIR)/data \
-	    --out $(TRAIN_DIR)/finetune5.safetensors $(FINETUNE5_ARGS)
-	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/base.safetensors --out $(TRAIN_DIR)/data_fine $(DATASET_ARGS) \
-	    $(FINE_TEACHER_ARGS) --drape $(BUILD)/drape --replace-stale
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune5.safetensors --data $(TRAIN_DIR)/data_fine \
-	    --out $(TRAIN_DIR)/finetune6.safetensors $(FINETUNE6_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune6.safetensors --data $(TRAIN_DIR)/data_fine \
-	    --out $(TRAIN_DIR)/finetune7.safetensors $(FINETUNE7_ARGS)
-	$(PYTHON) train/train.py arms --base $(TRAIN_DIR)/finetune7.safetensors --out $(TRAIN_DIR)/arms.safetensors $(ARMS_ARGS)
-	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/arms.safetensors --out $(TRAIN_DIR)/data_arms $(DATASET_ARGS) \
-	    $(ARMS_TEACHER_ARGS) --drape $(BUILD)/drape --replace-stale
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/arms.safetensors --data $(TRAIN_DIR)/data_arms \
-	    --out $(TRAIN_DIR)/finetune8.safetensors $(FINETUNE8_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune8.safetensors --data $(TRAIN_DIR)/data_arms \
-	    --out $(TRAIN_DIR)/finetune8b.safetensors $(FINETUNE8_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune8b.safetensors --data $(TRAIN_DIR)/data_arms \
-	    --out $(TRAIN_DIR)/finetune9.safetensors $(FINETUNE9_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune9.safetensors --data $(TRAIN_DIR)/data_arms \
-	    --out $(TRAIN_DIR)/finetune9b.safetensors $(FINETUNE9_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune9b.safetensors --data $(TRAIN_DIR)/data_arms \
-	    --out $(TRAIN_DIR)/finetune10.safetensors $(FINETUNE10_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/finetune10.safetensors --data $(TRAIN_DIR)/data_arms \
-	    --out $(TRAIN_DIR)/tshirt.safetensors $(TSHIRT_NET_ARGS)
-	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/arms.safetensors --out $(TRAIN_DIR)/data_worn $(DATASET_ARGS) \
-	    --garments tshirt $(ARMS_TEACHER_ARGS) $(WORN_TEACHER_ARGS) $(WORN_DATA_ARGS) --drape $(BUILD)/drape --replace-stale
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/tshirt.safetensors --data $(TRAIN_DIR)/data_worn \
-	    --out $(TRAIN_DIR)/tshirt_worn.safetensors $(TSHIRT_WORN_ARGS)
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/tshirt_worn.safetensors --data $(TRAIN_DIR)/data_worn \
-	    --out $(TRAIN_DIR)/tshirt2.safetensors $(TSHIRT_NET2_ARGS)
-	$(PYTHON) train/dataset.py --base $(TRAIN_DIR)/arms.safetensors --out $(TRAIN_DIR)/data_worn_shapes $(DATASET_ARGS) \
-	    --garments tshirt $(ARMS_TEACHER_ARGS) $(WORN_TEACHER_ARGS) $(WORN_SHAPES_ARGS) --drape $(BUILD)/drape --replace-stale
-	$(PYTHON) train/train.py refine --base $(TRAIN_DIR)/tshirt2.safetensors $(REFINE_ARGS) --out $(TRAIN_DIR)/tshirt2_refined.safetensors
-	$(PYTHON) train/train.py fit --base $(TRAIN_DIR)/tshirt2_refined.safetensors \
-	    --data $(TRAIN_DIR)/data_worn,$(TRAIN_DIR)/data_worn_shapes --out $(TRAIN_DIR)/tshirt3.safetensors $(TSHIRT_NET3_ARGS)
-	$(PYTHON) train/train.py graft --base $(TRAIN_DIR)/finetune10.safetensors --garment tshirt \
-	    --net-from $(TRAIN_DIR)/tshirt3.safetensors --out $(TRAIN_DIR)/grafted.safetensors
-	$(PYTHON) train/train.py refine --base $(TRAIN_DIR)/grafted.safetensors $(REFINE_ARGS) --out models/default.safetensors
+	$(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape
 
+# the held-out split of the recipe's last teacher plan (its dataset step data_arms)
+EVAL_DATASET_ARGS ?= --garments skirt,dress,tshirt --train-betas 3 --test-betas 1 --train-seeds 2 --test-seeds 1 \
+                     --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 8 --max-disp 0.02 --iters 8" \
+                     --garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01 --vertex-margin 0.003" \
+                     --garment-prelude tshirt=walk:1
 eval: all
-	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(DATASET_ARGS) \
-	    $(ARMS_TEACHER_ARGS) $(WORN_TEACHER_ARGS) --drape $(BUILD)/drape --replace-stale
+	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(EVAL_DATASET_ARGS) \
+	    --drape $(BUILD)/drape --replace-stale
 	$(PYTHON) train/eval.py --model models/default.safetensors --data $(BUILD)/eval-data --drape $(BUILD)/drape
 
 # On a lent GPU, one command: the CUDA tests (device and host-body ones), the

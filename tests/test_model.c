@@ -320,7 +320,7 @@ Test(model, default_model_has_its_attach_sets)
     drape_error e = {0};
     cr_assert_eq(drape_model_load(&m, "models/default.safetensors", &e), 0, "%s", e.msg);
     cr_assert_eq(m->n_unused_tensors, 0);
-    /* the T-shirt runs a network of its own (docs/training.md, "The T-shirt's own network") */
+    /* the T-shirt runs a network of its own (docs/training-log.md, "The T-shirt's own network") */
     cr_assert_eq(m->n_own, 1);
     cr_assert_not_null(m->own[drape_model_garment(m, "tshirt")]);
     for (int gi = 0; gi < m->cfg.n_garments; gi++) {

@@ -109,7 +109,7 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     cr_assert(rc != 0 && strstr(log_, "--through-refine") && strstr(log_, "refines none of skirt") &&
                   !strstr(log_, "Traceback"),
               "an unrefined bundle was not refused:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py refine --base %s --garment skirt --iters 4 --margin 0.005 --out %s",
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py refine --base %s --garment skirt --iters 4 --margin 0.005 --out %s",
                 py(), model, refined);
     cr_assert_eq(rc, 0, "refine:\n%s", log_);
     rc = tiny_fit(refined, data, model3, "--steps 12 --frames 6 --lr 3e-3 --threads 1 --pen-nn pred --through-refine");
@@ -341,21 +341,21 @@ Test(train, attach_holds_more_of_a_garment)
     snprintf(held, sizeof held, "%s", tu_tmp("aheld.safetensors"));
     int rc = tiny_init("skirt,tshirt", "--seed 3", base);
     cr_assert_eq(rc, 0, "init failed:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment tshirt --hem 0.02", py(), base,
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py attach --base %s --out %s --garment tshirt --hem 0.02", py(), base,
                 held);
     cr_assert(rc == 0 && strstr(log_, "tshirt attached at 22 vertices (6 before"), "hem:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment tshirt --hem 0.02 --cuffs 0.02",
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py attach --base %s --out %s --garment tshirt --hem 0.02 --cuffs 0.02",
                 py(), held, held);
     cr_assert(rc == 0 && strstr(log_, "tshirt attached at 38 vertices (22 before"), "cuffs:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s info %s", bin(), held);
     cr_assert(rc == 0 && strstr(log_, "38 attached in simulation"), "drape info:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment skirt --cuffs 0.02", py(), base,
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py attach --base %s --out %s --garment skirt --cuffs 0.02", py(), base,
                 held);
     cr_assert(rc != 0 && strstr(log_, "skirt has no sleeves"), "cuffs on a skirt:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment tshirt --hem 0.5", py(), base,
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py attach --base %s --out %s --garment tshirt --hem 0.5", py(), base,
                 held);
     cr_assert(rc != 0 && strstr(log_, "--hem 0.5: expected a band in [0, 0.1] m"), "a wide band:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py attach --base %s --out %s --garment dress --hem 0.01", py(), base,
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py attach --base %s --out %s --garment dress --hem 0.01", py(), base,
                 held);
     cr_assert(rc != 0 && strstr(log_, "no garment 'dress'") && strstr(log_, "skirt, tshirt"), "a garment not there:\n%s",
               log_);
@@ -477,14 +477,14 @@ Test(train, arms_open_the_armpits)
     char out[300];
     snprintf(out, sizeof out, "%s", tu_tmp("arms.safetensors"));
     const char *small = tu_bundle("small_random");
-    int rc = tu_run(log_, sizeof log_, "%s train/train.py arms --base %s --out %s --girth 0.015 --shoulders -0.006",
+    int rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py arms --base %s --out %s --girth 0.015 --shoulders -0.006",
                     py(), small, out);
     cr_assert(rc == 0 && strstr(log_, "arms out 0.015 m per unit of girth"), "arms:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s train/check_arms.py %s %s", py(), small, out);
     cr_assert(rc == 0 && strstr(log_, "arm vertices inside the trunk") && !strstr(log_, "FAILED"), "%s", log_);
     rc = tu_run(log_, sizeof log_, "%s train/check_arms.py %s %s", py(), small, small);
     cr_assert(rc != 0 && strstr(log_, "FAILED: only x of betas 1 and 2 moved"), "an unchanged copy passed:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py arms --base %s --out %s --girth 0.5", py(), small, out);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py arms --base %s --out %s --girth 0.5", py(), small, out);
     cr_assert(rc != 0 && strstr(log_, "--girth 0.5: expected a shift in [-0.05, 0.05] m") && !strstr(log_, "Traceback"),
               "a wide shift:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s info %s", bin(), out);
@@ -527,7 +527,7 @@ Test(train, graft_gives_a_garment_its_own_network)
     cr_assert_eq(tiny_dataset_of("miniskirt", base, data, "0.5", ""), 0, "dataset failed:\n%s", log_);
     const char *args = "--steps 6 --frames 4 --lr 3e-3 --threads 1 --garments miniskirt --log-every 3";
     cr_assert_eq(tiny_fit(base, data, mini, args), 0, "fit failed:\n%s", log_);
-    int rc = tu_run(log_, sizeof log_, "%s train/train.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
+    int rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
                     base, mini, graft);
     cr_assert(rc == 0 && strstr(log_, "miniskirt runs the network of"), "graft:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s info %s", bin(), graft);
@@ -566,15 +566,95 @@ Test(train, graft_gives_a_garment_its_own_network)
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) drape_npy_free(all[i]);
 
     /* a network of another body, or a garment that is not there, is refused */
-    rc = tu_run(log_, sizeof log_, "%s train/train.py arms --base %s --out %s --girth 0.01", py(), mini, other);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py arms --base %s --out %s --girth 0.01", py(), mini, other);
     cr_assert_eq(rc, 0, "arms:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
                 base, other, graft);
     cr_assert(rc != 0 && strstr(log_, "'body.shapedirs' differs") && strstr(log_, "another body or garment") &&
                   !strstr(log_, "Traceback"),
               "a network of another body:\n%s", log_);
-    rc = tu_run(log_, sizeof log_, "%s train/train.py graft --base %s --garment dress --net-from %s --out %s", py(), base,
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py graft --base %s --garment dress --net-from %s --out %s", py(), base,
                 mini, graft);
     cr_assert(rc != 0 && strstr(log_, "'dress' must be a garment of both") && !strstr(log_, "Traceback"),
               "a garment not there:\n%s", log_);
+}
+
+/* write TEXT to the file PATH */
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A tiny recipe: a base, a teacher dataset, a fit and a refine. FIT_STEPS
+ * is the fit's step count, the part the test changes. */
+static void tiny_recipe(const char *path, const char *out, int fit_steps)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "name = \"tiny\"\nout = \"%s\"\n"
+             "[defaults]\nfit = \"--frames 2 --threads 1\"\n"
+             "[[step]]\nname = \"base\"\ntool = \"init\"\nargs = \"--preset tiny --garments skirt --seed 3\"\n"
+             "[[step]]\nname = \"data\"\ntool = \"dataset\"\nfrom = \"base\"\n"
+             "args = \"--garments skirt --train-betas 1 --test-betas 1 --motions walk --train-seeds 1 --test-seeds 0 "
+             "--seconds 0.5 --jobs 2\"\n"
+             "[[step]]\nname = \"fit\"\ntool = \"fit\"\nfrom = \"base\"\ndata = [\"data\"]\nargs = \"--steps %d --lr 3e-3\"\n"
+             "[[step]]\nname = \"final\"\ntool = \"refine\"\nfrom = \"fit\"\nargs = \"--garment skirt --iters 4\"\n",
+             out, fit_steps);
+    write_text(path, text);
+}
+
+/* train/recipe.py: a recipe runs its steps once, reruns only a changed step
+ * and what follows it, and is recorded in the bundle it makes; a recipe
+ * that reads a step below it, or trains one garment without saying why, is
+ * refused by name */
+Test(train, recipe_caches_steps_and_is_recorded)
+{
+    char recipe[300], dir[300], out[300];
+    snprintf(recipe, sizeof recipe, "%s", tu_tmp("tiny.toml"));
+    snprintf(dir, sizeof dir, "%s", tu_tmp("recipe_dir"));
+    snprintf(out, sizeof out, "%s", tu_tmp("recipe_out.safetensors"));
+    const char *run = "%s train/recipe.py run %s --dir %s --drape %s";
+    tiny_recipe(recipe, out, 3);
+    int rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert_eq(rc, 0, "first run:\n%s", log_);
+    cr_assert(strstr(log_, "base: runs") && strstr(log_, "data: runs") && strstr(log_, "fit: runs") &&
+                  strstr(log_, "final: runs") && strstr(log_, "4 step(s) run"),
+              "the first run did not run every step:\n%s", log_);
+    /* the bundle carries the recipe; `show` prints it */
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py show %s", py(), out);
+    cr_assert(rc == 0 && strstr(log_, "name = \"fit\"") && strstr(log_, "--steps 3 --lr 3e-3"),
+              "show does not print the recipe:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s info %s", bin(), out);
+    cr_assert_eq(rc, 0, "the C runtime refuses the recorded bundle:\n%s", log_);
+    /* nothing changed: nothing runs */
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert(rc == 0 && !strstr(log_, ": runs") && strstr(log_, "0 step(s) run"), "a second run did work:\n%s", log_);
+    /* the fit changed: it and the refine after it run, the base and the data stay */
+    tiny_recipe(recipe, out, 4);
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py plan %s --dir %s", py(), recipe, dir);
+    cr_assert(rc == 0 && strstr(log_, "changed"), "plan:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert(rc == 0 && strstr(log_, "base: cached") && strstr(log_, "data: cached") && strstr(log_, "fit: runs (changed)") &&
+                  strstr(log_, "final: runs (changed)") && strstr(log_, "2 step(s) run"),
+              "a changed fit did not rerun it and only what follows:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py show %s", py(), out);
+    cr_assert(rc == 0 && strstr(log_, "--steps 4 --lr 3e-3"), "the new recipe is not recorded:\n%s", log_);
+
+    /* refused by name */
+    write_text(recipe, "[[step]]\nname = \"fit\"\ntool = \"fit\"\nfrom = \"base\"\ndata = [\"d\"]\n"
+                       "[[step]]\nname = \"base\"\ntool = \"init\"\n");
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert(rc == 2 && strstr(log_, "step 'fit': reads 'base', which is not a step above it") && !strstr(log_, "Traceback"),
+              "a step reading one below it:\n%s", log_);
+    write_text(recipe, "[[step]]\nname = \"base\"\ntool = \"init\"\n[[step]]\nname = \"d\"\ntool = \"dataset\"\nfrom = \"base\"\n"
+                       "[[step]]\nname = \"own\"\ntool = \"fit\"\nfrom = \"base\"\ndata = [\"d\"]\nargs = \"--garments skirt\"\n");
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert(rc == 2 && strstr(log_, "step 'own': a step that trains some garments only must say why"),
+              "a garment's own step without why:\n%s", log_);
+    write_text(recipe, "[[step]]\nname = \"base\"\ntool = \"train\"\n");
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert(rc == 2 && strstr(log_, "tool 'train': expected one of init, dataset, fit"), "an unknown tool:\n%s", log_);
 }

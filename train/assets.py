@@ -270,7 +270,7 @@ def arms_out(v_template, weights, girth=0.0, shoulders=0.0):
     moves the arms 1.7 cm per unit of girth, less than the chest and the arm
     together grow, and 1.7 cm per unit of shoulder width, more than the upper
     torso narrows at the armpit: a thick, narrow-shouldered shape's lowered
-    arms pass through its chest (docs/training.md, "Where the T-shirt's
+    arms pass through its chest (docs/training-log.md, "Where the T-shirt's
     collisions are")."""
     arm = np.asarray(weights, np.float64)[:, ARM_JOINTS].sum(1)
     D = np.zeros((len(v_template), 3, NUM_BETAS))

@@ -27,7 +27,7 @@ worn-in start: every sequence is simulated after the same prelude (that
 motion, 1.5 s unless SECONDS, then half a second's blend into the clip's
 first pose, train/motions.py `lead_in`), and only the clip's frames are
 stored, in the clip's own world frame. Without it the garment starts at rest,
-skinned to the clip's first pose (docs/training.md, "A worn-in start").
+skinned to the clip's first pose (docs/training-log.md, "A worn-in start").
 
 --kind-seeds KIND=N plays N draws of KIND on each training shape instead of
 --train-seeds; the extra draws are numbered after the held-out ones (their
@@ -57,7 +57,7 @@ import assets  # noqa: E402
 DEFAULT_KINDS = ["walk", "run", "turn", "jump", "arm_swings", "idle", "stop"]
 # The teacher's behaviour, bumped when `drape sim garment` changes what it
 # computes: 1 world-frame friction and damping per substep; 2 Coulomb
-# friction against the body's motion, damping per frame (docs/training.md).
+# friction against the body's motion, damping per frame (docs/training-log.md).
 TEACHER_VERSION = 2
 
 

@@ -20,7 +20,7 @@ clip's last LAST frames:
   (edges of the last frame beyond 1.5x or under 0.5x their length in the
   run's first frame: cloth caught in a crease of the body).
 
-A teacher that forgets gives a spread near zero; docs/training.md ("The
+A teacher that forgets gives a spread near zero; docs/training-log.md ("The
 teacher's T-shirt remembered its motion") has the measurements that changed
 the dataset's substeps, and "The teacher's T-shirt rests in more than one
 shape" those that found what the finer teacher still keeps.

@@ -1,0 +1,290 @@
+"""Run a training recipe: one declarative file for the whole pipeline.
+
+    /usr/bin/python3 train/recipe.py run  train/recipes/default.toml [--dir build/train] [--out OUT]
+                                           [--drape build/drape] [--until STEP] [--dry-run]
+    /usr/bin/python3 train/recipe.py plan train/recipes/default.toml [--dir build/train]
+    /usr/bin/python3 train/recipe.py show MODEL.safetensors      (the recipe a bundle was made by)
+
+A recipe (TOML) is a list of steps, each `name`, `tool` and its inputs:
+
+    tool      runs                                           output
+    init      train.py init ARGS                             DIR/NAME.safetensors
+    dataset   dataset.py --base FROM ARGS                    DIR/NAME/ (teacher sequences)
+    fit       train.py fit --base FROM --data D1,D2 ARGS     DIR/NAME.safetensors
+    arms, refine, graft, attach
+              edit_bundle.py TOOL --base FROM [--net-from N] ARGS
+
+`[defaults]` gives arguments every step of a tool gets before its own; `why`
+says why a step exists (required of a step that trains on some garments
+only: a garment's own stage must say why). A step may read only steps above
+it.
+
+Caching: each step has a key, the SHA-256 of its tool, its arguments, the
+keys of the steps it reads and the code of its tool (the train/*.py files it
+runs). A step whose key matches DIR/NAME.key and whose output exists is
+skipped; a changed step reruns, and so does everything that reads it. A fit
+keeps a checkpoint (DIR/NAME.ckpt.pt) and resumes from it after an
+interruption, but only under the same key. The last step's bundle is copied
+to the recipe's `out` with the recipe's text, its SHA-256 and every step's
+key in the bundle config's "recipe" (`show` prints it).
+"""
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import tomllib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bundle import read_bundle, write_bundle  # noqa: E402
+
+EDITS = ("arms", "refine", "graft", "attach")
+TOOLS = ("init", "dataset", "fit") + EDITS
+# the code each tool runs: a change to one of these files reruns its steps
+CODE = {
+    "init": ["train.py", "make_bundle.py", "assets.py", "reference.py", "bundle.py"],
+    "dataset": ["dataset.py", "motions.py", "assets.py", "bundle.py"],
+    "fit": ["train.py", "reference.py", "physics.py", "bundle.py"],
+}
+for _e in EDITS:
+    CODE[_e] = ["edit_bundle.py", "assets.py", "reference.py", "bundle.py"]
+KEY_VERSION = 1
+
+
+class RecipeError(ValueError):
+    pass
+
+
+def load(path):
+    """The recipe at PATH, checked: (text, dict). Raises RecipeError naming the problem."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise RecipeError(f"{path}: {e.strerror}") from None
+    try:
+        r = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise RecipeError(f"{path}: not valid TOML: {e}") from None
+    steps = r.get("step")
+    if not isinstance(steps, list) or not steps:
+        raise RecipeError(f"{path}: no [[step]]")
+    defaults = r.get("defaults", {})
+    for k, v in defaults.items():
+        if k not in TOOLS or not isinstance(v, str):
+            raise RecipeError(f"{path}: [defaults] {k}: expected a tool name ({', '.join(TOOLS)}) = \"args\"")
+    seen = {}
+    for i, s in enumerate(steps):
+        where = f"{path}: step {i + 1}"
+        name = s.get("name")
+        if not isinstance(name, str) or not name.replace("_", "").isalnum():
+            raise RecipeError(f"{where}: name {name!r}: expected letters, digits and _")
+        where = f"{path}: step {name!r}"
+        if name in seen:
+            raise RecipeError(f"{where}: named twice")
+        unknown = set(s) - {"name", "tool", "from", "data", "net_from", "args", "why"}
+        if unknown:
+            raise RecipeError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
+        tool = s.get("tool")
+        if tool not in TOOLS:
+            raise RecipeError(f"{where}: tool {tool!r}: expected one of {', '.join(TOOLS)}")
+        if not isinstance(s.get("args", ""), str):
+            raise RecipeError(f"{where}: args must be a string")
+        reads = [s.get("from")] if tool != "init" else []
+        if tool == "fit":
+            if not isinstance(s.get("data"), list) or not s["data"]:
+                raise RecipeError(f"{where}: a fit needs data = [dataset steps]")
+            reads += s["data"]
+        elif "data" in s:
+            raise RecipeError(f"{where}: only a fit reads data")
+        if tool == "graft":
+            reads.append(s.get("net_from"))
+        elif "net_from" in s:
+            raise RecipeError(f"{where}: only a graft reads net_from")
+        for d in reads:
+            if d not in seen:
+                raise RecipeError(f"{where}: reads {d!r}, which is not a step above it")
+        kinds = [seen[s["from"]]] if tool != "init" else []
+        if tool == "fit":
+            kinds += [seen[d] for d in s["data"]]
+        if kinds and kinds[0] == "dataset":
+            raise RecipeError(f"{where}: from = {s['from']!r} is a dataset, not a bundle")
+        if tool == "fit" and any(k != "dataset" for k in kinds[1:]):
+            raise RecipeError(f"{where}: data must name dataset steps")
+        if tool == "fit" and "--garments" in shlex.split(s.get("args", "")) and not s.get("why"):
+            raise RecipeError(f"{where}: a step that trains some garments only must say why (why = ...)")
+        seen[name] = tool
+    if seen[steps[-1]["name"]] == "dataset":
+        raise RecipeError(f"{path}: the last step must make a bundle, not a dataset")
+    return raw.decode("utf-8"), r
+
+
+def _sha_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _args(r, s):
+    return (r.get("defaults", {}).get(s["tool"], "") + " " + s.get("args", "")).strip()
+
+
+def keys(r):
+    """Every step's key, in order: {name: sha256 hex}."""
+    code = {f: _sha_file(os.path.join(HERE, f)) for t in CODE.values() for f in t}
+    out = {}
+    for s in r["step"]:
+        reads = [s.get("from"), *s.get("data", []), s.get("net_from")]
+        doc = {"v": KEY_VERSION, "tool": s["tool"], "args": shlex.split(_args(r, s)),
+               "reads": [out[d] for d in reads if d], "code": {f: code[f] for f in CODE[s["tool"]]}}
+        out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+    return out
+
+
+def _output(d, s):
+    return os.path.join(d, s["name"]) + ("" if s["tool"] == "dataset" else ".safetensors")
+
+
+def _state(d, s, key):
+    """'cached', or why the step must run."""
+    kf = os.path.join(d, s["name"] + ".key")
+    if not os.path.exists(_output(d, s)):
+        return "no output yet"
+    if not os.path.exists(kf):
+        return "no key recorded"
+    with open(kf) as f:
+        return "cached" if f.read().strip() == key else "changed"
+
+
+def _command(r, s, d, drape):
+    py = [sys.executable]
+    o = _output(d, s)
+    args = shlex.split(_args(r, s))
+    base = os.path.join(d, s["from"] + ".safetensors") if s["tool"] != "init" else None
+    if s["tool"] == "init":
+        return py + [os.path.join(HERE, "train.py"), "init"] + args + ["--out", o]
+    if s["tool"] == "dataset":
+        return py + [os.path.join(HERE, "dataset.py"), "--base", base, "--out", o] + args + \
+            ["--drape", drape, "--replace-stale"]
+    if s["tool"] == "fit":
+        data = ",".join(os.path.join(d, x) for x in s["data"])
+        return py + [os.path.join(HERE, "train.py"), "fit", "--base", base, "--data", data, "--out", o,
+                     "--ckpt", os.path.join(d, s["name"] + ".ckpt.pt"), "--resume"] + args
+    extra = ["--net-from", os.path.join(d, s["net_from"] + ".safetensors")] if s["tool"] == "graft" else []
+    return py + [os.path.join(HERE, "edit_bundle.py"), s["tool"], "--base", base] + extra + args + ["--out", o]
+
+
+def cmd_plan(a):
+    text, r = load(a.recipe)
+    ks = keys(r)
+    stale = False
+    for s in r["step"]:
+        st = _state(a.dir, s, ks[s["name"]])
+        reads = [s.get("from"), *s.get("data", []), s.get("net_from")]
+        print(f"{s['name']:<18} {s['tool']:<8} {ks[s['name']][:12]}  {st}"
+              + (f"  (reads {', '.join(x for x in reads if x)})" if any(reads) else ""))
+        stale = stale or st != "cached"
+    print(f"recipe: {'everything cached' if not stale else 'steps to run above'}")
+    return 0
+
+
+def cmd_run(a):
+    text, r = load(a.recipe)
+    ks = keys(r)
+    os.makedirs(a.dir, exist_ok=True)
+    out = a.out or r.get("out")
+    if not out:
+        raise RecipeError(f"{a.recipe}: no out = ... and no --out")
+    t0 = time.time()
+    ran = []
+    for s in r["step"]:
+        name, key = s["name"], ks[s["name"]]
+        st = _state(a.dir, s, key)
+        if st == "cached":
+            print(f"recipe: {name}: cached ({key[:12]})", file=sys.stderr, flush=True)
+        else:
+            cmd = _command(r, s, a.dir, a.drape)
+            print(f"recipe: {name}: runs ({st}): {shlex.join(cmd)}", file=sys.stderr, flush=True)
+            if a.dry_run:
+                ran.append(name)
+                continue
+            kf = os.path.join(a.dir, name + ".key")
+            if os.path.exists(kf):
+                os.remove(kf)
+            # a checkpoint resumes only the run it was written by
+            ck, ckk = os.path.join(a.dir, name + ".ckpt.pt"), os.path.join(a.dir, name + ".ckpt.key")
+            if s["tool"] == "fit":
+                if not (os.path.exists(ckk) and open(ckk).read().strip() == key) and os.path.exists(ck):
+                    os.remove(ck)
+                with open(ckk, "w") as f:
+                    f.write(key + "\n")
+            t1 = time.time()
+            rc = subprocess.call(cmd)
+            if rc != 0:
+                print(f"recipe: {name}: failed (exit {rc}); the steps above stay cached", file=sys.stderr)
+                return rc
+            with open(kf + ".tmp", "w") as f:
+                f.write(key + "\n")
+            os.replace(kf + ".tmp", kf)
+            ran.append(name)
+            print(f"recipe: {name}: done in {(time.time() - t1) / 60:.1f} min", file=sys.stderr, flush=True)
+        if a.until == name:
+            print(f"recipe: stopped after {name} (--until)", file=sys.stderr)
+            return 0
+    if a.dry_run:
+        print(f"recipe: would run {len(ran)} step(s): {', '.join(ran) or 'none'}", file=sys.stderr)
+        return 0
+    last = r["step"][-1]
+    cfg, t = read_bundle(_output(a.dir, last))
+    cfg = dict(cfg)
+    cfg["recipe"] = {"name": r.get("name", ""), "file": os.path.relpath(os.path.abspath(a.recipe)),
+                     "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text, "keys": ks}
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    write_bundle(out + ".tmp", cfg, t)
+    os.replace(out + ".tmp", out)
+    print(f"recipe: wrote {out} ({len(ran)} step(s) run: {', '.join(ran) or 'none'}; "
+          f"{(time.time() - t0) / 60:.1f} min)", file=sys.stderr)
+    return 0
+
+
+def cmd_show(a):
+    cfg, _ = read_bundle(a.model)
+    rec = cfg.get("recipe")
+    if not rec:
+        print(f"{a.model}: no recipe recorded (made before train/recipe.py, or by hand)", file=sys.stderr)
+        return 1
+    print(f"# {a.model}: made by {rec.get('file')} (sha256 {rec.get('sha256', '')[:16]}…)")
+    print(rec.get("text", ""), end="")
+    return 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "plan"):
+        p = sub.add_parser(name)
+        p.add_argument("recipe")
+        p.add_argument("--dir", default="build/train", help="where the steps' outputs and keys live")
+        if name == "run":
+            p.add_argument("--out", default="", help="the final bundle (default: the recipe's out)")
+            p.add_argument("--drape", default="build/drape", help="the teacher's binary")
+            p.add_argument("--until", default="", help="stop after this step")
+            p.add_argument("--dry-run", action="store_true", help="print what would run")
+    p = sub.add_parser("show")
+    p.add_argument("model")
+    a = ap.parse_args(argv)
+    try:
+        return {"run": cmd_run, "plan": cmd_plan, "show": cmd_show}[a.cmd](a)
+    except RecipeError as e:
+        print(f"recipe: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
