@@ -16,13 +16,30 @@
 //   node tests/js/viewer_shots.mjs BASE_URL ARTIFACT_DIR
 // Prints one JSON line; exits 1 with a message on failure. The pictures are
 // kept in ARTIFACT_DIR (shots-*.png).
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { readPng, domMask, countPixels, isGarment, isBody } from './png.mjs';
 import { REST_JOINTS } from '../../web/rig.js';
 
+// --motions-dir DIR: writes a clip for draped's --motions-dir (the shipped
+// turn as NAME.npy, float32 [T, 75], and index.json titling it) and exits.
+if (process.argv[2] === '--motions-dir') {
+  const out = process.argv[3];
+  mkdirSync(out, { recursive: true });
+  const clip = JSON.parse(readFileSync(new URL('../../web/clips/turn.json', import.meta.url)));
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${clip.frames}, 75), }`;
+  header += ' '.repeat(63 - ((10 + header.length) % 64)) + '\n';
+  const head = Buffer.alloc(10);
+  head.write('\x93NUMPY', 0, 'latin1');
+  head[6] = 1;
+  head.writeUInt16LE(header.length, 8);
+  const data = Buffer.from(Float32Array.from(clip.data).buffer);
+  writeFileSync(`${out}/turn_test.npy`, Buffer.concat([head, Buffer.from(header, 'latin1'), data]));
+  writeFileSync(`${out}/index.json`, JSON.stringify({ turn_test: { title: 'Turn (test clip)', fps: clip.fps } }));
+  process.exit(0);
+}
 const [base, dir] = process.argv.slice(2);
 if (!base || !dir) {
-  console.error('usage: node tests/js/viewer_shots.mjs BASE_URL ARTIFACT_DIR');
+  console.error('usage: node tests/js/viewer_shots.mjs BASE_URL ARTIFACT_DIR | --motions-dir DIR');
   process.exit(2);
 }
 mkdirSync(dir, { recursive: true });
