@@ -20,6 +20,7 @@
 #include "../kernels/cuda/bodies.h"
 #include "../runtime/backend_plugin.h"
 #include "../runtime/backend_test.h"
+#include "../core/pack16.h"
 #include "../runtime/body.h"
 #include "../core/mesh.h"
 #include "../runtime/uvmap.h"
@@ -562,7 +563,8 @@ static const char *FAKE_PLUGIN =
     "static int read_(drape_backend *b, const drape_identity *i, float *a, float *c, float *d, float *e, float *f,\n"
     "                 float *g, drape_error *err) { (void)b; (void)i; (void)a; (void)c; (void)d; (void)e; (void)f; (void)g;\n"
     "                 return svc->fail(err, DRAPE_EBACKEND, \"read\"); }\n"
-    "static const drape_backend_plugin plugin = {DRAPE_BACKEND_API_VERSION + SKEW, &ops, probe, read_};\n"
+    "static int launches(const drape_backend *b) { (void)b; return -1; }\n"
+    "static const drape_backend_plugin plugin = {DRAPE_BACKEND_API_VERSION + SKEW, &ops, probe, read_, launches};\n"
     "const drape_backend_plugin *drape_backend_plugin_init(const drape_backend_services *s) {\n"
     "    if (s->api_version == DRAPE_BACKEND_API_VERSION + SKEW) svc = s;\n"
     "    return &plugin;\n"
@@ -642,7 +644,7 @@ Test(cuda, refusals_without_a_device_are_clean)
     drape_backend *be = NULL, *cpu = tu_backend(m);
     drape_error e = {0};
     cr_assert(drape_backend_healthy(cpu));
-    drape_backend_opts bad = {.precision = 3};
+    drape_backend_opts bad = {.precision = DRAPE_PRECISION_COUNT};
     cr_assert_eq(drape_backend_create(&be, "cpu", m, &bad, &e), DRAPE_EINVAL);
     cr_assert(strstr(e.msg, "precision"), "%s", e.msg);
     int rc = drape_backend_create(&be, "cuda", m, NULL, &e);
@@ -661,11 +663,13 @@ Test(cuda, refusals_without_a_device_are_clean)
     drape_model_free(m);
 }
 
-/* tolerances per precision: module B's cached arrays (abs, rel) and module
- * A's vertices (metres). FP32 differs from the CPU only by summation order
- * and FMA; TF32 / BF16 round GEMM inputs to 10 / 7 mantissa bits. */
-static const double TOL_B[3][2] = {{1e-4, 1e-4}, {3e-3, 3e-3}, {3e-2, 3e-2}};
-static const double TOL_A[3] = {1e-4, 2e-3, 2e-2};
+/* tolerances per precision (FP32, TF32, BF16, FP16): module B's cached
+ * arrays (abs, rel) and module A's vertices (metres). FP32 differs from the
+ * CPU only by summation order and FMA; TF32 / BF16 / FP16 round GEMM inputs
+ * to 10 / 7 / 10 mantissa bits, and BF16 / FP16 also keep the conv's maps in
+ * those types (the tensor-core conv). */
+static const double TOL_B[4][2] = {{1e-4, 1e-4}, {3e-3, 3e-3}, {3e-2, 3e-2}, {3e-3, 3e-3}};
+static const double TOL_A[4] = {1e-4, 2e-3, 2e-2, 2e-3};
 
 static void module_b_case(const char *bundle, int precision)
 {
@@ -785,6 +789,146 @@ Test(cuda, module_a_small_bf16) { module_a_case("small_random", 2, 6); }
 /* a batch of two networks (the second garment's own), split by network */
 Test(cuda, module_a_own_network_fp32) { module_a_case("tinyown_random", 0, 7); }
 Test(cuda, module_a_paper_tf32) { module_a_case("paper_random", 1, 2); }
+/* the tensor-core conv (BF16, FP16): every garment, plain skinning mixed in,
+ * a longer history, two networks, the paper's size */
+Test(cuda, module_a_tiny_fp16) { module_a_case("tiny_random", 3, 7); }
+Test(cuda, module_a_small_fp16) { module_a_case("small_random", 3, 9); }
+Test(cuda, module_a_paper_fp16) { module_a_case("paper_random", 3, 3); }
+Test(cuda, module_a_paper_bf16) { module_a_case("paper_random", 2, 2); }
+Test(cuda, module_a_longer_history_fp16) { module_a_case("tinyhist_random", 3, 7); }
+Test(cuda, module_a_own_network_fp16) { module_a_case("tinyown_random", 3, 7); }
+Test(cuda, module_b_small_fp16) { module_b_case("small_random", 3); }
+
+/* Frames packed on the device (f16, q16) are, byte for byte and box for box,
+ * what the host packer makes of the same frames' positions; a refined
+ * garment's are packed on the host after its refine step. Also: the batch's
+ * launches are counted, and the tensor-core path needs fewer. */
+static void device_pack_case(const char *bundle, int precision)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *gpu = cuda_or_skip(m, precision);
+    float b1[3] = {1, -0.5f, 0.2f};
+    int G = m->cfg.n_garments, nf = m->cfg.n_hist;
+    drape_identity *ids[2] = {tu_identity(gpu, 0, NULL, 0), tu_identity(gpu, G - 1, b1, 3)};
+    enum { N = 9 };
+    float *poses = malloc(sizeof(float) * 75 * (N + nf));
+    tu_random_poses(poses, N + nf, 0.35f, 0.25f, 77);
+    drape_frame fr[N], plain[N];
+    for (int f = 0; f < N; f++) {
+        int V = m->garments[drape_identity_garment(ids[f % 2])].V;
+        fr[f] = (drape_frame){.id = ids[f % 2], .lbs_only = f == 5, .out = malloc(sizeof(float) * V * 3), .pack = f % 3};
+        for (int k = 0; k < nf; k++) {
+            fr[f].pose[k] = poses + 75 * (f + k);
+            fr[f].trans[k] = poses + 75 * (f + k) + 72;
+        }
+        plain[f] = fr[f];
+        plain[f].pack = DRAPE_PACK_NONE;
+        plain[f].out = malloc(sizeof(float) * V * 3);
+    }
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_run(gpu, plain, N, &e), 0, "%s", e.msg);
+    int launches_plain = drape_backend_cuda_launches(gpu);
+    cr_assert_eq(drape_backend_run(gpu, fr, N, &e), 0, "%s", e.msg);
+    int launches = drape_backend_cuda_launches(gpu);
+    cr_assert(launches > 0 && launches == launches_plain, "%d and %d launches", launches, launches_plain);
+    cr_log_info("%s precision %d: %d launches for a batch of %d", bundle, precision, launches, N);
+    for (int f = 0; f < N; f++) {
+        int V = m->garments[drape_identity_garment(fr[f].id)].V;
+        if (!fr[f].pack) {
+            cr_assert_eq(fr[f].packed, 0);
+            cr_assert(memcmp(fr[f].out, plain[f].out, sizeof(float) * 3 * V) == 0, "frame %d", f);
+        } else {
+            uint8_t *want = malloc((size_t)V * 6);
+            float box[6];
+            cr_assert_eq(drape_pack16(want, box, fr[f].pack, plain[f].out, V), 0);
+            cr_assert_eq(fr[f].packed, 1, "frame %d", f);
+            cr_assert(memcmp(fr[f].bbox, box, sizeof box) == 0, "frame %d: the device's box differs", f);
+            size_t diff = 0;
+            for (size_t i = 0; i < (size_t)V * 6; i++) diff += ((uint8_t *)fr[f].out)[i] != want[i];
+            cr_assert_eq(diff, 0, "frame %d (pack %d): %zu of %d bytes differ from the host packer's", f, fr[f].pack,
+                         diff, V * 6);
+            free(want);
+        }
+        free(fr[f].out);
+        free(plain[f].out);
+    }
+    if (precision == DRAPE_PRECISION_FP32) { /* the same batch on tensor cores: fewer launches */
+        drape_backend *tc = cuda_or_skip(m, DRAPE_PRECISION_FP16);
+        drape_identity *t = tu_identity(tc, 0, NULL, 0);
+        float *o = malloc(sizeof(float) * 3 * m->garments[0].V);
+        drape_frame one = {.id = t, .out = o};
+        for (int k = 0; k < nf; k++) {
+            one.pose[k] = poses + 75 * k;
+            one.trans[k] = poses + 75 * k + 72;
+        }
+        cr_assert_eq(drape_backend_run(tc, &one, 1, &e), 0, "%s", e.msg);
+        int l16 = drape_backend_cuda_launches(tc);
+        one.id = ids[0];
+        cr_assert_eq(drape_backend_run(gpu, &one, 1, &e), 0, "%s", e.msg);
+        int l32 = drape_backend_cuda_launches(gpu);
+        cr_log_info("%s batch of 1: %d launches in FP32, %d on tensor cores", bundle, l32, l16);
+        cr_assert(l16 > 0 && l16 < l32, "%d launches on tensor cores, %d in FP32", l16, l32);
+        free(o);
+        drape_identity_free(tc, t);
+        drape_backend_free(tc);
+    }
+    free(poses);
+    drape_identity_free(gpu, ids[0]);
+    drape_identity_free(gpu, ids[1]);
+    drape_backend_free(gpu);
+    drape_model_free(m);
+}
+
+Test(cuda, device_packing_fp32) { device_pack_case("small_random", DRAPE_PRECISION_FP32); }
+Test(cuda, device_packing_fp16) { device_pack_case("small_random", DRAPE_PRECISION_FP16); }
+Test(cuda, device_packing_refined) { device_pack_case("tinyrefine_random", DRAPE_PRECISION_FP16); }
+
+/* draped on the CUDA backend with a small --cache-bytes: identities are
+ * evicted least recently used, /metrics counts the device bytes they hold
+ * (never past the budget), and an evicted identity's id still answers. */
+Test(cuda, device_identity_cache_evicts_under_its_budget)
+{
+    drape_model *m = tu_load("small_random");
+    drape_backend *gpu = cuda_or_skip(m, DRAPE_PRECISION_FP16);
+    drape_identity *one = tu_identity(gpu, 0, NULL, 0);
+    size_t bytes = drape_identity_bytes(one), dev = drape_identity_device_bytes(one);
+    cr_assert(dev > 0 && dev < bytes, "%zu device bytes of %zu", dev, bytes);
+    drape_identity_free(gpu, one);
+    drape_backend_free(gpu);
+    drape_model_free(m);
+    char extra[128], out[16384];
+    size_t budget = bytes * 5 / 2; /* two identities of the first garment */
+    snprintf(extra, sizeof extra, "--backend cuda --precision fp16 --cache-bytes %zu", budget);
+    tu_server s = tu_draped_start("small_random", extra);
+    char ids[4][32];
+    for (int i = 0; i < 4; i++) {
+        tu_run(out, sizeof out, "curl -s -X POST %s/v1/identities -d '{\"garment\":\"skirt\",\"betas\":[%d]}'", s.url,
+               i - 2);
+        char *p = strstr(out, "\"identity\":\"");
+        cr_assert(p, "%s", out);
+        snprintf(ids[i], sizeof ids[i], "%.16s", p + 12);
+    }
+    tu_run(out, sizeof out, "curl -s %s/metrics", s.url);
+    unsigned long long ev = 0, dbytes = 0, cbytes = 0;
+    char *p = strstr(out, "\ndrape_cache_evictions_total ");
+    cr_assert(p && sscanf(p, "\ndrape_cache_evictions_total %llu", &ev) == 1, "%s", out);
+    p = strstr(out, "\ndrape_cache_device_bytes ");
+    cr_assert(p && sscanf(p, "\ndrape_cache_device_bytes %llu", &dbytes) == 1, "%s", out);
+    p = strstr(out, "\ndrape_cache_bytes ");
+    cr_assert(p && sscanf(p, "\ndrape_cache_bytes %llu", &cbytes) == 1, "%s", out);
+    cr_log_info("budget %zu: %llu evictions, %llu bytes held, %llu of them on the device", budget, ev, cbytes, dbytes);
+    cr_assert_eq(ev, 2, "four identities into room for two: %llu evictions", ev);
+    cr_assert(dbytes > 0 && dbytes <= cbytes && cbytes <= budget, "%llu device bytes, %llu bytes", dbytes, cbytes);
+    /* the first, evicted, still answers (encoded again), packed on the device */
+    char zeros[200] = "0";
+    for (int i = 1; i < 72; i++) strcat(zeros, ",0");
+    tu_run(out, sizeof out, "curl -s -w '\\nHTTP %%{http_code}' -X POST %s/v1/frames -d '{\"identity\":\"%s\","
+           "\"pose\":[%s],\"trans\":[0,0,0],\"format\":\"q16\"}'", s.url, ids[0], zeros);
+    cr_assert(strstr(out, "HTTP 200") && strstr(out, "\"format\":\"q16\""), "%s", out);
+    tu_run(out, sizeof out, "curl -s %s/metrics", s.url);
+    cr_assert(strstr(out, "\ndrape_cache_evictions_total 3\n"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
 
 /* the zero network through the GPU is plain skinning, as on the CPU */
 Test(cuda, zero_network_is_plain_skinning)
