@@ -18,6 +18,7 @@
 #include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
+#include "../kernels/cuda/tc_bodies.h"
 #include "../runtime/backend_plugin.h"
 #include "../runtime/backend_test.h"
 #include "../core/pack16.h"
@@ -1038,8 +1039,9 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
     for (int b = 0; b < B; b++)
         hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->net.in_mean,
                       m->net.in_std, b, B, nf);
-    float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *net = malloc(sizeof(float) * 9 * B);
-    float *phi = malloc(sizeof(float) * c->pose_dim), *M = malloc(sizeof(float) * 12 * B);
+    int ycat = 9 * B + c->pose_dim;
+    float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *y = malloc(sizeof(float) * ycat);
+    float *M = malloc(sizeof(float) * 12 * B), *wcat = malloc(sizeof(float) * ycat * H), *bcat = malloc(sizeof(float) * ycat);
     const float *in = X;
     for (int l = 0; l < 3; l++) {
         gemm_ref(h[l & 1], in, m->net.bonenet[l].w, 1, m->net.bonenet[l].in, H, 1);
@@ -1047,11 +1049,14 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
             h[l & 1][i] = hd_film_relu(h[l & 1][i], m->net.bonenet[l].b[i], id->film[2 * l * H + i], id->film[(2 * l + 1) * H + i]);
         in = h[l & 1];
     }
-    gemm_ref(net, in, m->net.bonenet[3].w, 1, H, 9 * B, 1);
-    for (int i = 0; i < 9 * B; i++) net[i] = hd_bias_act(net[i], m->net.bonenet[3].b[i], 0);
-    gemm_ref(phi, in, m->net.pose_embed.w, 1, H, c->pose_dim, 1);
-    for (int i = 0; i < c->pose_dim; i++) phi[i] = hd_bias_act(phi[i], m->net.pose_embed.b[i], 0);
-    for (int b = 0; b < B; b++) hd_bone_correct(M + 12 * b, T_hat + 12 * b, q + 3 * b, fr->lbs_only ? NULL : net + 9 * b);
+    /* the output layer and the pose embedding as one GEMM (upload_model's
+     * [bonenet.3; pose_embed]), biases added where they are read */
+    memcpy(wcat, m->net.bonenet[3].w, sizeof(float) * 9 * B * H);
+    memcpy(wcat + (size_t)9 * B * H, m->net.pose_embed.w, sizeof(float) * c->pose_dim * H);
+    memcpy(bcat, m->net.bonenet[3].b, sizeof(float) * 9 * B);
+    memcpy(bcat + 9 * B, m->net.pose_embed.b, sizeof(float) * c->pose_dim);
+    gemm_ref(y, in, wcat, 1, H, ycat, 1);
+    for (int b = 0; b < B; b++) hd_bone_correct_cat(M + 12 * b, T_hat + 12 * b, q + 3 * b, fr->lbs_only ? NULL : y, bcat, b);
     float *p = malloc(sizeof(float) * 3 * V);
     const float *w = fr->lbs_only ? g->skin_w0 : id->skin_w;
     for (int v = 0; v < V; v++) hd_skin_vertex(p + 3 * v, id->g + 3 * v, M, g->skin_idx + k * v, w + k * v, k);
@@ -1065,8 +1070,10 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
         int32_t *pos = expand_runs(g, 0, &n), *in_cov = malloc(sizeof(int32_t) * (n + 1));
         hd_input_cov(in_cov, pos, n, g->cov_texel, g->n_cov, Wu);
         for (int i = 0; i < n; i++)
-            hd_uv_input_texel(maps[0] + (size_t)pos[i] * C0, in_cov[i], g->faces, g->texel_face, g->texel_bary,
-                              g->cov_texel, p, id->F_cov, phi, c->feat_dim, c->pose_dim);
+            for (int ch = 0; ch < C0; ch++)
+                maps[0][(size_t)pos[i] * C0 + ch] = hd_uv_input_at(ch, in_cov[i], g->faces, g->texel_face, g->texel_bary,
+                                                                    g->cov_texel, p, id->F_cov, y + 9 * B, bcat + 9 * B,
+                                                                    c->feat_dim, c->pose_dim);
         free(pos);
         int Ci = C0, cur = 0;
         for (int l = 0; l < L; l++) {
@@ -1098,7 +1105,7 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
         free(in_cov);
     }
     for (int v = 0; v < V; v++) hd_apply(out + 3 * v, Hf, p + 3 * v);
-    free(X); free(T_hat); free(q); free(h[0]); free(h[1]); free(net); free(phi); free(M); free(p);
+    free(X); free(T_hat); free(q); free(h[0]); free(h[1]); free(y); free(M); free(wcat); free(bcat); free(p);
 }
 
 static void pipeline_case(const char *bundle, int garment)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
 #include "../kernels/cuda/tc_bodies.h"
@@ -369,3 +370,99 @@ Test(cuda_host, tc_layers_match_cpu_conv_tiny_fp16) { layer_case("tiny_random", 
 Test(cuda_host, tc_layers_match_cpu_conv_tiny_bf16) { layer_case("tiny_random", 1, 1); }
 Test(cuda_host, tc_layers_match_cpu_conv_small_fp16, .timeout = 120) { layer_case("small_random", 0, 0); }
 Test(cuda_host, tc_layers_match_cpu_conv_small_bf16, .timeout = 120) { layer_case("small_random", 1, 1); }
+
+/* The whole UV stage (docs/design.md §2.4 steps 7–9) as the backend chains it
+ * on tensor cores (uv_chunk_tc): the input map a channel at a time in the
+ * 16-bit type, the layers through the two compact buffers (their padded
+ * widths, modes, the last one in FP32), the sampling table; against the CPU
+ * backend's stage (cpu_uv_input, cpu_conv3x3, cpu_uv_sample) on a real
+ * identity's F_UV, the garment posed at rest and a random φ. */
+static void stage_case(const char *bundle, int bf16)
+{
+    drape_model *m = tu_load(bundle);
+    const drape_config *c = &m->cfg;
+    drape_backend *cpu = tu_backend(m);
+    int Hu = c->uv_h, Wu = c->uv_w, L = c->n_conv, df = c->feat_dim, dp = c->pose_dim, C0 = 4 + df + dp;
+    size_t P = (size_t)(Hu + 2) * (Wu + 2);
+    for (int gi = 0; gi < c->n_garments; gi++) {
+        const drape_garment *g = &m->garments[gi];
+        float betas[2] = {0.7f, -0.4f};
+        drape_identity *id = tu_identity(cpu, gi, betas, 2);
+        const float *F = ((const cpu_identity *)id)->F_cov;
+        float phi[1024], bias[1024], phib[1024];
+        uint64_t s = 60 + gi;
+        for (int i = 0; i < dp; i++) {
+            phi[i] = tu_rand(&s);
+            bias[i] = m->net.pose_embed.b[i];
+            phib[i] = phi[i] + bias[i];
+        }
+        /* CPU */
+        int Cmax = C0;
+        for (int l = 0; l < L; l++) Cmax = c->conv[l] > Cmax ? c->conv[l] : Cmax;
+        float *maps[3] = {calloc(P * Cmax, 4), calloc(P * Cmax, 4), calloc(P * Cmax, 4)};
+        float *want = malloc(sizeof(float) * 3 * g->V), *got = malloc(sizeof(float) * 3 * g->V);
+        cpu_uv_input(maps[0], g, g->rest, F, phib, df, dp, Hu, Wu);
+        int cur = 0;
+        for (int l = 0; l < L; l++) {
+            const drape_conv *cv = &m->net.conv[l];
+            float *taps = malloc(sizeof(float) * 9 * cv->in * cv->out), *wt = malloc(sizeof(float) * 9 * cv->in * cv->out);
+            cpu_conv_pack(taps, wt, cv->w, cv->in, cv->out);
+            cpu_conv cc = {.b = cv->b, .taps = taps, .wt = wt, .in = cv->in, .out = cv->out};
+            int mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1, o = l % 2 ? 2 : 1;
+            cpu_conv3x3(maps[o], maps[cur], &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
+            cur = o;
+            free(taps);
+            free(wt);
+        }
+        cpu_uv_sample(want, g, maps[cur], Hu, Wu);
+        /* tensor cores, emulated */
+        int n0, Cp0 = hd_tc_pad(C0);
+        int32_t *pos = positions(g, 0, &n0), *in_cov = malloc(sizeof(int32_t) * (size_t)(n0 + 1));
+        hd_input_cov(in_cov, pos, n0, g->cov_texel, g->n_cov, Wu);
+        float *buf[2] = {malloc(sizeof(float) * P * (Cmax + 16)), malloc(sizeof(float) * P * (Cmax + 16))};
+        for (int i = 0; i < n0; i++)
+            for (int ch = 0; ch < Cp0; ch++)
+                buf[0][(size_t)i * Cp0 + ch] = round16(hd_uv_input_at(ch, in_cov[i], g->faces, g->texel_face,
+                                                                      g->texel_bary, g->cov_texel, g->rest, F, phi, bias,
+                                                                      df, dp), bf16);
+        float *last = NULL, *pre = malloc(sizeof(float) * P * (Cmax + 16));
+        for (int l = 0; l < L; l++) {
+            const drape_conv *cv = &m->net.conv[l];
+            int Cip = hd_tc_pad(cv->in), Cop = hd_tc_pad(cv->out), islast = l == L - 1;
+            int mode = islast ? 0 : cv->in == cv->out ? 2 : 1, ni, no;
+            int32_t *pin = positions(g, l, &ni), *pout = positions(g, l + 1, &no);
+            int32_t *nbr = malloc(sizeof(int32_t) * 9 * (size_t)(no + 1));
+            cr_assert_eq(hd_tc_neighbours(nbr, pout, no, pin, ni, Hu, Wu), -1);
+            float *taps = malloc(sizeof(float) * 9 * cv->in * cv->out), *wt = malloc(sizeof(float) * 9 * cv->in * cv->out);
+            float *wp = malloc(sizeof(float) * 9 * (size_t)Cip * Cop), bp[4096];
+            cpu_conv_pack(taps, wt, cv->w, cv->in, cv->out);
+            hd_tc_pack_weights(wp, bp, taps, cv->b, cv->in, cv->out, Cip, Cop);
+            for (size_t i = 0; i < (size_t)9 * Cip * Cop; i++) wp[i] = round16(wp[i], bf16);
+            float *dst = islast ? (last = malloc(sizeof(float) * 3 * (size_t)(no + 1))) : buf[(l + 1) & 1];
+            emulate_layer(dst, pre, buf[l & 1], wp, bp, nbr, no, Cip, Cop, mode, islast, bf16);
+            free(pin); free(pout); free(nbr); free(taps); free(wt); free(wp);
+        }
+        int nl, copies = g->copy_start[g->V];
+        int32_t *posl = positions(g, L, &nl), *row = malloc(sizeof(int32_t) * 4 * (size_t)copies);
+        float *w = malloc(sizeof(float) * 4 * (size_t)copies);
+        cr_assert_eq(hd_tc_sample_table(row, w, g->uv, g->copy_uv, copies, posl, nl, Hu, Wu), -1);
+        for (int v = 0; v < g->V; v++) hd_tc_sample_vertex(got + 3 * v, g->copy_start, row, w, last, v);
+        double scale = 0, worst = 0;
+        for (int i = 0; i < 3 * g->V; i++) scale = fmax(scale, fabs(want[i]));
+        for (int i = 0; i < 3 * g->V; i++) worst = fmax(worst, fabs(got[i] - want[i]));
+        cr_log_info("%s garment %d %s: displacements up to %.3g m, the tensor-core stage %.3g m off the CPU's", bundle,
+                    gi, bf16 ? "bf16" : "fp16", scale, worst);
+        cr_assert(scale > 1e-4, "the random network should displace (%g)", scale);
+        cr_assert_leq(worst, (bf16 ? 5e-2 : 1e-2) * scale, "%s garment %d: %g m of %g", bundle, gi, worst, scale);
+        for (int i = 0; i < 3; i++) free(maps[i]);
+        free(want); free(got); free(pos); free(in_cov); free(buf[0]); free(buf[1]); free(last); free(pre);
+        free(posl); free(row); free(w);
+        drape_identity_free(cpu, id);
+    }
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda_host, tc_uv_stage_matches_cpu_tiny_fp16) { stage_case("tiny_random", 0); }
+Test(cuda_host, tc_uv_stage_matches_cpu_tiny_bf16) { stage_case("tiny_random", 1); }
+Test(cuda_host, tc_uv_stage_matches_cpu_small_fp16, .timeout = 120) { stage_case("small_random", 0); }

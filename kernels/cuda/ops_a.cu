@@ -80,14 +80,7 @@ static __device__ void bone_correct_one(float *M_b, const float *T_hat, const fl
                                         const float *b_cat, int y_stride, const cu_frame *x, int f, int b, int B)
 {
     size_t i = (size_t)f * B + b;
-    if (x->lbs) {
-        hd_bone_correct(M_b, T_hat + 12 * i, q + 3 * i, NULL);
-        return;
-    }
-    float net[9];
-    const float *y = y_cat + (size_t)f * y_stride + 9 * b;
-    for (int j = 0; j < 9; j++) net[j] = y[j] + b_cat[9 * b + j];
-    hd_bone_correct(M_b, T_hat + 12 * i, q + 3 * i, net);
+    hd_bone_correct_cat(M_b, T_hat + 12 * i, q + 3 * i, x->lbs ? NULL : y_cat + (size_t)f * y_stride, b_cat, b);
 }
 
 __global__ void k_bone_correct(float *M, const float *T_hat, const float *q, const float *y_cat, const float *b_cat,
