@@ -1284,3 +1284,67 @@ Test(cuda_host, gpu_check_script_steps_logs_and_deadline)
                   strstr(out, "== tests: not run"),
               "the deadline (rc %d):\n%s", rc, out);
 }
+
+/* make gpu-check's goals table (bench/gpu_goals.py through the script's
+ * goals step) from stub logs: every goal has its row with ours, the peer,
+ * the target and the verdict; a missing measurement is a FAIL; the step's
+ * status says whether all passed. */
+Test(cuda_host, gpu_check_goals_table_from_logs)
+{
+    static char out[16384];
+    char build[512];
+    snprintf(build, sizeof build, "%s", getenv("DRAPE_BIN") ? getenv("DRAPE_BIN") : "build/drape");
+    *(strrchr(build, '/') ? strrchr(build, '/') : build) = 0;
+    const char *logs = tu_tmp("gpu-goals");
+    char path[700];
+    tu_run(out, sizeof out, "mkdir -p %s", logs);
+    /* ours: fp16 rows (an fp32 row that would fail is ignored), PyTorch eager's */
+    snprintf(path, sizeof path, "%s/bench_gpu.jsonl", logs);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    const int batches[5] = {1, 8, 32, 64, 256};
+    const double paper[5] = {0.45, 0.40, 0.42, 0.43, 0.44}, small[5] = {0.12, 0.05, 0.03, 0.02, 0.01};
+    const double eager[5] = {4.1, 0.57, 0.19, 0.13, 0.093};
+    for (int b = 0; b < 5; b++) {
+        fprintf(f, "{\"bundle\":\"paper_random.safetensors\",\"backend\":\"cuda\",\"precision\":\"fp16\",\"batch\":%d,"
+                   "\"ms_per_frame\":%g}\n", batches[b], paper[b]);
+        fprintf(f, "{\"bundle\":\"paper_random.safetensors\",\"backend\":\"cuda\",\"precision\":\"fp32\",\"batch\":%d,"
+                   "\"ms_per_frame\":9}\n", batches[b]);
+        fprintf(f, "{\"bundle\":\"small_random.safetensors\",\"backend\":\"cuda\",\"precision\":\"fp16\",\"batch\":%d,"
+                   "\"ms_per_frame\":%g}\n", batches[b], small[b]);
+        fprintf(f, "{\"bundle\":\"small_random.safetensors\",\"backend\":\"torch_eager\",\"precision\":\"fp32\","
+                   "\"batch\":%d,\"ms_per_frame\":%g}\n", batches[b], eager[b]);
+    }
+    fclose(f);
+    /* torch.compile: beaten at every batch but 8 (0.40 against 0.39) */
+    snprintf(path, sizeof path, "%s/torch_compile.log", logs);
+    f = fopen(path, "w");
+    const double comp[5] = {4.28, 0.39, 1.6, 1.55, 1.52};
+    fprintf(f, "{\"what\": \"moduleB\", \"ms_per_identity\": 15.7}\n");
+    for (int b = 0; b < 5; b++)
+        fprintf(f, "{\"what\": \"moduleA\", \"batch\": %d, \"ms_per_frame\": %g, \"compiled\": true}\n", batches[b], comp[b]);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/load.log", logs);
+    f = fopen(path, "w");
+    fprintf(f, "draped on :4000 (cuda, fp16)\n{\"avatars\":1000,\"throughput_fps\":29990,\"sent\":300000,\"received\":300000,"
+               "\"dropped\":0,\"missing\":0,\"errors\":0,\"connection_errors\":0,\"latency_ms\":{\"p50\":3.1,\"p99\":7.9}}\n");
+    fclose(f);
+    int rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=goals GPU_CHECK_LOG=%s bench/gpu_check.sh %s", logs, build);
+    cr_assert_eq(rc, 1, "one goal fails (rc %d):\n%s", rc, out);
+    const char *want[] = {"| paper, module A at batch 1 | 0.4500 ms | 4.2800 ms (torch.compile) | ≤ 0.5 ms | pass |",
+                          "| paper, module A at batch 256 | 2273 frames/s | 658 frames/s (torch.compile) | ≥ 2,000 frames/s | pass |",
+                          "| paper, batch 8 | 0.4000 ms | 0.3900 ms (torch.compile) | faster than the peer | FAIL |",
+                          "| paper, batch 256 | 0.4400 ms | 1.5200 ms (torch.compile) | faster than the peer | pass |",
+                          "| small, batch 1 | 0.1200 ms | 4.1000 ms (PyTorch eager) | faster than the peer | pass |",
+                          "| small, module A at batch 1 | 0.1200 ms | 4.1000 ms (PyTorch eager) | ≤ 0.15 ms | pass |",
+                          "| default model, draped, 1,000 avatars x 30 fps | p99 7.90 ms, 0 dropped, 0 errors, 29990 frames/s | — | p99 ≤ 10 ms, 0 dropped | pass |",
+                          "13 of 14 goals pass"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) cr_assert(strstr(out, want[i]), "no row '%s' in:\n%s", want[i], out);
+    /* no load measured: its row fails; at fp32 (the goals' precision asked for) paper misses everything */
+    tu_run(out, sizeof out, "rm %s/load.log", logs);
+    rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=goals GPU_GOAL_PRECISION=fp32 GPU_CHECK_LOG=%s bench/gpu_check.sh %s",
+                logs, build);
+    cr_assert(rc == 1 && strstr(out, "| default model, draped, 1,000 avatars x 30 fps | — | — | p99 ≤ 10 ms, 0 dropped | FAIL |") &&
+                  strstr(out, "| paper, module A at batch 1 | 9.0000 ms |") && strstr(out, "| small, batch 1 | — |"),
+              "(rc %d)\n%s", rc, out);
+}
