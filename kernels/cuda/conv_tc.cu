@@ -200,7 +200,8 @@ void tc_launch(void *out, const void *in, const void *wt, const float *bias, con
                const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode,
                int64_t in_stride, int64_t out_stride, cudaStream_t s)
 {
-    dim3 grid((unsigned)((max_rows + TC_BM - 1) / TC_BM), (unsigned)ns, (unsigned)(Cop / BN));
+    int tiles = (max_rows + TC_BM - 1) / TC_BM;
+    dim3 grid((unsigned)(tiles > 0 ? tiles : 1), (unsigned)ns, (unsigned)(Cop / BN));
     k_conv_tc<T, BN, BK, LAST><<<grid, TC_THREADS, tc_smem_bytes<T, BN, BK>(), s>>>(
         out, (const T *)in, (const T *)wt, bias, slots, fr, gs, l, Cip, Cop, mode, in_stride, out_stride);
 }
