@@ -13,6 +13,7 @@ typedef struct {
     char bind[64];
     char model[512];
     char backend[16];
+    char precision[8];
     int64_t threads;
     int64_t max_batch;
     int64_t max_delay_us;
