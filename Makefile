@@ -46,7 +46,7 @@ CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -fno-math-errno -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
 LDFLAGS += -fopenmp $(SANITIZE)
-LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread
+LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lz -lm -lpthread
 
 # The layers, bottom up (README, "Architecture"); each is a static archive
 # that may call only the layers named after it in LAYER_DEPS_*. Programs link
