@@ -76,10 +76,11 @@ static int cmd_import(int argc, char **argv)
         drape_motion_free(&m);
         return drape_tool_die("motion import", &e);
     }
-    printf("%s: %s, skeleton %s (%d of 24 SMPL joints), units %s (%g m), root scale %g of the file's metres; "
+    printf("%s: %s, skeleton %s (%d of 24 SMPL joints), units %s (%g m), root motion x%.3g (%s); "
            "%d frames at %g fps -> %d frames at %g fps; heading %s; wrote %s\n",
-           o.in, m.format, m.skeleton, m.mapped, m.units, m.scale, m.leg_ratio, m.source_frames, m.source_fps,
-           m.frames, m.fps, o.keep_heading ? "kept" : "frame 0 faces +z", o.out);
+           o.in, m.format, m.skeleton, m.mapped, m.units, m.scale, m.leg_ratio,
+           o.scale > 0 || !strcmp(m.format, "npz") ? "as given" : "Drape's legs over the file's", m.source_frames,
+           m.source_fps, m.frames, m.fps, o.keep_heading ? "kept" : "frame 0 faces +z", o.out);
     drape_motion_free(&m);
     return 0;
 }
