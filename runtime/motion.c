@@ -624,13 +624,18 @@ static int plan_retarget(const bvh *b, const drape_motion_opts *o, retarget *rt,
         rt->root_scale = leg_smpl / leg;
     }
     out->leg_ratio = rt->root_scale / out->scale;
-    /* per bone: the turn from Drape's rest bone to the file's, in Drape's axes */
+    /* per bone: the turn from Drape's rest bone to the file's, in Drape's
+     * axes; a joint with no bone below it (a leaf: feet, head, hands)
+     * continues its parent's, as its segment continues the parent's bone */
     for (int k = 0; k < NJ; k++) {
         float *C = rt->C[k];
         rot_axis(C, 0, 0);
         int m = smpl_child[k];
         while (m >= 0 && f[m] < 0) m = smpl_child[m];
-        if (f[k] < 0 || m < 0) continue;
+        if (f[k] < 0 || m < 0) {
+            if (k) memcpy(C, rt->C[smpl_parent[k]], sizeof rt->C[k]);
+            continue;
+        }
         float e[3], ef[3];
         for (int i = 0; i < 3; i++) ef[i] = (float)(P[3 * f[m] + i] - P[3 * f[k] + i]);
         hd_apply(e, rt->A, ef);

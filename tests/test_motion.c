@@ -335,7 +335,10 @@ static void write_bvh(const char *path, const tskel *s, const float *poses, int 
     for (int k = 0; k < NJ; k++) {
         maxis(C[k], 0, 0);
         int m = child24[k];
-        if (m < 0 || find(s, k) < 0 || find(s, m) < 0) continue;
+        if (m < 0 || find(s, k) < 0 || find(s, m) < 0) { /* a leaf continues its parent's bone */
+            if (k) memcpy(C[k], C[parent24[k]], sizeof C[k]);
+            continue;
+        }
         double a[3], b[3];
         for (int q = 0; q < 3; q++) a[q] = Jr[3 * m + q] - Jr[3 * k + q], b[q] = s->j[find(s, m)].pos[q] - s->j[find(s, k)].pos[q];
         mswing(C[k], a, b);
@@ -456,6 +459,48 @@ Test(motion, mixamo_a_pose_in_cm_with_extra_joints_round_trips)
 Test(motion, cmu_names_units_and_a_rest_facing_x_round_trip)
 {
     round_trip(skel_cmu(), "cmu", "cmu", 40);
+}
+
+/* Not through this file's FK: an A-pose file whose one frame raises both
+ * arms 45° at the shoulder (everything else at zero) stands in a T-pose,
+ * so it is SMPL's rest, hands straight with the forearms included. */
+Test(motion, a_pose_file_with_arms_raised_is_smpl_rest)
+{
+    tskel s = skel_mixamo();
+    float zero[75] = {0};
+    const char *path = tu_tmp("apose.bvh");
+    write_bvh(path, &s, zero, 1, 30);
+    FILE *f = fopen(path, "r+");
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    char *line = strstr(text, "Frame Time:");
+    line = strchr(line, '\n') + 1;
+    int order[80], m = dfs(&s, 0, order, 0);
+    *line = 0;
+    drape_buf b = {0};
+    drape_buf_printf(&b, "%s0 0 0 0 0 0", text);
+    for (int i = 1; i < m; i++) {
+        const tjoint *j = &s.j[order[i]];
+        if (j->end) continue;
+        /* XYZ rotations: the left arm turns up about +z, the right about −z */
+        double z = strstr(j->name, "LeftArm") ? 45 : strstr(j->name, "RightArm") ? -45 : 0;
+        drape_buf_printf(&b, " 0 0 %g", z);
+    }
+    drape_buf_printf(&b, "\n");
+    drape_motion mo;
+    drape_error e = {0};
+    drape_motion_opts o = {.keep_heading = 1};
+    cr_assert_eq(drape_motion_read(&mo, b.p, b.len, &o, &e), 0, "%s", e.msg);
+    for (int k = 0; k < NJ; k++) {
+        const float *a = mo.poses + 3 * k;
+        cr_assert_lt(sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]), 1e-5, "%s is not at rest: %g %g %g",
+                     drape_smpl_joint_names[k], a[0], a[1], a[2]);
+    }
+    for (int q = 0; q < 3; q++) cr_assert_lt(fabs(mo.poses[72 + q]), 1e-5);
+    drape_motion_free(&mo);
+    drape_buf_free(&b);
+    fclose(f);
 }
 
 /* The default turns the whole motion about the vertical so frame 0 faces
