@@ -189,8 +189,10 @@ enum MHD_Result draped_route_motions(draped *d, struct MHD_Connection *c, const 
             const char *title;
             double fps;
             clip_meta(d, index, names[i], &title, &fps);
-            json_array_append_new(list, json_pack("{s:s,s:I,s:f,s:s}", "name", names[i], "frames",
-                                                  (json_int_t)a.shape[0], "fps", fps, "title", title));
+            /* a whole rate prints as one (30, not 30.0), as convert's does */
+            json_t *jf = fps == floor(fps) ? json_integer((json_int_t)fps) : json_real(fps);
+            json_array_append_new(list, json_pack("{s:s,s:I,s:o,s:s}", "name", names[i], "frames",
+                                                  (json_int_t)a.shape[0], "fps", jf, "title", title));
             drape_npy_free(&a);
         }
         free(names[i]);
