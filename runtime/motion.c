@@ -77,7 +77,7 @@ static const joint_map maps[] = {
     {"poser", {"hip", "lThigh|lThighBend", "rThigh|rThighBend", "abdomen|abdomenLower", "lShin", "rShin",
                "abdomen2|abdomenUpper", "lFoot", "rFoot", "chest|chestUpper", "lToe", "rToe", "neck|neckLower",
                "lCollar", "rCollar", "head", "lShldr|lShldrBend", "rShldr|rShldrBend", "lForeArm|lForearmBend",
-               "rForeArm|rForearmBend", "lHand", "rHand", "", ""}},
+               "rForeArm|rForearmBend", "lHand", "rHand", "lMid1", "rMid1"}},
     {"mixamo", {"Hips", "LeftUpLeg", "RightUpLeg", "Spine", "LeftLeg", "RightLeg", "Spine1", "LeftFoot", "RightFoot",
                 "Spine2", "LeftToeBase", "RightToeBase", "Neck", "LeftShoulder", "RightShoulder", "Head", "LeftArm",
                 "RightArm", "LeftForeArm", "RightForeArm", "LeftHand", "RightHand", "LeftHandMiddle1",
@@ -542,8 +542,11 @@ static void swing(float *T, const double *a, const double *b)
 
 typedef struct {
     int f[NJ];          /* the file joint of each SMPL joint, −1: none */
+    float hip_off[3];   /* the pelvis's offset from the file's pelvis joint, pelvis frame (metres) */
     float A[12], AT[12]; /* file axes to Drape's, and back */
     float C[NJ][12];    /* per-bone rest correction */
+    int end[NJ];        /* the SMPL joint at the far end of joint k's bone, −1: no bone */
+    float dir[NJ][3];   /* that bone in Drape's rest */
     double root_scale;  /* file units to Drape-body metres */
 } retarget;
 
@@ -624,14 +627,29 @@ static int plan_retarget(const bvh *b, const drape_motion_opts *o, retarget *rt,
         rt->root_scale = leg_smpl / leg;
     }
     out->leg_ratio = rt->root_scale / out->scale;
+    /* The pelvis goes where it puts Drape's hips on the file's hips, as
+     * they hang from the file's pelvis joint in the rest: skeletons put
+     * that joint anywhere near the hips (CMU's 10 cm above and 5 cm behind
+     * them, DAZ's hip 3 cm below), and the legs, not the joint, keep the
+     * feet on the floor. */
+    float hf[3], ha[3];
+    for (int i = 0; i < 3; i++)
+        hf[i] = (float)((P[3 * f[L_HIP] + i] + P[3 * f[R_HIP] + i]) / 2 - P[3 * f[PELVIS] + i]);
+    hd_apply(ha, rt->A, hf);
+    for (int i = 0; i < 3; i++)
+        rt->hip_off[i] = (float)(ha[i] * rt->root_scale - ((J[3 * L_HIP + i] + J[3 * R_HIP + i]) / 2 - J[i]));
     /* per bone: the turn from Drape's rest bone to the file's, in Drape's
      * axes; a joint with no bone below it (a leaf: feet, head, hands)
      * continues its parent's, as its segment continues the parent's bone */
     for (int k = 0; k < NJ; k++) {
         float *C = rt->C[k];
         rot_axis(C, 0, 0);
+        rt->end[k] = -1;
+        /* the bone's end: the next mapped joint down the chain that is not
+         * where this one is (CMU's Neck and LeftShoulder sit on Spine1,
+         * LeftFingerBase on LeftHand) */
         int m = smpl_child[k];
-        while (m >= 0 && f[m] < 0) m = smpl_child[m];
+        while (m >= 0 && (f[m] < 0 || (f[k] >= 0 && dist(P, f[m], f[k]) < 1e-6 * leg))) m = smpl_child[m];
         if (f[k] < 0 || m < 0) {
             if (k) memcpy(C, rt->C[smpl_parent[k]], sizeof rt->C[k]);
             continue;
@@ -642,13 +660,15 @@ static int plan_retarget(const bvh *b, const drape_motion_opts *o, retarget *rt,
         double d[3], ed[3] = {e[0], e[1], e[2]};
         for (int i = 0; i < 3; i++) d[i] = Jd[3 * m + i] - Jd[3 * k + i];
         swing(C, d, ed);
+        rt->end[k] = m;
+        for (int i = 0; i < 3; i++) rt->dir[k][i] = (float)d[i];
     }
     free(P);
     return 0;
 }
 
 /* one frame's SMPL pose [72] and the pelvis's place (Drape axes, metres,
- * before re-basing) from the file's channel values v */
+ * before re-basing: J_0 + trans) from the file's channel values v */
 static void frame_to_smpl(const bvh *b, const retarget *rt, const float *v, float *W, float *pose, float *pos)
 {
     for (int i = 0; i < b->n; i++) {
@@ -680,6 +700,20 @@ static void frame_to_smpl(const bvh *b, const retarget *rt, const float *v, floa
         hd_compose(t, rt->A, t);
         hd_compose(t, t, rt->AT);
         hd_compose(G[k], t, rt->C[k]);
+        /* Aimed along the file's bone as it is now: where unmapped joints
+         * lie inside a bone (CMU's Neck1 in the neck, DAZ's chestLower in
+         * spine2's bone) the bone's end moved with them; the swing that
+         * follows it is theirs, and the rest of their turn stays in the
+         * next mapped joint. Without such joints it is the identity. */
+        if (rt->end[k] >= 0) {
+            const float *pa = W + 12 * rt->f[k], *pb = W + 12 * rt->f[rt->end[k]];
+            float ef[3] = {pb[3] - pa[3], pb[7] - pa[7], pb[11] - pa[11]}, e[3], g[3], S[12];
+            hd_apply(e, rt->A, ef);
+            hd_apply(g, G[k], rt->dir[k]);
+            double gd[3] = {g[0], g[1], g[2]}, ed[3] = {e[0], e[1], e[2]};
+            swing(S, gd, ed);
+            hd_compose(G[k], S, G[k]);
+        }
     }
     for (int k = 0; k < NJ; k++) {
         float L[12], R9[9];
@@ -692,9 +726,10 @@ static void frame_to_smpl(const bvh *b, const retarget *rt, const float *v, floa
         hd_aa_from_rotmat(pose + 3 * k, R9);
     }
     const float *w = W + 12 * rt->f[PELVIS];
-    float p[3] = {w[3], w[7], w[11]};
+    float p[3] = {w[3], w[7], w[11]}, off[3];
     hd_apply(pos, rt->A, p);
-    for (int k = 0; k < 3; k++) pos[k] = (float)(pos[k] * rt->root_scale);
+    hd_apply(off, G[0], rt->hip_off); /* G[0]: the pelvis's turn (no aim, no translation) */
+    for (int k = 0; k < 3; k++) pos[k] = (float)(pos[k] * rt->root_scale + off[k]);
 }
 
 /* ---- shared by both formats ---- */

@@ -299,8 +299,30 @@ static int dfs(const tskel *s, int at, int *order, int n)
     return n;
 }
 
+/* the joint's one child (an unmapped joint inside a bone has one) */
+static int only_child(const tskel *s, int i)
+{
+    for (int c = 0; c < s->n; c++)
+        if (s->j[c].parent == i) return c;
+    return -1;
+}
+
+/* An unmapped joint's own turn at frame t. One inside a bone (between a
+ * mapped joint and the next, as Mixamo's UpLegRoll or CMU's Neck1) only
+ * twists about that bone unless bend: so SMPL's bone still points where the
+ * test's poses put it. fpos [T][n][3] (may be NULL): every joint's place
+ * relative to the root, in Drape's axes. */
+static void write_bvh_ex(const char *path, const tskel *s, const float *poses, int T, double fps, int bend,
+                         double *fpos);
+
 /* writes s as a BVH at fps whose frames are the SMPL poses [T,75] */
 static void write_bvh(const char *path, const tskel *s, const float *poses, int T, double fps)
+{
+    write_bvh_ex(path, s, poses, T, fps, 0, NULL);
+}
+
+static void write_bvh_ex(const char *path, const tskel *s, const float *poses, int T, double fps, int bend,
+                         double *fpos)
 {
     int order[80];
     cr_assert_eq(dfs(s, 0, order, 0), s->n);
@@ -365,6 +387,14 @@ static void write_bvh(const char *path, const tskel *s, const float *poses, int 
                 mmul(w, G[j->smpl], CT);
             } else { /* an unmapped joint turns by its own motion */
                 double e[3] = {0.3 * sin(0.7 * t + i), 0.2 * cos(0.4 * t + 2 * i), 0.25 * sin(0.3 * t - i)}, E[9];
+                int c = only_child(s, i);
+                int inside = j->parent >= 0 && s->j[j->parent].smpl >= 0 && c >= 0 && s->j[c].smpl >= 0 &&
+                             s->j[j->parent].smpl != 0;
+                if (inside && !bend) { /* a twist about the bone */
+                    double ax[3], na = 0, ang = 0.5 * sin(0.5 * t + i);
+                    for (int q = 0; q < 3; q++) ax[q] = s->j[c].pos[q] - j->pos[q], na += ax[q] * ax[q];
+                    for (int q = 0; q < 3; q++) e[q] = ax[q] / sqrt(na) * ang;
+                }
                 maa(E, e);
                 if (j->parent >= 0) mmul(w, W + 9 * j->parent, E);
                 else memcpy(w, E, sizeof E);
@@ -375,6 +405,15 @@ static void write_bvh(const char *path, const tskel *s, const float *poses, int 
                 mmul(L, PT, w);
             } else {
                 memcpy(L, w, sizeof L);
+            }
+            if (fpos) {
+                double *q = fpos + 3 * ((size_t)t * s->n + i), off[3];
+                if (j->parent < 0) q[0] = q[1] = q[2] = 0;
+                else {
+                    for (int k = 0; k < 3; k++) off[k] = j->pos[k] - s->j[j->parent].pos[k];
+                    mvec(off, W + 9 * j->parent, off);
+                    for (int k = 0; k < 3; k++) q[k] = fpos[3 * ((size_t)t * s->n + j->parent) + k] + off[k];
+                }
             }
             mmul(Lf, M, L); /* in the file's axes: M L Mᵀ */
             mmul(Lf, Lf, MT);
@@ -459,6 +498,67 @@ Test(motion, mixamo_a_pose_in_cm_with_extra_joints_round_trips)
 Test(motion, cmu_names_units_and_a_rest_facing_x_round_trip)
 {
     round_trip(skel_cmu(), "cmu", "cmu", 40);
+}
+
+/* SMPL's forward kinematics on Drape's rest joints: X [24][3] */
+static void smpl_fk(double *X, const float *pose)
+{
+    const float *J = drape_motion_smpl_rest;
+    double G[NJ][9];
+    for (int k = 0; k < NJ; k++) {
+        double R[9];
+        maaf(R, pose + 3 * k);
+        if (!k) {
+            memcpy(G[0], R, sizeof R);
+            for (int q = 0; q < 3; q++) X[q] = J[q] + pose[72 + q];
+            continue;
+        }
+        int p = parent24[k];
+        mmul(G[k], G[p], R);
+        double off[3] = {J[3 * k] - J[3 * p], J[3 * k + 1] - J[3 * p + 1], J[3 * k + 2] - J[3 * p + 2]};
+        mvec(off, G[p], off);
+        for (int q = 0; q < 3; q++) X[3 * k + q] = X[3 * p + q] + off[q];
+    }
+}
+
+/* Retargeting by bone direction: with unmapped joints that bend inside
+ * bones (Neck1, UpLegRoll, SpineMid turning freely) every SMPL bone of the
+ * import still points where the file's bone points, in every frame. */
+static void bones_follow(tskel s)
+{
+    enum { T = 20 };
+    float poses[75 * T];
+    random_motion(poses, T, 31);
+    double *fp = malloc(sizeof *fp * 3 * (size_t)T * s.n);
+    const char *path = tu_tmp("bend.bvh");
+    write_bvh_ex(path, &s, poses, T, 30, 1, fp);
+    drape_motion m;
+    drape_error e = {0};
+    drape_motion_opts o = {.keep_heading = 1};
+    cr_assert_eq(drape_motion_load(&m, path, &o, &e), 0, "%s", e.msg);
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        double X[NJ * 3];
+        smpl_fk(X, m.poses + 75 * t);
+        for (int k = 0; k < NJ; k++) {
+            int c = child24[k];
+            if (c < 0) continue;
+            const double *a = fp + 3 * ((size_t)t * s.n + find(&s, k)), *b = fp + 3 * ((size_t)t * s.n + find(&s, c));
+            double u[3], v[3], nu = 0, nv = 0, dot = 0;
+            for (int q = 0; q < 3; q++) u[q] = b[q] - a[q], v[q] = X[3 * c + q] - X[3 * k + q];
+            for (int q = 0; q < 3; q++) nu += u[q] * u[q], nv += v[q] * v[q], dot += u[q] * v[q];
+            worst = fmax(worst, acos(fmin(1.0, dot / sqrt(nu * nv))));
+        }
+    }
+    cr_assert_lt(worst, 1e-4, "a bone is %g rad off the file's", worst);
+    drape_motion_free(&m);
+    free(fp);
+}
+
+Test(motion, bones_follow_the_file_through_bending_unmapped_joints)
+{
+    bones_follow(skel_cmu());
+    bones_follow(skel_mixamo());
 }
 
 /* Not through this file's FK: an A-pose file whose one frame raises both
