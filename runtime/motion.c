@@ -798,13 +798,23 @@ static int check_fps(double fps, const char *what, drape_error *err)
     return drape_fail(err, DRAPE_ERANGE, "%s %g fps: %g to %g are read", what, fps, DRAPE_MOTION_MIN_FPS, DRAPE_MOTION_MAX_FPS);
 }
 
+static int check_opts(const drape_motion_opts *o, drape_error *err)
+{
+    if (o->fps && check_fps(o->fps, "output", err)) return DRAPE_ERANGE;
+    if (o->source_fps && check_fps(o->source_fps, "source", err)) return DRAPE_ERANGE;
+    if (!(o->scale >= 0 && o->scale <= 1e6)) return drape_fail(err, DRAPE_ERANGE, "scale %g: 0 (from the legs) to 1e6", o->scale);
+    if (o->skeleton < 0 || o->skeleton > DRAPE_SKEL_MAP) return drape_fail(err, DRAPE_EINVAL, "unknown skeleton %d", o->skeleton);
+    return 0;
+}
+
 int drape_motion_read_bvh(drape_motion *out, const uint8_t *data, size_t len, const drape_motion_opts *o,
                           drape_error *err)
 {
     memset(out, 0, sizeof *out);
     o = opts_or_default(o);
     snprintf(out->format, sizeof out->format, "bvh");
-    if (o->fps && check_fps(o->fps, "output", err)) return err ? err->code : DRAPE_ERANGE;
+    int rc = check_opts(o, err);
+    if (rc) return rc;
     cursor c = {(const char *)data, (const char *)data + len, 1};
     if (len >= 3 && !memcmp(data, "\xEF\xBB\xBF", 3)) c.p += 3;
     for (size_t i = 0; i < len; i++)
@@ -812,7 +822,7 @@ int drape_motion_read_bvh(drape_motion *out, const uint8_t *data, size_t len, co
     bvh b = {0};
     retarget rt;
     float *W = NULL, *v = NULL, *poses = NULL, *pos = NULL;
-    int rc = parse_hierarchy(&c, &b, err);
+    rc = parse_hierarchy(&c, &b, err);
     if (!rc) rc = choose_map(&b, o, rt.f, out->skeleton, err);
     if (!rc) rc = plan_retarget(&b, o, &rt, out, err);
     if (rc) goto done;
@@ -835,7 +845,7 @@ int drape_motion_read_bvh(drape_motion *out, const uint8_t *data, size_t len, co
         goto done;
     }
     finish(poses, pos, b.frames, o->keep_heading);
-    rc = finish_common(out, poses, b.frames, snap_fps(1 / b.frame_time), o, err);
+    rc = finish_common(out, poses, b.frames, o->source_fps > 0 ? o->source_fps : snap_fps(1 / b.frame_time), o, err);
     poses = NULL;
 done:
     free(b.j);
@@ -855,10 +865,11 @@ int drape_motion_read_npz(drape_motion *out, const uint8_t *data, size_t len, co
     memset(out, 0, sizeof *out);
     o = opts_or_default(o);
     snprintf(out->format, sizeof out->format, "npz");
-    if (o->fps && check_fps(o->fps, "output", err)) return err ? err->code : DRAPE_ERANGE;
+    int rc = check_opts(o, err);
+    if (rc) return rc;
     drape_npy P = {0}, Tr = {0}, R = {0};
     float *poses = NULL, *pos = NULL;
-    int rc = drape_npz_array(&P, data, len, "poses.npy", NPZ_MAX_ARRAY, err);
+    rc = drape_npz_array(&P, data, len, "poses.npy", NPZ_MAX_ARRAY, err);
     if (!rc) rc = drape_npz_array(&Tr, data, len, "trans.npy", NPZ_MAX_ARRAY, err);
     if (!rc) {
         rc = drape_npz_array(&R, data, len, "mocap_framerate.npy", NPZ_MAX_ARRAY, err);
@@ -883,7 +894,7 @@ int drape_motion_read_npz(drape_motion *out, const uint8_t *data, size_t len, co
         rc = drape_fail(err, DRAPE_ESHAPE, "npz: mocap_framerate must be one number");
         goto done;
     }
-    double src = snap_fps(R.data[0]);
+    double src = o->source_fps > 0 ? o->source_fps : snap_fps(R.data[0]);
     if ((rc = check_fps(src, "npz: mocap_framerate", err))) goto done;
     for (int64_t i = 0; i < P.numel; i++)
         if (!isfinite(P.data[i])) {

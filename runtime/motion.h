@@ -51,6 +51,8 @@ typedef struct {
     const char *map;    /* a joint map's text (lines "smpl_joint bvh_joint"), or NULL */
     size_t map_len;
     int keep_heading;   /* 0: turned so frame 0 faces +z; 1: the file's heading */
+    double source_fps;  /* the file's frame rate when its own is wrong (CMU's 60-fps takes
+                           converted with Frame Time 1/120); 0: the file's */
 } drape_motion_opts;
 
 typedef struct {

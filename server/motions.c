@@ -67,6 +67,9 @@ enum MHD_Result draped_route_motion_convert(draped *d, struct MHD_Connection *c,
     if (query_number(c, "fps", DRAPE_MOTION_MIN_FPS, DRAPE_MOTION_MAX_FPS, &o.fps))
         return draped_http_error(d, c, R_MOTIONS, DRAPE_EC_BAD_FIELD, "fps must be a number in [%g, %g]",
                                  DRAPE_MOTION_MIN_FPS, DRAPE_MOTION_MAX_FPS);
+    if (query_number(c, "source_fps", DRAPE_MOTION_MIN_FPS, DRAPE_MOTION_MAX_FPS, &o.source_fps))
+        return draped_http_error(d, c, R_MOTIONS, DRAPE_EC_BAD_FIELD, "source_fps must be a number in [%g, %g]",
+                                 DRAPE_MOTION_MIN_FPS, DRAPE_MOTION_MAX_FPS);
     if (query_number(c, "scale", 0, 1e6, &o.scale))
         return draped_http_error(d, c, R_MOTIONS, DRAPE_EC_BAD_FIELD,
                                  "scale must be a number in [0, 1e6] (metres per file unit; 0: from the legs)");

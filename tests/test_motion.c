@@ -804,6 +804,14 @@ Test(motion, bvh_at_120_imported_at_30)
     for (int i = 0; i < a.frames; i++)
         cr_assert_eq(memcmp(a.poses + 75 * i, b.poses + 75 * 4 * i, sizeof(float) * 75), 0, "frame %d", i);
     drape_motion_free(&a);
+    /* a file whose Frame Time is wrong: read as 60 fps, 30 out is every 2nd */
+    drape_motion_opts o60 = {.fps = 30, .source_fps = 60};
+    cr_assert_eq(drape_motion_load(&a, path, &o60, &e), 0, "%s", e.msg);
+    cr_assert_eq(a.source_fps, 60);
+    cr_assert_eq(a.frames, 17);
+    for (int i = 0; i < a.frames; i++)
+        cr_assert_eq(memcmp(a.poses + 75 * i, b.poses + 75 * 2 * i, sizeof(float) * 75), 0, "frame %d", i);
+    drape_motion_free(&a);
     drape_motion_free(&b);
 }
 

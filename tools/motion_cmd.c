@@ -1,6 +1,6 @@
 /* `drape motion import`: a BVH or AMASS npz file to the pose file `drape
  * infer` reads (runtime/motion.h, docs/motion.md).
- *   drape motion import IN --out OUT.npy [--fps 30] [--scale S] [--map FILE]
+ *   drape motion import IN --out OUT.npy [--fps 30] [--source-fps 0] [--scale S] [--map FILE]
  *                          [--skeleton auto|cmu|poser|mixamo|smpl] [--keep-heading]
  * Prints what it found: format, skeleton, units, source and output frames. */
 #include <errno.h>
@@ -14,7 +14,7 @@
 
 typedef struct {
     const char *in, *out, *map;
-    double fps, scale;
+    double fps, scale, source_fps;
     int skeleton, keep_heading;
 } import_opts;
 static const drape_opt import_opts_table[] = {
@@ -22,6 +22,9 @@ static const drape_opt import_opts_table[] = {
                 "where the poses go: float32 [T, 75], what drape infer --poses reads"),
     DRAPE_OPT_D(import_opts, fps, "fps", "30", DRAPE_MOTION_MIN_FPS, DRAPE_MOTION_MAX_FPS, "FPS", 0,
                 "output frame rate (the file's is resampled: slerp per joint, linear translation)"),
+    DRAPE_OPT_D(import_opts, source_fps, "source-fps", "0", 0, DRAPE_MOTION_MAX_FPS, "FPS", 0,
+                "the file's frame rate, where its own is wrong (CMU's 60-fps takes converted at Frame Time "
+                "1/120); 0: the file's"),
     DRAPE_OPT_D(import_opts, scale, "scale", "0", 0, 1e6, "S", 0,
                 "BVH: metres per file unit; 0: the unit from the leg length, and the root moves as far as Drape's "
                 "legs would carry it (given, the root moves S x the file's units)"),
@@ -59,7 +62,8 @@ static int cmd_import(int argc, char **argv)
     import_opts o = {0};
     int rc = drape_opts_parse(&import_spec, &o, argc, argv);
     if (rc) return drape_opts_status(rc);
-    drape_motion_opts mo = {.fps = o.fps, .scale = o.scale, .skeleton = o.skeleton, .keep_heading = o.keep_heading};
+    drape_motion_opts mo = {.fps = o.fps, .scale = o.scale, .skeleton = o.skeleton, .keep_heading = o.keep_heading,
+                            .source_fps = o.source_fps};
     char *map = NULL;
     if (o.map && read_map(o.map, &map, &mo.map_len)) {
         free(map);
