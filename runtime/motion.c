@@ -417,7 +417,7 @@ static int parse_map(const char *text, size_t len, joint_map *m, char (*store)[D
         if (m->joints[k][0]) return drape_fail(err, DRAPE_EFORMAT, "joint map line %d: %s mapped twice", line, a);
         if (strlen(bname) > DRAPE_MOTION_MAX_NAME || strchr(bname, '|'))
             return drape_fail(err, DRAPE_EFORMAT, "joint map line %d: bad joint name '%s'", line, bname);
-        snprintf(store[k], DRAPE_MOTION_MAX_NAME + 1, "%s", bname);
+        memcpy(store[k], bname, strlen(bname) + 1); /* at most DRAPE_MOTION_MAX_NAME, checked above */
         m->joints[k] = store[k];
     }
     return 0;
