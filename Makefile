@@ -46,7 +46,7 @@ CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -fno-math-errno -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
 LDFLAGS += -fopenmp $(SANITIZE)
-LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread
+LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lz -lm -lpthread
 
 # The layers, bottom up (README, "Architecture"); each is a static archive
 # that may call only the layers named after it in LAYER_DEPS_*. Programs link
@@ -230,7 +230,7 @@ check:
 # `make fuzz` runs each for FUZZ_SECONDS and prints executions per harness;
 # `make test` runs each for FUZZ_SMOKE_SECONDS over its committed corpus
 # (fuzz-smoke). Either fails when a harness finds a crash, leak or UB.
-FUZZERS := ws msg_json msg_msgpack http safetensors npy obj
+FUZZERS := ws msg_json msg_msgpack http safetensors npy obj bvh npz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 3
 FUZZ_BUILD := build-fuzz

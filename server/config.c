@@ -73,6 +73,11 @@ static const opt table[] = {
       "m/s: a stream's root moving faster than this between two frames is a cut (history restarts; 0: off)"),
     I(cut_spin, "cut-spin", "DRAPE_CUT_SPIN", "60", 0, 100000,
       "rad/s: a joint turning faster than this between two frames is a cut (history restarts; 0: off)"),
+    /* a 10-minute CMU take at 120 fps is about 20 MB of BVH text, an AMASS npz of it 5 MB */
+    I(motion_max_bytes, "motion-max-bytes", "DRAPE_MOTION_MAX_BYTES", "16777216", 1024, 64 << 20,
+      "bytes of a BVH or npz file sent to POST /v1/motions/convert (413 beyond)"),
+    S(motions_dir, "motions-dir", "DRAPE_MOTIONS_DIR", "data/motions",
+      "folder of the .npy clips GET /v1/motions lists (missing: an empty list)"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 

@@ -7,7 +7,8 @@ static const char *route_names[R_COUNT] = {
 };
 static const unsigned codes[C_COUNT] = {101, 200, 400, 401, 404, 405, 413, 426, 500, 503, 0};
 static const char *limit_names[L_COUNT] = {"connections", "avatars", "message", "body", "send_queue",
-                                           "error_flood", "idle", "cache", "per_ip", "header_timeout", "pose"};
+                                           "error_flood", "idle", "cache", "per_ip", "header_timeout", "pose",
+                                           "motion"};
 static const int close_codes[] = {DRAPED_CLOSE_CODES};
 _Static_assert(sizeof close_codes / sizeof close_codes[0] == WSC_CODES, "WSC_CODES counts DRAPED_CLOSE_CODES");
 static const char *close_classes[WSC_COUNT - WSC_CODES] = {"3xxx", "4xxx", "other"};
