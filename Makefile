@@ -46,7 +46,7 @@ CC      ?= cc
 OPT     ?= -O2 -g
 CFLAGS  := $(OPT) -std=c11 -D_DEFAULT_SOURCE -fno-math-errno -I/usr/include/suitesparse -fopenmp -Wall -Wextra -Werror -MMD -MP $(BLAS_CFLAGS) $(SANITIZE)
 LDFLAGS += -fopenmp $(SANITIZE)
-LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lm -lpthread
+LDLIBS  := $(BLAS_LIBS) -lcholmod -lmicrohttpd -lgnutls -lmsgpackc -lmeshoptimizer -ljansson -lz -lm -lpthread
 
 # The layers, bottom up (README, "Architecture"); each is a static archive
 # that may call only the layers named after it in LAYER_DEPS_*. Programs link
@@ -72,15 +72,19 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 
-# The CUDA backend (kernels/cuda) whenever nvcc is found: sm_90 SASS plus
-# compute_90 PTX (newer GPUs JIT it). Without nvcc everything else builds and
-# `cuda` backends are refused with DRAPE_ENOTSUP.
+# The CUDA backend (kernels/cuda) whenever nvcc is found: SASS for each of
+# CUDA_ARCHS (sm_80, the A100's, and sm_90, the H100/H200's: the tensor-core
+# conv needs sm_80's cp.async and BF16 MMA) plus PTX of the last (newer GPUs
+# JIT it). Without nvcc everything else builds and `cuda` backends are
+# refused with DRAPE_ENOTSUP.
+CUDA_ARCHS ?= 80 90
 ifneq ($(NVCC),)
 CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_LIB  := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 CU_SRC    := $(wildcard kernels/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:%.cu=$(BUILD)/%.o)
-NVCCFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
+NVCCFLAGS := -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
              -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -MMD -MP -DDRAPE_HAVE_CUDA
 CFLAGS    += -DDRAPE_HAVE_CUDA
 CUDA_PLUGIN := $(BUILD)/libdrape_cuda.so
@@ -112,7 +116,7 @@ all: cuda-note $(BUILD)/layers.ok $(BUILD)/libdrape.a $(BUILD)/drape $(BUILD)/dr
      $(BUILD)/drape_bench_gpu $(BUILD)/drape_pose_fuzz
 
 cuda-note:
-	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); building the CUDA backend (sm_90 + PTX) and the CPU backend"; \
+	@if [ -n "$(NVCC)" ]; then echo "make: nvcc found ($(NVCC)); building the CUDA backend (sm_$(subst $() ,/,$(CUDA_ARCHS)) + PTX) and the CPU backend"; \
 	 else echo "make: no nvcc; building the CPU backend only"; fi
 
 $(BUILD)/%.o: %.cu
@@ -226,7 +230,7 @@ check:
 # `make fuzz` runs each for FUZZ_SECONDS and prints executions per harness;
 # `make test` runs each for FUZZ_SMOKE_SECONDS over its committed corpus
 # (fuzz-smoke). Either fails when a harness finds a crash, leak or UB.
-FUZZERS := ws msg_json msg_msgpack http safetensors npy obj
+FUZZERS := ws msg_json msg_msgpack http safetensors npy obj bvh npz
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 3
 FUZZ_BUILD := build-fuzz

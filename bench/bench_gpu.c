@@ -1,11 +1,14 @@
 /* `make gpu-check`'s benchmark: module A per frame at batch 1, 8, 32, 64 and
  * 256 and module B per identity, for each bundle, on the CUDA backend (FP32,
- * TF32, BF16), the CPU backend and the PyTorch reference on the same GPU
- * (train/bench_ref.py --device cuda, eager) in the same run; prints a table,
- * plus the largest |CUDA − CPU| of the batch-32 outputs per precision.
+ * TF32, BF16, FP16), the CPU backend and the PyTorch reference on the same
+ * GPU (train/bench_ref.py --device cuda, eager) in the same run; prints a
+ * table with, per precision, the largest |CUDA − CPU| and |CUDA − CUDA FP32|
+ * of the batch-32 outputs and the device launches of a batch of 1.
  *
  *   drape_bench_gpu BUNDLE...   env: DRAPE_BENCH_THREADS (CPU threads, default all cores),
- *                                    DRAPE_PYTHON (default /usr/bin/python3)
+ *                                    DRAPE_PYTHON (default /usr/bin/python3),
+ *                                    DRAPE_BENCH_JSON (a file: the numbers as JSON
+ *                                    lines too, for bench/gpu_goals.py)
  *
  * The CPU backend runs only the batches that finish in reasonable time (1
  * and 32; the paper-scale configuration takes about a second per frame). */
@@ -19,6 +22,7 @@
 
 #include "bench_util.h"
 #include "../runtime/backend.h"
+#include "../runtime/backend_test.h"
 #include "../runtime/model.h"
 #include "../runtime/omp_env.h"
 
@@ -130,6 +134,17 @@ static void bench_torch(const char *path, double *b_ms, double *a_ms)
     pclose(p);
 }
 
+static FILE *json_out; /* DRAPE_BENCH_JSON */
+
+/* one measurement as a JSON line: what (backend, precision or peer), batch, ms per frame */
+static void json_row(const char *bundle, const char *backend, const char *precision, int batch, double ms)
+{
+    if (!json_out || isnan(ms)) return;
+    fprintf(json_out, "{\"bundle\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\",\"batch\":%d,\"ms_per_frame\":%.6f}\n",
+            bundle, backend, precision, batch, ms);
+    fflush(json_out);
+}
+
 static int bench_bundle(const char *path, int threads)
 {
     drape_model *m;
@@ -163,29 +178,49 @@ static int bench_bundle(const char *path, int threads)
     for (int b = 0; b < NB; b++) printf(isnan(cpu_a[b]) ? " — |" : " %.3f |", cpu_a[b]);
     printf(" — |\n");
 
-    static const char *prec[3] = {"fp32", "tf32", "bf16"};
-    for (int p = 0; p < 3; p++) {
+    for (int b = 0; b < NB; b++) json_row(name, "cpu", "fp32", BATCHES[b], cpu_a[b]);
+
+    /* FP32 first: its batch-32 outputs are the reference of the reduced precisions' second error */
+    float *ref32[32];
+    for (int a = 0; a < 32; a++) ref32[a] = malloc(sizeof(float) * 3 * Vmax);
+    for (int p = 0; p < DRAPE_PRECISION_COUNT; p++) {
         rig gpu;
         if (rig_open(&gpu, m, "cuda", p, threads)) return 1;
         double a[NB];
         for (int b = 0; b < NB; b++) {
             make_frames(fr, poses, outs, &gpu, m, BATCHES[b]);
             a[b] = time_batch(gpu.be, fr, BATCHES[b], 1000);
+            json_row(name, "cuda", drape_precision_name(p), BATCHES[b], a[b]);
         }
+        make_frames(fr, poses, outs, &gpu, m, 1);
+        if (drape_backend_run(gpu.be, fr, 1, &e)) {
+            fprintf(stderr, "bench: %s\n", e.msg);
+            return 1;
+        }
+        int launches = drape_backend_cuda_launches(gpu.be);
         /* same frames as the CPU's batch of 32: cpu.ids[i] and gpu.ids[i] share betas */
-        make_frames(fr, poses, outs, &gpu, m, 32);
+        make_frames(fr, poses, p ? outs : ref32, &gpu, m, 32);
         if (drape_backend_run(gpu.be, fr, 32, &e)) {
             fprintf(stderr, "bench: %s\n", e.msg);
             return 1;
         }
-        double err = 0;
+        double err = 0, err32 = 0;
         for (int f = 0; f < 32; f++) {
             int V = m->garments[drape_identity_garment(fr[f].id)].V;
-            for (int i = 0; i < 3 * V; i++) err = fmax(err, fabs((double)outs[f][i] - ref[f][i]));
+            for (int i = 0; i < 3 * V; i++) {
+                err = fmax(err, fabs((double)fr[f].out[i] - ref[f][i]));
+                err32 = fmax(err32, fabs((double)fr[f].out[i] - ref32[f][i]));
+            }
         }
-        printf("| %s | cuda %s | B %.2f ms |", name, prec[p], gpu.b_ms);
+        printf("| %s | cuda %s | B %.2f ms |", name, drape_precision_name(p), gpu.b_ms);
         for (int b = 0; b < NB; b++) printf(" %.4f |", a[b]);
-        printf(" %.2e m, %.0f frames/s at 256 |\n", err, 1e3 / a[NB - 1]);
+        printf(" %.2e m vs CPU, %.2e m vs FP32; %.0f frames/s at 256; %d launches at batch 1 |\n", err, err32,
+               1e3 / a[NB - 1], launches);
+        if (json_out)
+            fprintf(json_out,
+                    "{\"bundle\":\"%s\",\"backend\":\"cuda\",\"precision\":\"%s\",\"err_cpu_m\":%.3e,"
+                    "\"err_fp32_m\":%.3e,\"launches_b1\":%d}\n",
+                    name, drape_precision_name(p), err, err32, launches);
         rig_close(&gpu);
     }
     rig_close(&cpu);
@@ -194,8 +229,12 @@ static int bench_bundle(const char *path, int threads)
     printf(isnan(tb) ? "| %s | PyTorch eager (cuda) | — |" : "| %s | PyTorch eager (cuda) | B %.2f ms |", name, tb);
     for (int b = 0; b < NB; b++) printf(isnan(ta[b]) ? " — |" : " %.4f |", ta[b]);
     printf(" — |\n");
+    for (int b = 0; b < NB; b++) json_row(name, "torch_eager", "fp32", BATCHES[b], ta[b]);
     for (int a = 0; a < MAXN; a++) free(outs[a]);
-    for (int a = 0; a < 32; a++) free(ref[a]);
+    for (int a = 0; a < 32; a++) {
+        free(ref[a]);
+        free(ref32[a]);
+    }
     drape_model_free(m);
     return 0;
 }
@@ -209,12 +248,19 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    const char *jp = getenv("DRAPE_BENCH_JSON");
+    if (jp && *jp && !(json_out = fopen(jp, "a"))) {
+        fprintf(stderr, "bench: cannot write %s\n", jp);
+        return 1;
+    }
     printf("module A: ms per frame at batch");
     for (int b = 0; b < NB; b++) printf(" %d", BATCHES[b]);
-    printf("; module B: ms per identity; error: max |CUDA − CPU| over a batch of 32\n\n");
+    printf("; module B: ms per identity; error: max |CUDA − CPU| and |CUDA − CUDA FP32| over a batch of 32;"
+           " launches: the device's kernels and copies for a batch of 1 (its CUDA graph's nodes)\n\n");
     printf("| bundle | backend | module B | A b=1 | A b=8 | A b=32 | A b=64 | A b=256 | error, throughput |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
-    for (int i = 1; i < argc; i++)
-        if (bench_bundle(argv[i], threads)) return 1;
-    return 0;
+    int rc = 0;
+    for (int i = 1; i < argc && !rc; i++) rc = bench_bundle(argv[i], threads);
+    if (json_out) fclose(json_out);
+    return rc;
 }

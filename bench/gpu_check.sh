@@ -1,24 +1,32 @@
 #!/bin/bash
 # `make gpu-check`: everything that needs a GPU, in one run that ends within
-# GPU_CHECK_SECONDS (7.5 minutes): the device's facts, the CUDA tests, the GPU benchmark
-# (bench_gpu.c: module A and B on the CUDA backend at three precisions, the CPU
-# backend and the PyTorch reference on the same GPU), PyTorch's torch.compile
-# at batch 1 and 256, draped on the CUDA backend (bench_server.c), and
-# training on CUDA: the train tests (whose fits take the GPU when there is
-# one) and train.py fit's speed there against the CPU (train_speed.sh).
+# GPU_CHECK_SECONDS (8 minutes): the device's facts, the CUDA tests, the GPU
+# benchmark (bench_gpu.c: module A and B on the CUDA backend at its four
+# precisions, the CPU backend and the PyTorch reference on the same GPU),
+# PyTorch's torch.compile at paper scale and batch 1, 8, 32, 64 and 256,
+# draped on the CUDA backend with the default model under 1,000 avatars x 30
+# fps (gpu_load.sh), then the goals' table (gpu_goals.py: each goal's row,
+# ours, the peer, the goal, pass or FAIL). Then, as far as the time allows,
+# the extras: draped's benchmark on the CUDA backend (bench_server.c) and
+# training on CUDA (the train tests, whose fits take the GPU when there is
+# one, and train.py fit's speed there against the CPU, train_speed.sh).
 #
 #   bench/gpu_check.sh [BUILD]     BUILD: the build folder (default build)
 #   env: GPU_CHECK_LOG  folder for one log per step (default BUILD/gpu-check)
-#        GPU_CHECK_SECONDS  the whole run's limit (default 450): a step's own
+#        GPU_CHECK_SECONDS  the whole run's limit (default 480): a step's own
 #                       limit shrinks to what is left, so the run ends in time
-#        GPU_CHECK_STEPS    the steps to run (default all: device tests
-#                       bench_gpu bench_server torch_compile train_tests train_speed)
+#        GPU_CHECK_STEPS    the steps to run (default: device tests bench_gpu
+#                       torch_compile load goals, then the extras bench_server
+#                       train_tests train_speed); steps named here must run
+#        GPU_GOAL_PRECISION the precision the goals are judged at (fp16)
 #        DRAPE_PYTHON   a python3 with torch and numpy (default: python3 if it
 #                       imports torch, else /usr/bin/python3)
 #
 # Every step runs under its own time limit and the script goes on after a
 # failing step, so that one run brings back all it can; it exits with the
-# first failing step's status. Binaries built elsewhere run too: a folder
+# first failing step's status. A step that the deadline leaves no time for
+# fails the run, except the extras of the default list, which are reported
+# as not run. Binaries built elsewhere run too: a folder
 # lib/ beside BUILD (bench/gpu_pack.sh fills it) goes on LD_LIBRARY_PATH, and
 # cuBLAS is looked for where CUDA images keep it when the plugin's rpath
 # misses it.
@@ -42,13 +50,24 @@ MODEL=models/default.safetensors
 [ -e "$MODEL" ] || MODEL=$B/data/small_random.safetensors
 
 first_rc=0
-TOTAL=${GPU_CHECK_SECONDS:-450}
+TOTAL=${GPU_CHECK_SECONDS:-480}
+EXTRAS=" bench_server train_tests train_speed "
+# the goals' table reads the measuring steps' logs: they leave it its seconds
+GOALS_RESERVE=0
+case " ${GPU_CHECK_STEPS:-goals} " in *" goals "*) GOALS_RESERVE=10 ;; esac
 # step NAME SECONDS CMD...: run CMD under a limit, log to LOG/NAME.log
 step() {
-    local name=$1 limit=$2 rc
+    local name=$1 limit=$2 rc left extra=0
     shift 2
     case " ${GPU_CHECK_STEPS:-$name} " in *" $name "*) ;; *) return 0 ;; esac
-    [ $((TOTAL - SECONDS)) -lt "$limit" ] && limit=$((TOTAL - SECONDS))
+    [ -z "${GPU_CHECK_STEPS:-}" ] && [[ "$EXTRAS" == *" $name "* ]] && extra=1
+    left=$((TOTAL - SECONDS))
+    [ "$name" != goals ] && [ "$extra" -eq 0 ] && left=$((left - GOALS_RESERVE))
+    if [ "$extra" -eq 1 ] && [ "$left" -lt "$limit" ]; then
+        echo "== $name: not run, ${left}s of the run's ${TOTAL}s left (an extra: GPU_CHECK_STEPS=$name runs it)"
+        return 0
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
     if [ "$limit" -le 5 ]; then
         echo "== $name: not run, the run's ${TOTAL}s are spent"
         [ "$first_rc" -eq 0 ] && first_rc=124
@@ -64,12 +83,16 @@ step() {
 
 step device 30 bash -c 'nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader;
     nvcc --version | tail -1; ldd '"$B"'/libdrape_cuda.so | grep -E "cublas|cudart|not found"; ldd '"$B"'/drape_tests '"$B"'/draped | grep "not found"; nproc'
-step tests 180 bash -c '"$0" --filter "cuda*/*" --verbose=1 --jobs 1 2>&1 | grep -v "is disabled"; exit ${PIPESTATUS[0]}' "$B/drape_tests"
-step bench_gpu 200 "$B/drape_bench_gpu" "$B/data/small_random.safetensors" "$B/data/paper_random.safetensors"
+step tests 115 bash -c '"$0" --filter "cuda*/*" --verbose=1 --jobs 4 2>&1 | grep -v "is disabled"; exit ${PIPESTATUS[0]}' "$B/drape_tests"
+case " ${GPU_CHECK_STEPS:-bench_gpu} " in *" bench_gpu "*) rm -f "$LOG/bench_gpu.jsonl" ;; esac
+step bench_gpu 150 env DRAPE_BENCH_JSON="$LOG/bench_gpu.jsonl" \
+    "$B/drape_bench_gpu" "$B/data/small_random.safetensors" "$B/data/paper_random.safetensors"
+step torch_compile 125 "$DRAPE_PYTHON" train/bench_ref.py --model "$B/data/paper_random.safetensors" \
+    --device cuda --batches 1,8,32,64,256 --iters 20 --compile
+step load 50 bench/gpu_load.sh "$B" "$MODEL" 1000 30 10
+step goals 10 "$DRAPE_PYTHON" bench/gpu_goals.py "$LOG"
 step bench_server 100 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 \
     "$B/drape_bench_server" "$MODEL" "$B/draped" "$B/drape"
-step torch_compile 120 "$DRAPE_PYTHON" train/bench_ref.py --model "$B/data/paper_random.safetensors" \
-    --device cuda --batches 1,256 --iters 20 --compile
 step train_tests 150 "$B/drape_tests" --filter 'train/*' --jobs 4
 step train_speed 200 bench/train_speed.sh "$B" 150
 exit $first_rc

@@ -55,6 +55,79 @@ static inline DRAPE_HD double hd_turn_angle(const float *a, const float *b)
     return 2 * acos(fmin(1.0, fabs(dot)));
 }
 
+/* ---- unit quaternions q = (w, x, y, z), float64: the motion importer's
+ * log map and interpolation (runtime/motion.c) ---- */
+
+/* q [4] of axis-angle aa */
+static inline DRAPE_HD void hd_quat_from_aa(double *q, const float *aa)
+{
+    double x = aa[0], y = aa[1], z = aa[2], a = sqrt(x * x + y * y + z * z);
+    double s = a > 1e-12 ? sin(a / 2) / a : 0.5;
+    q[0] = cos(a / 2), q[1] = s * x, q[2] = s * y, q[3] = s * z;
+}
+
+/* aa [3] of q (not necessarily normalized), angle in [0, π]: q and −q are
+ * the same rotation, so the one with w ≥ 0 is taken */
+static inline DRAPE_HD void hd_quat_to_aa(float *aa, const double *q)
+{
+    double sg = q[0] < 0 ? -1.0 : 1.0, w = sg * q[0], x = sg * q[1], y = sg * q[2], z = sg * q[3];
+    double v = sqrt(x * x + y * y + z * z), a = 2 * atan2(v, w);
+    double k = v > 1e-12 ? a / v : 2.0 / (w > 0 ? w : 1.0); /* a/v → 2/w as v → 0 */
+    aa[0] = (float)(k * x), aa[1] = (float)(k * y), aa[2] = (float)(k * z);
+}
+
+/* q [4] of a rotation matrix R [9] (row-major), the largest component
+ * solved first so no division is by a small number */
+static inline DRAPE_HD void hd_quat_from_rotmat(double *q, const float *R)
+{
+    double m00 = R[0], m11 = R[4], m22 = R[8], tr = m00 + m11 + m22;
+    if (tr > 0) {
+        double s = 2 * sqrt(1 + tr);
+        q[0] = s / 4, q[1] = (R[7] - R[5]) / s, q[2] = (R[2] - R[6]) / s, q[3] = (R[3] - R[1]) / s;
+    } else if (m00 > m11 && m00 > m22) {
+        double s = 2 * sqrt(1 + m00 - m11 - m22);
+        q[0] = (R[7] - R[5]) / s, q[1] = s / 4, q[2] = (R[1] + R[3]) / s, q[3] = (R[2] + R[6]) / s;
+    } else if (m11 > m22) {
+        double s = 2 * sqrt(1 + m11 - m00 - m22);
+        q[0] = (R[2] - R[6]) / s, q[1] = (R[1] + R[3]) / s, q[2] = s / 4, q[3] = (R[5] + R[7]) / s;
+    } else {
+        double s = 2 * sqrt(1 + m22 - m00 - m11);
+        q[0] = (R[3] - R[1]) / s, q[1] = (R[2] + R[6]) / s, q[2] = (R[5] + R[7]) / s, q[3] = s / 4;
+    }
+}
+
+/* aa [3] = log(R): the axis-angle of rotation matrix R [9], angle in [0, π] */
+static inline DRAPE_HD void hd_aa_from_rotmat(float *aa, const float *R)
+{
+    double q[4];
+    hd_quat_from_rotmat(q, R);
+    hd_quat_to_aa(aa, q);
+}
+
+/* out [3] = the rotation a fraction t of the way from axis-angle a to b
+ * along the shorter arc (slerp of their unit quaternions) */
+static inline DRAPE_HD void hd_slerp_aa(float *out, const float *a, const float *b, double t)
+{
+    double qa[4], qb[4], q[4];
+    hd_quat_from_aa(qa, a);
+    hd_quat_from_aa(qb, b);
+    double d = qa[0] * qb[0] + qa[1] * qb[1] + qa[2] * qb[2] + qa[3] * qb[3];
+    if (d < 0) {
+        d = -d;
+        for (int i = 0; i < 4; i++) qb[i] = -qb[i];
+    }
+    double wa = 1 - t, wb = t;
+    if (d < 1 - 1e-12) { /* else equal to float precision: the blend is either */
+        double th = acos(d), s = sin(th);
+        wa = sin((1 - t) * th) / s;
+        wb = sin(t * th) / s;
+    }
+    for (int i = 0; i < 4; i++) q[i] = wa * qa[i] + wb * qb[i];
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int i = 0; i < 4; i++) q[i] /= n;
+    hd_quat_to_aa(out, q);
+}
+
 /* out = a ∘ b (3×4 each); out may alias a or b */
 static inline DRAPE_HD void hd_compose(float *out, const float *a, const float *b)
 {

@@ -5,10 +5,12 @@ each, small. Standard library only (the msgpack and .npy bytes are written
 here). Deterministic: run it again and git sees no change. Inputs that
 once crashed a parser are kept in the corpus under crash-* names by hand;
 this script leaves them alone."""
+import io
 import json
 import os
 import struct
 import sys
+import zipfile
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 
@@ -229,6 +231,81 @@ def objs():
     put("obj", "no_newline.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3")
 
 
+# ---- motion files: BVH and AMASS npz (runtime/motion.c) ----
+
+# (name, parent index, offset): a CMU-named skeleton in CMU's units
+CMU = [("Hips", -1, (0, 0, 0)), ("LHipJoint", 0, (0, 0, 0)), ("LeftUpLeg", 1, (1.6, -1.8, 0.6)),
+       ("LeftLeg", 2, (2.6, -7.2, 0)), ("LeftFoot", 3, (0, -7.2, 0)), ("LeftToeBase", 4, (0, -0.4, 2.2)),
+       ("RHipJoint", 0, (0, 0, 0)), ("RightUpLeg", 6, (-1.6, -1.8, 0.6)), ("RightLeg", 7, (-2.6, -7.2, 0)),
+       ("RightFoot", 8, (0, -7.2, 0)), ("RightToeBase", 9, (0, -0.4, 2.2)), ("LowerBack", 0, (0, 0, 0)),
+       ("Spine", 11, (0, 2.0, 0)), ("Spine1", 12, (0, 2.0, 0)), ("Neck", 13, (0, 1.7, 0)),
+       ("Neck1", 14, (0, 0.8, 0)), ("Head", 15, (0, 0.8, 0)), ("LeftShoulder", 13, (0.8, 1.2, 0)),
+       ("LeftArm", 17, (2.6, 0, 0)), ("LeftForeArm", 18, (4.6, 0, 0)), ("LeftHand", 19, (3.7, 0, 0)),
+       ("RightShoulder", 13, (-0.8, 1.2, 0)), ("RightArm", 21, (-2.6, 0, 0)),
+       ("RightForeArm", 22, (-4.6, 0, 0)), ("RightHand", 23, (-3.7, 0, 0))]
+
+
+def bvh(joints, frames, prefix="", order="Zrotation Xrotation Yrotation", frame_time="0.0083333", root_y=17.0):
+    out = ["HIERARCHY"]
+    kids = {i: [k for k, j in enumerate(joints) if j[1] == i] for i in range(len(joints))}
+
+    def emit(i, depth):
+        name, parent, off = joints[i]
+        pad = "  " * depth
+        out.append(f"{pad}{'ROOT' if parent < 0 else 'JOINT'} {prefix}{name}")
+        out.append(pad + "{")
+        out.append(f"{pad}  OFFSET {off[0]:g} {off[1]:g} {off[2]:g}")
+        pos = "Xposition Yposition Zposition " if parent < 0 else ""
+        out.append(f"{pad}  CHANNELS {6 if parent < 0 else 3} {pos}{order}")
+        for k in kids[i]:
+            emit(k, depth + 1)
+        if not kids[i]:
+            out.extend([pad + "  End Site", pad + "  {", pad + "    OFFSET 0 1 0", pad + "  }"])
+        out.append(pad + "}")
+
+    emit(0, 0)
+    n = 3 * len(joints) + 3
+    out += ["MOTION", f"Frames: {frames}", f"Frame Time: {frame_time}"]
+    for t in range(frames):
+        vals = [0.5 * t, root_y, 0.2 * t] + [((7 * t + 3 * k) % 21 - 10) * 1.5 for k in range(n - 3)]
+        out.append(" ".join(f"{v:g}" for v in vals))
+    return "\n".join(out) + "\n"
+
+
+def npz_bytes(arrays, compressed):
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, "w", zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED) as z:
+        for name, data in arrays.items():
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
+            z.writestr(info, data)
+    return b.getvalue()
+
+
+def motions():
+    ok = bvh(CMU, 3)
+    put("bvh", "cmu.bvh", ok)
+    put("bvh", "cmu_prefixed.bvh", bvh(CMU, 2, prefix="mixamorig:", order="Xrotation Yrotation Zrotation",
+                                 frame_time="0.0333333", root_y=95))
+    put("bvh", "truncated.bvh", ok[: len(ok) - 40])
+    put("bvh", "nan.bvh", ok.replace("Frame Time: 0.0083333\n", "Frame Time: 0.0083333\nnan "))
+    put("bvh", "unbalanced.bvh", ok.replace("}\nMOTION", "MOTION"))
+    put("bvh", "unknown_joints.bvh", ok.replace("JOINT Left", "JOINT Lft"))
+    put("bvh", "too_many_values.bvh", ok + "1 2 3\n")
+    put("bvh", "slow_source.bvh", bvh(CMU[:1] + [("LeftUpLeg", 0, (1, -8, 0))], 4, frame_time="1"))
+    T, W = 3, 156
+    poses = npy((T, W), struct.pack(f"<{T * W}d", *[0.01 * (i % 50 - 25) for i in range(T * W)]), descr="<f8")
+    trans = npy((T, 3), struct.pack(f"<{T * 3}d", *[0.1, -0.2, 0.9] * T), descr="<f8")
+    rate = npy((), struct.pack("<d", 60.0), descr="<f8")
+    arrays = {"poses": poses, "trans": trans, "mocap_framerate": rate}
+    put("npz", "amass_stored.npz", npz_bytes(arrays, False))
+    put("npz", "amass_deflate.npz", npz_bytes(arrays, True))
+    put("npz", "smpl72.npz", npz_bytes({"poses": npy((1, 72), b"\0" * 576, descr="<f8"), "trans": npy((1, 3), b"\0" * 24, descr="<f8"),
+                                        "mocap_framerate": rate}, True))
+    put("npz", "no_rate.npz", npz_bytes({"poses": poses, "trans": trans}, False))
+    put("npz", "truncated.npz", npz_bytes(arrays, True)[:-30])
+
+
 def main():
     messages()
     ws()
@@ -236,6 +313,7 @@ def main():
     safetensors()
     npys()
     objs()
+    motions()
     return 0
 
 

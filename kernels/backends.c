@@ -69,7 +69,7 @@ static void cuda_load_once(void)
                  path, p->api_version, DRAPE_BACKEND_API_VERSION);
         return;
     }
-    if (!p->ops || !p->probe || !p->identity_read || p->ops->kind != DRAPE_BACKEND_CUDA) {
+    if (!p->ops || !p->probe || !p->identity_read || !p->launches || p->ops->kind != DRAPE_BACKEND_CUDA) {
         snprintf(cuda_why, sizeof cuda_why, "%.200s: an incomplete backend table", path);
         return;
     }
@@ -95,6 +95,14 @@ int drape_backend_cuda_identity_read(drape_backend *be, const drape_identity *id
         return drape_fail(err, DRAPE_EINVAL, "identity read: garment %d runs on the %s backend, not cuda", id->garment,
                           be->ops->name);
     return p->identity_read(be, id, film, skin_w, g, c, J, F_cov, err);
+}
+
+int drape_backend_cuda_launches(const drape_backend *be)
+{
+    char why[256];
+    const drape_backend_plugin *p = cuda_plugin(why, sizeof why);
+    be = backend_for((drape_backend *)be, 0);
+    return p && be->ops->kind == DRAPE_BACKEND_CUDA ? p->launches(be) : -1;
 }
 
 /* opts: threads resolved */
@@ -135,6 +143,7 @@ typedef struct {
     drape_backend_ops ops;                        /* these functions, the inner backends' name */
     drape_backend *inner[DRAPE_MAX_GARMENTS + 1]; /* [0] the shared network's, [1 + g] garment g's own */
     drape_frame *part;                            /* a batch's frames of one network */
+    int *part_of;                                 /* [part_cap] each part frame's index in the batch */
     int part_cap;
 } nets_backend;
 
@@ -145,6 +154,7 @@ static void nets_destroy(drape_backend *be)
     nets_backend *nb = (nets_backend *)be;
     for (int i = 0; i <= DRAPE_MAX_GARMENTS; i++) drape_backend_free(nb->inner[i]);
     free(nb->part);
+    free(nb->part_of);
     free(nb);
 }
 
@@ -169,18 +179,29 @@ static int nets_run(drape_backend *be, drape_frame *frames, int n, drape_error *
     if (!mixed) return nb->inner[first]->ops->run(nb->inner[first], frames, n, err);
     if (n > nb->part_cap) {
         drape_frame *p = realloc(nb->part, (size_t)n * sizeof *p);
-        if (!p) return drape_fail(err, DRAPE_ENOMEM, "out of memory splitting a batch of %d frames by network", n);
-        nb->part = p;
+        if (p) nb->part = p;
+        int *q = p ? realloc(nb->part_of, (size_t)n * sizeof *q) : NULL;
+        if (!q) return drape_fail(err, DRAPE_ENOMEM, "out of memory splitting a batch of %d frames by network", n);
+        nb->part_of = q;
         nb->part_cap = n;
     }
-    /* run only writes each frame's out, so the parts are copies */
+    /* run writes each frame's out and its packing results: the parts are
+     * copies, and those results go back to the batch's frames */
     for (int s = 0; s <= DRAPE_MAX_GARMENTS; s++) {
         if (!nb->inner[s]) continue;
         int k = 0;
         for (int i = 0; i < n; i++)
-            if (net_slot(m, frames[i].id->garment) == s) nb->part[k++] = frames[i];
+            if (net_slot(m, frames[i].id->garment) == s) {
+                nb->part_of[k] = i;
+                nb->part[k++] = frames[i];
+            }
         int rc = k ? nb->inner[s]->ops->run(nb->inner[s], nb->part, k, err) : DRAPE_OK;
         if (rc) return rc;
+        for (int j = 0; j < k; j++) {
+            drape_frame *f = &frames[nb->part_of[j]];
+            f->packed = nb->part[j].packed;
+            memcpy(f->bbox, nb->part[j].bbox, sizeof f->bbox);
+        }
     }
     return DRAPE_OK;
 }
@@ -232,8 +253,8 @@ int drape_backend_create(drape_backend **out, const char *kind, const drape_mode
     drape_backend_opts o = {0};
     *out = NULL;
     if (opts) o = *opts;
-    if (o.precision < 0 || o.precision > 2)
-        return drape_fail(err, DRAPE_EINVAL, "precision %d: 0 (fp32), 1 (tf32) or 2 (bf16)", o.precision);
+    if (o.precision < 0 || o.precision >= DRAPE_PRECISION_COUNT)
+        return drape_fail(err, DRAPE_EINVAL, "precision %d: 0 (fp32), 1 (tf32), 2 (bf16) or 3 (fp16)", o.precision);
     if (o.threads <= 0) o.threads = omp_get_num_procs();
     return m->n_own ? create_nets(out, kind, m, &o, err) : create_one(out, kind, m, &o, err);
 }

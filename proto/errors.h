@@ -32,7 +32,9 @@
     XX(INTERNAL, "internal", "a server failure", 500, STREAM)                                                      \
     XX(NOT_FOUND, "not_found", "no such route or file", 404, NONE)                                                 \
     XX(UNAUTHORIZED, "unauthorized", "a valid API key is required", 401, NONE)                                     \
-    XX(METHOD_NOT_ALLOWED, "method_not_allowed", "the route does not take this method", 405, NONE)
+    XX(METHOD_NOT_ALLOWED, "method_not_allowed", "the route does not take this method", 405, NONE)              \
+    XX(BAD_MOTION, "bad_motion", "a motion file (BVH or npz) that cannot be read", 400, NONE)                     \
+    XX(UNKNOWN_MOTION, "unknown_motion", "a motion clip the server does not have", 404, NONE)
 
 typedef enum {
 #define XX(name, wire, message, http, metric) DRAPE_EC_##name,

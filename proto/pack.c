@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/pack16.h"
 #include "../core/status.h"
 
 static const char *const format_names[DRAPE_FMT_COUNT] = {"f32", "f16", "q16", "meshopt"};
@@ -39,22 +40,10 @@ static float bits_f32(uint32_t u)
 
 /* ---- pack / unpack ---- */
 
-static void put_u16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
 static uint16_t get_u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
-static uint16_t quantize(float x, float lo, float hi)
-{
-    if (!(hi > lo)) return 0;
-    double t = ((double)x - lo) / ((double)hi - lo) * 65535.0;
-    if (t <= 0) return 0;
-    if (t >= 65535) return 65535;
-    return (uint16_t)lrint(t);
-}
+/* the q16 value: core/pack16.h, the one copy the CUDA packer shares */
+static uint16_t quantize(float x, float lo, float hi) { return hd_quantize16(x, lo, hi); }
 
 static float dequantize(uint16_t q, float lo, float hi)
 {
@@ -92,14 +81,11 @@ int drape_pack(drape_buf *out, float bbox[6], int fmt, const float *xyz, int n)
     }
     case DRAPE_FMT_F16:
     case DRAPE_FMT_Q16: {
+        /* the CUDA backend's packer writes the same bytes (core/pack16.h) */
         if (drape_buf_reserve(out, nv * 6)) return DRAPE_ENOMEM;
-        uint8_t *p = out->p + out->len;
-        for (size_t i = 0; i < nv * 3; i++) {
-            uint16_t v = fmt == DRAPE_FMT_F16 ? drape_f32_to_f16(xyz[i]) : quantize(xyz[i], bbox[i % 3], bbox[3 + i % 3]);
-            put_u16(p + 2 * i, v);
-        }
-        out->len += nv * 6;
-        return DRAPE_OK;
+        int rc = drape_pack16(out->p + out->len, bbox, fmt == DRAPE_FMT_F16 ? DRAPE_PACK_F16 : DRAPE_PACK_Q16, xyz, n);
+        if (!rc) out->len += nv * 6;
+        return rc;
     }
     default: { /* meshopt: the codec reads native uint16, which is little-endian on our targets */
         uint16_t *q = calloc(nv ? nv * 4 : 1, sizeof *q);

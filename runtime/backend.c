@@ -50,26 +50,51 @@ void drape_identity_free(drape_backend *be, drape_identity *id)
 
 int drape_identity_garment(const drape_identity *id) { return id->garment; }
 size_t drape_identity_bytes(const drape_identity *id) { return id->bytes; }
+size_t drape_identity_device_bytes(const drape_identity *id) { return id->device_bytes; }
+
+static const char *const precision_names[DRAPE_PRECISION_COUNT] = {"fp32", "tf32", "bf16", "fp16"};
+
+int drape_precision_parse(const char *name)
+{
+    for (int i = 0; name && i < DRAPE_PRECISION_COUNT; i++)
+        if (!strcmp(name, precision_names[i])) return i;
+    return -1;
+}
+
+const char *drape_precision_name(int precision)
+{
+    return precision >= 0 && precision < DRAPE_PRECISION_COUNT ? precision_names[precision] : "unknown";
+}
 
 int drape_backend_run(drape_backend *be, drape_frame *frames, int n, drape_error *err)
 {
     if (n < 0) return drape_fail(err, DRAPE_EINVAL, "negative frame count");
+    for (int i = 0; i < n; i++) {
+        if (frames[i].pack != DRAPE_PACK_NONE && frames[i].pack != DRAPE_PACK_F16 && frames[i].pack != DRAPE_PACK_Q16)
+            return drape_fail(err, DRAPE_EINVAL, "frame %d: pack %d is none, f16 or q16", i, frames[i].pack);
+        frames[i].packed = 0;
+    }
     int rc = n ? be->ops->run(be, frames, n, err) : DRAPE_OK;
     if (rc) return rc;
-    /* the refine step on the host, after either backend (runtime/refine.h), one
-     * frame per thread; frame t is the history's last */
+    /* the refine step on the host, after either backend (runtime/refine.h),
+     * then the packing the backend did not do (the CPU backend's, a refined
+     * frame's), one frame per thread; frame t is the history's last */
     int t = be->model->cfg.n_hist - 1;
 #pragma omp parallel for schedule(dynamic) num_threads(be->threads) if (n > 1)
     for (int i = 0; i < n; i++) {
-        const drape_frame *f = &frames[i];
-        if (f->lbs_only || !f->id->refine) continue;
+        drape_frame *f = &frames[i];
         drape_error e = {0};
-        if (drape_refine_frame(f->id->refine, f->out, f->pose[t], f->trans[t], &e)) {
+        if (!f->lbs_only && f->id->refine && drape_refine_frame(f->id->refine, f->out, f->pose[t], f->trans[t], &e)) {
 #pragma omp critical(drape_refine_error)
             if (!rc) {
                 rc = e.code;
                 if (err) *err = e;
             }
+            continue;
+        }
+        if (f->pack && !f->packed) {
+            int V = be->model->garments[f->id->garment].V;
+            f->packed = drape_pack16((uint8_t *)f->out, f->bbox, f->pack, f->out, V) ? -1 : 1;
         }
     }
     return rc;

@@ -34,6 +34,7 @@ struct drape_backend {
 struct drape_identity {
     int garment;
     size_t bytes;
+    size_t device_bytes; /* of bytes, those in device memory */
     struct drape_refine *refine; /* the refine step's (runtime/refine.h), made by drape_identity_create; NULL: off */
 };
 

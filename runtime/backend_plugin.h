@@ -18,7 +18,7 @@
 
 #include "backend_impl.h"
 
-#define DRAPE_BACKEND_API_VERSION 1
+#define DRAPE_BACKEND_API_VERSION 2 /* 2: drape_frame packs, identities count device bytes, launches */
 #define DRAPE_BACKEND_PLUGIN_INIT "drape_backend_plugin_init"
 
 /* What the program does for the plugin. Messages come formatted: the
@@ -46,6 +46,9 @@ typedef struct {
      * arrays (any may be NULL), in the CPU identity's layouts; for the tests */
     int (*identity_read)(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g, float *c,
                          float *J, float *F_cov, drape_error *err);
+    /* the kernel launches and copies of the last batch (the nodes of its
+     * CUDA graph, or those launched when graphs are off); for the benchmarks */
+    int (*launches)(const drape_backend *be);
 } drape_backend_plugin;
 
 /* The entry point. The plugin keeps the services only when their

@@ -11,4 +11,9 @@
 int drape_backend_cuda_identity_read(drape_backend *be, const drape_identity *id, float *film, float *skin_w, float *g,
                                      float *c, float *J, float *F_cov, drape_error *err);
 
+/* The device work of the CUDA backend's last batch: its kernel launches and
+ * copies (the nodes of the batch's CUDA graph). −1 when be is not CUDA's (a
+ * model of several networks: its first network's backend) or ran nothing. */
+int drape_backend_cuda_launches(const drape_backend *be);
+
 #endif

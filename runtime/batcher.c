@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 struct drape_batcher {
@@ -72,6 +73,9 @@ static void *worker_main(void *arg)
         int64_t t1 = drape_now_ns();
         for (int i = 0; i < n; i++) {
             drape_job *j = b->batch[i];
+            /* the run's results beside out: whether (and how) it packed the frame */
+            j->frame.packed = b->frames[i].packed;
+            memcpy(j->frame.bbox, b->frames[i].bbox, sizeof j->frame.bbox);
             j->t_start_ns = t0;
             j->t_end_ns = t1;
             j->batch_size = n;

@@ -12,7 +12,7 @@ struct drape_idcache_entry {
     int garment;
     float betas[DRAPE_MAX_BETAS];
     drape_identity *id;
-    size_t bytes;
+    size_t bytes, device_bytes;
     int refs, state;
     drape_error last; /* why the last encode failed, for the waiters */
     drape_idcache_entry *hnext, *prev, *next;
@@ -22,7 +22,7 @@ struct drape_idcache {
     drape_backend *be;
     const drape_model *m;
     uint64_t digest;
-    size_t max_bytes, bytes;
+    size_t max_bytes, bytes, device_bytes;
     int max_known, n, resident;
     drape_idcache_entry **buckets;
     size_t nbuckets;
@@ -69,8 +69,9 @@ static void entry_drop_identity(drape_idcache *c, drape_idcache_entry *e)
     drape_identity_free(c->be, e->id);
     e->id = NULL;
     c->bytes -= e->bytes;
+    c->device_bytes -= e->device_bytes;
     c->resident--;
-    e->bytes = 0;
+    e->bytes = e->device_bytes = 0;
     e->state = ST_NONE;
 }
 
@@ -198,8 +199,10 @@ static int make_resident(drape_idcache *c, drape_idcache_entry *e, int *hit, dra
         c->st.encodes++;
         e->id = id;
         e->bytes = drape_identity_bytes(id);
+        e->device_bytes = drape_identity_device_bytes(id);
         e->state = ST_RESIDENT;
         c->bytes += e->bytes;
+        c->device_bytes += e->device_bytes;
         c->resident++;
         if (!evict_to_budget(c)) {
             c->st.refused++;
@@ -305,6 +308,7 @@ void drape_idcache_get_stats(drape_idcache *c, drape_idcache_stats *s)
     pthread_mutex_lock(&c->mu);
     *s = c->st;
     s->bytes = c->bytes;
+    s->device_bytes = c->device_bytes;
     s->max_bytes = c->max_bytes;
     s->entries = c->n;
     s->resident = c->resident;

@@ -29,6 +29,7 @@ typedef struct drape_idcache_entry drape_idcache_entry;
 typedef struct {
     uint64_t hits, misses, encodes, evictions, refused, failures, waits;
     size_t bytes, max_bytes;
+    size_t device_bytes; /* of bytes, those in device memory (the CUDA backend's identities) */
     int entries, resident, pinned;
 } drape_idcache_stats;
 

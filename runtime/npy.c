@@ -22,7 +22,8 @@ static const char *dict_value(const char *h, const char *key)
     return p;
 }
 
-int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
+/* f64_ok: float64 ('<f8') is read too and converted (AMASS's arrays) */
+static int npy_fread(drape_npy *out, FILE *f, const char *path, int f64_ok, drape_error *err)
 {
     memset(out, 0, sizeof *out);
     unsigned char pre[10];
@@ -50,10 +51,13 @@ int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
     if (fread(h, 1, hlen, f) != hlen) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated header", path); goto out; }
     const char *d = dict_value(h, "descr"), *fo = dict_value(h, "fortran_order"), *s = dict_value(h, "shape");
     if (!d || !fo || !s) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: header lacks descr, fortran_order or shape", path); goto out; }
-    if (strncmp(d, "'<f4'", 5)) {
+    size_t esize = 4;
+    if (f64_ok && !strncmp(d, "'<f8'", 5)) esize = 8;
+    else if (strncmp(d, "'<f4'", 5)) {
         char got[16] = {0};
         for (int i = 0; i < 15 && d[i] && d[i] != ','; i++) got[i] = d[i];
-        rc = drape_fail(err, DRAPE_EDTYPE, "%s: dtype %s, expected float32 ('<f4')", path, got);
+        rc = drape_fail(err, DRAPE_EDTYPE, "%s: dtype %s, expected %s", path, got,
+                        f64_ok ? "float32 or float64 ('<f4', '<f8')" : "float32 ('<f4')");
         goto out;
     }
     if (strncmp(fo, "False", 5)) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: Fortran order is not supported", path); goto out; }
@@ -84,21 +88,39 @@ int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
         end = ftell(f);
         if (fseek(f, here, SEEK_SET)) { rc = drape_fail(err, DRAPE_EIO, "%s: cannot seek", path); goto out; }
     }
-    if (end >= here && here >= 0 && (uint64_t)(end - here) < (uint64_t)out->numel * sizeof(float)) {
+    if (end >= here && here >= 0 && (uint64_t)(end - here) < (uint64_t)out->numel * esize) {
         rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
         goto out;
     }
     out->data = malloc((size_t)(out->numel ? out->numel : 1) * sizeof(float));
     if (!out->data) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory"); goto out; }
-    if (fread(out->data, sizeof(float), (size_t)out->numel, f) != (size_t)out->numel) {
+    if (esize == 4 && fread(out->data, sizeof(float), (size_t)out->numel, f) != (size_t)out->numel) {
         rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
         goto out;
+    }
+    for (int64_t i = 0; esize == 8 && i < out->numel; i++) {
+        double v;
+        if (fread(&v, 8, 1, f) != 1) {
+            rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
+            goto out;
+        }
+        out->data[i] = (float)v;
     }
     rc = DRAPE_OK;
 out:
     free(h);
     if (rc) drape_npy_free(out);
     return rc;
+}
+
+int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
+{
+    return npy_fread(out, f, path, 0, err);
+}
+
+int drape_npy_fread_f64(drape_npy *out, FILE *f, const char *path, drape_error *err)
+{
+    return npy_fread(out, f, path, 1, err);
 }
 
 int drape_npy_read(drape_npy *out, const char *path, drape_error *err)

@@ -22,6 +22,9 @@ int drape_npy_read(drape_npy *out, const char *path, drape_error *err);
 /* The same from an open stream (fuzz/fuzz_npy.c reads from memory with
  * fmemopen); path only names it in messages. */
 int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err);
+/* The same, also taking float64 ('<f8') and converting it to float32 (a
+ * value past float's range becomes ±Inf: callers check finiteness). */
+int drape_npy_fread_f64(drape_npy *out, FILE *f, const char *path, drape_error *err);
 int drape_npy_write(const char *path, const float *data, int ndim, const int64_t *shape, drape_error *err);
 void drape_npy_free(drape_npy *a);
 

@@ -15,6 +15,7 @@ PKGS=(
   libgnutls28-dev          # TLS through libmicrohttpd
   libmsgpack-dev           # binary stream messages (msgpack-c)
   libmeshoptimizer-dev     # the meshopt vertex codec
+  zlib1g-dev               # inflate for .npz motion files (runtime/npz.c)
   curl python3-websockets python3-msgpack  # integration tests: clients nobody here wrote
   clang libclang-rt-dev libomp-dev  # fuzz/: libFuzzer and the sanitizers' runtimes, OpenMP for clang
 )

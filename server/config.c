@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../runtime/backend.h"
+
 typedef enum { OPT_INT, OPT_STR } opt_type;
 
 typedef struct {
@@ -26,6 +28,8 @@ static const opt table[] = {
     S(bind, "bind", "DRAPE_BIND", "0.0.0.0", "IPv4 address to listen on"),
     S(model, "model", "DRAPE_MODEL", "models/default.safetensors", "model bundle (.safetensors)"),
     S(backend, "backend", "DRAPE_BACKEND", "auto", "auto | cpu | cuda"),
+    S(precision, "precision", "DRAPE_PRECISION", "fp32",
+      "fp32 | tf32 | bf16 | fp16: the CUDA backend's arithmetic (bf16, fp16: the conv on tensor cores)"),
     I(threads, "threads", "DRAPE_THREADS", "0", 0, 1024, "math threads of the CPU backend (0: all cores)"),
     I(max_batch, "max-batch", "DRAPE_MAX_BATCH", "64", 1, 4096, "frames per batch at most"),
     I(max_delay_us, "max-delay-us", "DRAPE_MAX_DELAY_US", "2000", 0, 1000000,
@@ -69,6 +73,11 @@ static const opt table[] = {
       "m/s: a stream's root moving faster than this between two frames is a cut (history restarts; 0: off)"),
     I(cut_spin, "cut-spin", "DRAPE_CUT_SPIN", "60", 0, 100000,
       "rad/s: a joint turning faster than this between two frames is a cut (history restarts; 0: off)"),
+    /* a 10-minute CMU take at 120 fps is about 20 MB of BVH text, an AMASS npz of it 5 MB */
+    I(motion_max_bytes, "motion-max-bytes", "DRAPE_MOTION_MAX_BYTES", "16777216", 1024, 64 << 20,
+      "bytes of a BVH or npz file sent to POST /v1/motions/convert (413 beyond)"),
+    S(motions_dir, "motions-dir", "DRAPE_MOTIONS_DIR", "data/motions",
+      "folder of the .npy clips GET /v1/motions lists (missing: an empty list)"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 
@@ -115,6 +124,10 @@ static int check(const draped_config *c)
 {
     if (strcmp(c->backend, "auto") && strcmp(c->backend, "cpu") && strcmp(c->backend, "cuda")) {
         fprintf(stderr, "draped: --backend: '%s' is not auto, cpu or cuda\n", c->backend);
+        return -1;
+    }
+    if (drape_precision_parse(c->precision) < 0) {
+        fprintf(stderr, "draped: --precision: '%s' is not fp32, tf32, bf16 or fp16\n", c->precision);
         return -1;
     }
     static const char *levels[] = {"debug", "info", "warn", "error"};

@@ -13,6 +13,7 @@ typedef struct {
     char bind[64];
     char model[512];
     char backend[16];
+    char precision[8];
     int64_t threads;
     int64_t max_batch;
     int64_t max_delay_us;
@@ -37,6 +38,8 @@ typedef struct {
     int64_t pose_max_trans; /* m: |each root translation component| at most */
     int64_t cut_speed;      /* m/s: a root faster than this between frames is a cut (0: off) */
     int64_t cut_spin;       /* rad/s: a joint turning faster than this is a cut (0: off) */
+    int64_t motion_max_bytes; /* POST /v1/motions/convert's body at most */
+    char motions_dir[512];  /* the .npy clips GET /v1/motions lists */
 } draped_config;
 
 /* Fills cfg from defaults, the environment and argv. Returns 0, 1 when

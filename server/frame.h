@@ -13,13 +13,15 @@ _Static_assert(DRAPE_FRAME_FLOATS == DRAPE_MSG_POSE + 3, "a frame's floats: the 
 
 /* Fills the frame of j: identity id, the window win of the model's n_hist
  * frames (oldest first, t last; each DRAPE_FRAME_FLOATS: the pose, then the
- * translation), output out. The caller sets key, done and user; win and out
- * must live until the job is done. */
+ * translation), output out [V,3]. format (DRAPE_FMT_*) is the one the frame
+ * will be sent in: f16 and q16 are packed by the backend's run (into out).
+ * The caller sets key, done and user; win and out must live until the job
+ * is done. */
 void draped_frame_job(drape_job *j, const drape_identity *id, const float (*win)[DRAPE_FRAME_FLOATS], int n_hist,
-                      int lbs_only, float *out);
+                      int lbs_only, int format, float *out);
 
 /* Packs the V vertices a finished job wrote in format into pk (bbox: their
- * box) and fills t: the job's queue and compute times and the pack's, in µs.
+ * box; or takes the bytes the backend packed) and fills t: the job's queue and compute times and the pack's, in µs.
  * Returns 0, or (err says which) DRAPE_ENONFINITE when the model's output
  * holds NaN or Inf, DRAPE_ENOMEM: there is no frame to send, and the caller
  * answers with an `internal` error instead (docs/protocol.md). */

@@ -120,6 +120,9 @@ static const struct {
     {"/v1/garments/", 1, M_GET, draped_route_garment},
     {"/v1/identities", 0, M_POST, draped_route_identities},
     {"/v1/frames", 0, M_POST, draped_route_frames},
+    {DRAPED_MOTION_CONVERT, 0, M_POST, draped_route_motion_convert},
+    {"/v1/motions", 0, M_GET, draped_route_motions},
+    {"/v1/motions/", 1, M_GET, draped_route_motion},
 };
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -131,11 +134,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         rq = calloc(1, sizeof *rq);
         if (!rq) return MHD_NO;
         *req_cls = rq;
+        rq->max_body = (size_t)(strcmp(url, DRAPED_MOTION_CONVERT) ? d->cfg.max_message : d->cfg.motion_max_bytes);
         draped_admit_mark(d, c, DRAPED_ADMIT_HEADERS_IN);
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!rq->too_big && rq->body.len + *upload_size <= (size_t)d->cfg.max_message)
+        if (!rq->too_big && rq->body.len + *upload_size <= rq->max_body)
             drape_buf_append(&rq->body, upload, *upload_size);
         else rq->too_big = 1;
         *upload_size = 0;
@@ -165,9 +169,11 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                                      "/v1/stream only)");
         }
         if (rq->too_big) {
-            COUNT(d->met.limits[L_BODY]);
-            return draped_http_error_as(d, c, R_OTHER, 413, DRAPE_EC_LIMIT, "request body over %lld bytes",
-                                        (long long)d->cfg.max_message);
+            int motion = !strcmp(url, DRAPED_MOTION_CONVERT);
+            COUNT(d->met.limits[motion ? L_MOTION : L_BODY]);
+            return draped_http_error_as(d, c, motion ? R_MOTIONS : R_OTHER, 413, DRAPE_EC_LIMIT,
+                                        "request body over %zu bytes%s", rq->max_body,
+                                        motion ? " (--motion-max-bytes)" : "");
         }
     }
     if (r < n) {

@@ -11,11 +11,13 @@
 #include "app.h"
 
 /* A request: its URL, method and HTTP version, and the body as it came
- * (too_big: it passed --max-message and was not kept). */
+ * (too_big: it passed its limit, max_body, and was not kept: --max-message,
+ * or --motion-max-bytes for POST /v1/motions/convert). */
 typedef struct {
     const char *url, *method, *version;
     drape_buf body;
     int too_big;
+    size_t max_body;
 } draped_req;
 
 typedef enum MHD_Result (*draped_route_fn)(draped *d, struct MHD_Connection *c, const draped_req *rq);
@@ -42,6 +44,12 @@ enum MHD_Result draped_route_garment(draped *d, struct MHD_Connection *c, const 
 enum MHD_Result draped_route_body(draped *d, struct MHD_Connection *c, const draped_req *rq);
 enum MHD_Result draped_route_identities(draped *d, struct MHD_Connection *c, const draped_req *rq);
 enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const draped_req *rq);
+
+/* motions.c: motion files in (docs/motion.md) and the server's clips */
+#define DRAPED_MOTION_CONVERT "/v1/motions/convert"
+enum MHD_Result draped_route_motion_convert(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_motions(draped *d, struct MHD_Connection *c, const draped_req *rq);
+enum MHD_Result draped_route_motion(draped *d, struct MHD_Connection *c, const draped_req *rq);
 
 /* static.c: the viewer's files under --web-root */
 enum MHD_Result draped_route_static(draped *d, struct MHD_Connection *c, const draped_req *rq);

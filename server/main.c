@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         goto fail;
     }
     d.digest = file_digest(d.cfg.model);
-    drape_backend_opts bo = {.threads = (int)d.cfg.threads};
+    drape_backend_opts bo = {.threads = (int)d.cfg.threads, .precision = drape_precision_parse(d.cfg.precision)};
     if (drape_backend_create(&d.be, d.cfg.backend, d.model, &bo, &err)) {
         LOG_ERROR("backend: %s", err.msg);
         goto fail;

@@ -7,7 +7,8 @@ static const char *route_names[R_COUNT] = {
 };
 static const unsigned codes[C_COUNT] = {101, 200, 400, 401, 404, 405, 413, 426, 500, 503, 0};
 static const char *limit_names[L_COUNT] = {"connections", "avatars", "message", "body", "send_queue",
-                                           "error_flood", "idle", "cache", "per_ip", "header_timeout", "pose"};
+                                           "error_flood", "idle", "cache", "per_ip", "header_timeout", "pose",
+                                           "motion"};
 static const int close_codes[] = {DRAPED_CLOSE_CODES};
 _Static_assert(sizeof close_codes / sizeof close_codes[0] == WSC_CODES, "WSC_CODES counts DRAPED_CLOSE_CODES");
 static const char *close_classes[WSC_COUNT - WSC_CODES] = {"3xxx", "4xxx", "other"};
@@ -154,6 +155,7 @@ int draped_metrics_render_runtime(drape_buf *o, const drape_idcache_stats *cs, c
                            "# TYPE drape_cache_refused_total counter\ndrape_cache_refused_total %llu\n"
                            "# TYPE drape_cache_bytes gauge\ndrape_cache_bytes %zu\n"
                            "# TYPE drape_cache_budget_bytes gauge\ndrape_cache_budget_bytes %zu\n"
+                           "# TYPE drape_cache_device_bytes gauge\ndrape_cache_device_bytes %zu\n"
                            "# TYPE drape_cache_identities gauge\ndrape_cache_identities %d\n"
                            "# TYPE drape_cache_pinned gauge\ndrape_cache_pinned %d\n"
                            "# TYPE drape_batches_total counter\ndrape_batches_total %llu\n"
@@ -163,7 +165,7 @@ int draped_metrics_render_runtime(drape_buf *o, const drape_idcache_stats *cs, c
                            "# TYPE drape_backend_healthy gauge\ndrape_backend_healthy %d\n",
                            (unsigned long long)cs->hits, (unsigned long long)cs->misses,
                            (unsigned long long)cs->encodes, (unsigned long long)cs->evictions,
-                           (unsigned long long)cs->refused, cs->bytes, cs->max_bytes, cs->resident, cs->pinned,
+                           (unsigned long long)cs->refused, cs->bytes, cs->max_bytes, cs->device_bytes, cs->resident, cs->pinned,
                            (unsigned long long)bs->batches, (unsigned long long)bs->frames,
                            (unsigned long long)bs->failed_batches, bs->queued, healthy);
     rc |= drape_buf_printf(o, "# HELP drape_batch_size Frames per batch.\n# TYPE drape_batch_size histogram\n");

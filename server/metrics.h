@@ -23,6 +23,7 @@
     XX(BODY, "body")                                                                                               \
     XX(IDENTITIES, "identities")                                                                                   \
     XX(FRAMES, "frames")                                                                                           \
+    XX(MOTIONS, "motions")                                                                                         \
     XX(STREAM, "stream")                                                                                           \
     XX(STATIC, "static")                                                                                           \
     XX(OTHER, "other")
@@ -43,9 +44,9 @@ enum { C_101, C_200, C_400, C_401, C_404, C_405, C_413, C_426, C_500, C_503, C_O
 enum { WSC_CODES = 12, WSC_3XXX = WSC_CODES, WSC_4XXX, WSC_OTHER, WSC_COUNT };
 
 /* hard limits, counted when hit (L_PER_IP: refused at accept; L_HEADERS: no
- * complete headers in time) */
+ * complete headers in time; L_MOTION: a motion file over --motion-max-bytes) */
 enum { L_CONNECTIONS, L_AVATARS, L_MESSAGE, L_BODY, L_SEND_QUEUE, L_ERROR_FLOOD, L_IDLE, L_CACHE, L_PER_IP, L_HEADERS,
-       L_POSE, L_COUNT };
+       L_POSE, L_MOTION, L_COUNT };
 
 /* latency histogram buckets (µs) */
 #define DRAPED_HIST_N 14

@@ -311,7 +311,7 @@ enum MHD_Result draped_route_frames(draped *d, struct MHD_Connection *c, const d
         it->cv = &cv;
         it->left = &left;
         draped_frame_job(&it->job, drape_idcache_identity(it->e), it->req.pose, d->model->cfg.n_hist, it->req.lbs,
-                         it->out);
+                         it->req.format, it->out);
         it->job.done = http_item_done;
         it->job.user = it;
         if (!it->out) {

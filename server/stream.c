@@ -216,7 +216,7 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS]
     memcpy(a->jpose, pose, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)nf);
     a->jseq = seq;
     a->j_recv_ns = recv_ns;
-    draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->out);
+    draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->format, a->out);
     a->job.key = (uint64_t)(uintptr_t)a;
     a->job.done = job_done;
     a->job.user = a;

@@ -192,6 +192,66 @@ Test(backend, batch_equals_single_frames) { batch_case("small_random"); }
 /* the second garment has a network of its own: the batch is split by network */
 Test(backend, batch_of_two_networks_equals_single_frames) { batch_case("tinyown_random"); }
 
+/* Frames asked for f16 or q16 come back packed (the CPU backend packs after
+ * the refine step, on the host): the bytes and box of drape_pack16 over the
+ * positions the same frames give unpacked; through a model of two networks
+ * (the batch split and put back) and a refined garment. */
+static void packed_case(const char *bundle)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *be = tu_backend(m);
+    float b1[3] = {1, -0.5f, 0.2f};
+    int G = m->cfg.n_garments;
+    drape_identity *ids[2] = {tu_identity(be, 0, NULL, 0), tu_identity(be, G - 1, b1, 3)};
+    enum { N = 6 };
+    float poses[(N + 2) * 75];
+    tu_random_poses(poses, N + 2, 0.3f, 0.2f, 32);
+    drape_frame fr[N], plain[N];
+    for (int f = 0; f < N; f++) {
+        int V = m->garments[drape_identity_garment(ids[f % 2])].V;
+        fr[f] = (drape_frame){.id = ids[f % 2], .lbs_only = f == 4, .out = malloc(sizeof(float) * V * 3),
+                              .pack = f % 3, .packed = 7};
+        for (int k = 0; k < 3; k++) {
+            fr[f].pose[k] = poses + 75 * (f + k);
+            fr[f].trans[k] = poses + 75 * (f + k) + 72;
+        }
+        plain[f] = fr[f];
+        plain[f].pack = DRAPE_PACK_NONE;
+        plain[f].out = malloc(sizeof(float) * V * 3);
+    }
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_run(be, fr, N, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_backend_run(be, plain, N, &e), 0, "%s", e.msg);
+    for (int f = 0; f < N; f++) {
+        int V = m->garments[drape_identity_garment(fr[f].id)].V;
+        cr_assert_eq(plain[f].packed, 0);
+        if (!fr[f].pack) {
+            cr_assert_eq(fr[f].packed, 0);
+            cr_assert(memcmp(fr[f].out, plain[f].out, sizeof(float) * V * 3) == 0, "frame %d", f);
+        } else {
+            uint8_t *want = malloc((size_t)V * 6);
+            float box[6];
+            cr_assert_eq(drape_pack16(want, box, fr[f].pack, plain[f].out, V), 0);
+            cr_assert_eq(fr[f].packed, 1, "frame %d", f);
+            cr_assert(memcmp(fr[f].out, want, (size_t)V * 6) == 0 && memcmp(fr[f].bbox, box, sizeof box) == 0,
+                      "frame %d (pack %d)", f, fr[f].pack);
+            free(want);
+        }
+        free(fr[f].out);
+        free(plain[f].out);
+    }
+    fr[0].pack = 3;
+    cr_assert_eq(drape_backend_run(be, fr, 1, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "pack 3"), "%s", e.msg);
+    drape_identity_free(be, ids[0]);
+    drape_identity_free(be, ids[1]);
+    drape_backend_free(be);
+    drape_model_free(m);
+}
+
+Test(backend, packed_frames_two_networks) { packed_case("tinyown_random"); }
+Test(backend, packed_frames_refined) { packed_case("tinyrefine_random"); }
+
 static int drop_own(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
 {
     (void)dt; (void)nd; (void)shape; (void)data; (void)ctx;

@@ -2,10 +2,12 @@
  * at once, a lone frame waits for the deadline, one avatar never appears
  * twice in a batch, stopping drains. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../proto/pack.h"
 #include "../runtime/batcher.h"
 #include "util.h"
 
@@ -101,6 +103,43 @@ Test(batcher, results_equal_a_direct_run)
     cr_assert_eq(s.frames, NJ);
     cr_assert_geq(s.batches, 3); /* 12 frames, at most 5 per batch */
     free(ref);
+    drape_batcher_free(b);
+    fx_close(&f);
+}
+
+/* a job that asks for f16 or q16 comes back packed, its box beside it: the
+ * run's results reach the submitter's frame, not only its output buffer */
+Test(batcher, packed_jobs_come_back_packed)
+{
+    fx f;
+    fx_open(&f);
+    for (int i = 0; i < NJ; i++) f.jobs[i].frame.pack = i % 3;
+    drape_batcher *b;
+    cr_assert_eq(drape_batcher_create(&b, f.be, 5, 1000, NULL), 0);
+    for (int i = 0; i < NJ; i++) cr_assert_eq(drape_batcher_submit(b, &f.jobs[i]), 0);
+    wait_done(&f, NJ);
+    cr_assert_eq(f.failed, 0);
+    float *ref = malloc(sizeof(float) * f.V * 3), *back = malloc(sizeof(float) * f.V * 3), box[6];
+    uint8_t *want = malloc((size_t)f.V * 6);
+    for (int i = 0; i < NJ; i++) {
+        drape_frame fr = f.jobs[i].frame;
+        fr.out = ref;
+        fr.pack = DRAPE_PACK_NONE;
+        cr_assert_eq(drape_backend_run(f.be, &fr, 1, NULL), 0);
+        cr_assert_eq(f.jobs[i].frame.packed, i % 3 ? 1 : 0, "job %d", i);
+        if (!(i % 3)) continue;
+        /* a batch and a frame alone agree to rounding (above), so: decoded, within the format's bound */
+        int fmt = i % 3 == DRAPE_PACK_F16 ? DRAPE_FMT_F16 : DRAPE_FMT_Q16;
+        cr_assert_eq(drape_unpack(back, f.V, fmt, f.jobs[i].frame.bbox, (const uint8_t *)f.jobs[i].frame.out,
+                                  (size_t)f.V * 6), 0);
+        double d = tu_max_abs_diff(back, ref, f.V * 3), bound = drape_pack_error_bound(fmt, f.jobs[i].frame.bbox);
+        cr_assert_leq(d, bound + 1e-5, "job %d: decoded %g off, bound %g", i, d, bound);
+        cr_assert_eq(drape_pack16(want, box, i % 3, ref, f.V), 0);
+        for (int k = 0; k < 6; k++) cr_assert_leq(fabsf(box[k] - f.jobs[i].frame.bbox[k]), 1e-5, "job %d's box", i);
+    }
+    free(back);
+    free(ref);
+    free(want);
     drape_batcher_free(b);
     fx_close(&f);
 }

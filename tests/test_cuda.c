@@ -18,8 +18,10 @@
 #include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
+#include "../kernels/cuda/tc_bodies.h"
 #include "../runtime/backend_plugin.h"
 #include "../runtime/backend_test.h"
+#include "../core/pack16.h"
 #include "../runtime/body.h"
 #include "../core/mesh.h"
 #include "../runtime/uvmap.h"
@@ -562,7 +564,8 @@ static const char *FAKE_PLUGIN =
     "static int read_(drape_backend *b, const drape_identity *i, float *a, float *c, float *d, float *e, float *f,\n"
     "                 float *g, drape_error *err) { (void)b; (void)i; (void)a; (void)c; (void)d; (void)e; (void)f; (void)g;\n"
     "                 return svc->fail(err, DRAPE_EBACKEND, \"read\"); }\n"
-    "static const drape_backend_plugin plugin = {DRAPE_BACKEND_API_VERSION + SKEW, &ops, probe, read_};\n"
+    "static int launches(const drape_backend *b) { (void)b; return -1; }\n"
+    "static const drape_backend_plugin plugin = {DRAPE_BACKEND_API_VERSION + SKEW, &ops, probe, read_, launches};\n"
     "const drape_backend_plugin *drape_backend_plugin_init(const drape_backend_services *s) {\n"
     "    if (s->api_version == DRAPE_BACKEND_API_VERSION + SKEW) svc = s;\n"
     "    return &plugin;\n"
@@ -642,7 +645,7 @@ Test(cuda, refusals_without_a_device_are_clean)
     drape_backend *be = NULL, *cpu = tu_backend(m);
     drape_error e = {0};
     cr_assert(drape_backend_healthy(cpu));
-    drape_backend_opts bad = {.precision = 3};
+    drape_backend_opts bad = {.precision = DRAPE_PRECISION_COUNT};
     cr_assert_eq(drape_backend_create(&be, "cpu", m, &bad, &e), DRAPE_EINVAL);
     cr_assert(strstr(e.msg, "precision"), "%s", e.msg);
     int rc = drape_backend_create(&be, "cuda", m, NULL, &e);
@@ -661,11 +664,13 @@ Test(cuda, refusals_without_a_device_are_clean)
     drape_model_free(m);
 }
 
-/* tolerances per precision: module B's cached arrays (abs, rel) and module
- * A's vertices (metres). FP32 differs from the CPU only by summation order
- * and FMA; TF32 / BF16 round GEMM inputs to 10 / 7 mantissa bits. */
-static const double TOL_B[3][2] = {{1e-4, 1e-4}, {3e-3, 3e-3}, {3e-2, 3e-2}};
-static const double TOL_A[3] = {1e-4, 2e-3, 2e-2};
+/* tolerances per precision (FP32, TF32, BF16, FP16): module B's cached
+ * arrays (abs, rel) and module A's vertices (metres). FP32 differs from the
+ * CPU only by summation order and FMA; TF32 / BF16 / FP16 round GEMM inputs
+ * to 10 / 7 / 10 mantissa bits, and BF16 / FP16 also keep the conv's maps in
+ * those types (the tensor-core conv). */
+static const double TOL_B[4][2] = {{1e-4, 1e-4}, {3e-3, 3e-3}, {3e-2, 3e-2}, {3e-3, 3e-3}};
+static const double TOL_A[4] = {1e-4, 2e-3, 2e-2, 2e-3};
 
 static void module_b_case(const char *bundle, int precision)
 {
@@ -785,6 +790,146 @@ Test(cuda, module_a_small_bf16) { module_a_case("small_random", 2, 6); }
 /* a batch of two networks (the second garment's own), split by network */
 Test(cuda, module_a_own_network_fp32) { module_a_case("tinyown_random", 0, 7); }
 Test(cuda, module_a_paper_tf32) { module_a_case("paper_random", 1, 2); }
+/* the tensor-core conv (BF16, FP16): every garment, plain skinning mixed in,
+ * a longer history, two networks, the paper's size */
+Test(cuda, module_a_tiny_fp16) { module_a_case("tiny_random", 3, 7); }
+Test(cuda, module_a_small_fp16) { module_a_case("small_random", 3, 9); }
+Test(cuda, module_a_paper_fp16) { module_a_case("paper_random", 3, 3); }
+Test(cuda, module_a_paper_bf16) { module_a_case("paper_random", 2, 2); }
+Test(cuda, module_a_longer_history_fp16) { module_a_case("tinyhist_random", 3, 7); }
+Test(cuda, module_a_own_network_fp16) { module_a_case("tinyown_random", 3, 7); }
+Test(cuda, module_b_small_fp16) { module_b_case("small_random", 3); }
+
+/* Frames packed on the device (f16, q16) are, byte for byte and box for box,
+ * what the host packer makes of the same frames' positions; a refined
+ * garment's are packed on the host after its refine step. Also: the batch's
+ * launches are counted, and the tensor-core path needs fewer. */
+static void device_pack_case(const char *bundle, int precision)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *gpu = cuda_or_skip(m, precision);
+    float b1[3] = {1, -0.5f, 0.2f};
+    int G = m->cfg.n_garments, nf = m->cfg.n_hist;
+    drape_identity *ids[2] = {tu_identity(gpu, 0, NULL, 0), tu_identity(gpu, G - 1, b1, 3)};
+    enum { N = 9 };
+    float *poses = malloc(sizeof(float) * 75 * (N + nf));
+    tu_random_poses(poses, N + nf, 0.35f, 0.25f, 77);
+    drape_frame fr[N], plain[N];
+    for (int f = 0; f < N; f++) {
+        int V = m->garments[drape_identity_garment(ids[f % 2])].V;
+        fr[f] = (drape_frame){.id = ids[f % 2], .lbs_only = f == 5, .out = malloc(sizeof(float) * V * 3), .pack = f % 3};
+        for (int k = 0; k < nf; k++) {
+            fr[f].pose[k] = poses + 75 * (f + k);
+            fr[f].trans[k] = poses + 75 * (f + k) + 72;
+        }
+        plain[f] = fr[f];
+        plain[f].pack = DRAPE_PACK_NONE;
+        plain[f].out = malloc(sizeof(float) * V * 3);
+    }
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_run(gpu, plain, N, &e), 0, "%s", e.msg);
+    int launches_plain = drape_backend_cuda_launches(gpu);
+    cr_assert_eq(drape_backend_run(gpu, fr, N, &e), 0, "%s", e.msg);
+    int launches = drape_backend_cuda_launches(gpu);
+    cr_assert(launches > 0 && launches == launches_plain, "%d and %d launches", launches, launches_plain);
+    cr_log_info("%s precision %d: %d launches for a batch of %d", bundle, precision, launches, N);
+    for (int f = 0; f < N; f++) {
+        int V = m->garments[drape_identity_garment(fr[f].id)].V;
+        if (!fr[f].pack) {
+            cr_assert_eq(fr[f].packed, 0);
+            cr_assert(memcmp(fr[f].out, plain[f].out, sizeof(float) * 3 * V) == 0, "frame %d", f);
+        } else {
+            uint8_t *want = malloc((size_t)V * 6);
+            float box[6];
+            cr_assert_eq(drape_pack16(want, box, fr[f].pack, plain[f].out, V), 0);
+            cr_assert_eq(fr[f].packed, 1, "frame %d", f);
+            cr_assert(memcmp(fr[f].bbox, box, sizeof box) == 0, "frame %d: the device's box differs", f);
+            size_t diff = 0;
+            for (size_t i = 0; i < (size_t)V * 6; i++) diff += ((uint8_t *)fr[f].out)[i] != want[i];
+            cr_assert_eq(diff, 0, "frame %d (pack %d): %zu of %d bytes differ from the host packer's", f, fr[f].pack,
+                         diff, V * 6);
+            free(want);
+        }
+        free(fr[f].out);
+        free(plain[f].out);
+    }
+    if (precision == DRAPE_PRECISION_FP32) { /* the same batch on tensor cores: fewer launches */
+        drape_backend *tc = cuda_or_skip(m, DRAPE_PRECISION_FP16);
+        drape_identity *t = tu_identity(tc, 0, NULL, 0);
+        float *o = malloc(sizeof(float) * 3 * m->garments[0].V);
+        drape_frame one = {.id = t, .out = o};
+        for (int k = 0; k < nf; k++) {
+            one.pose[k] = poses + 75 * k;
+            one.trans[k] = poses + 75 * k + 72;
+        }
+        cr_assert_eq(drape_backend_run(tc, &one, 1, &e), 0, "%s", e.msg);
+        int l16 = drape_backend_cuda_launches(tc);
+        one.id = ids[0];
+        cr_assert_eq(drape_backend_run(gpu, &one, 1, &e), 0, "%s", e.msg);
+        int l32 = drape_backend_cuda_launches(gpu);
+        cr_log_info("%s batch of 1: %d launches in FP32, %d on tensor cores", bundle, l32, l16);
+        cr_assert(l16 > 0 && l16 < l32, "%d launches on tensor cores, %d in FP32", l16, l32);
+        free(o);
+        drape_identity_free(tc, t);
+        drape_backend_free(tc);
+    }
+    free(poses);
+    drape_identity_free(gpu, ids[0]);
+    drape_identity_free(gpu, ids[1]);
+    drape_backend_free(gpu);
+    drape_model_free(m);
+}
+
+Test(cuda, device_packing_fp32) { device_pack_case("small_random", DRAPE_PRECISION_FP32); }
+Test(cuda, device_packing_fp16) { device_pack_case("small_random", DRAPE_PRECISION_FP16); }
+Test(cuda, device_packing_refined) { device_pack_case("tinyrefine_random", DRAPE_PRECISION_FP16); }
+
+/* draped on the CUDA backend with a small --cache-bytes: identities are
+ * evicted least recently used, /metrics counts the device bytes they hold
+ * (never past the budget), and an evicted identity's id still answers. */
+Test(cuda, device_identity_cache_evicts_under_its_budget)
+{
+    drape_model *m = tu_load("small_random");
+    drape_backend *gpu = cuda_or_skip(m, DRAPE_PRECISION_FP16);
+    drape_identity *one = tu_identity(gpu, 0, NULL, 0);
+    size_t bytes = drape_identity_bytes(one), dev = drape_identity_device_bytes(one);
+    cr_assert(dev > 0 && dev < bytes, "%zu device bytes of %zu", dev, bytes);
+    drape_identity_free(gpu, one);
+    drape_backend_free(gpu);
+    drape_model_free(m);
+    char extra[128], out[16384];
+    size_t budget = bytes * 5 / 2; /* two identities of the first garment */
+    snprintf(extra, sizeof extra, "--backend cuda --precision fp16 --cache-bytes %zu", budget);
+    tu_server s = tu_draped_start("small_random", extra);
+    char ids[4][32];
+    for (int i = 0; i < 4; i++) {
+        tu_run(out, sizeof out, "curl -s -X POST %s/v1/identities -d '{\"garment\":\"skirt\",\"betas\":[%d]}'", s.url,
+               i - 2);
+        char *p = strstr(out, "\"identity\":\"");
+        cr_assert(p, "%s", out);
+        snprintf(ids[i], sizeof ids[i], "%.16s", p + 12);
+    }
+    tu_run(out, sizeof out, "curl -s %s/metrics", s.url);
+    unsigned long long ev = 0, dbytes = 0, cbytes = 0;
+    char *p = strstr(out, "\ndrape_cache_evictions_total ");
+    cr_assert(p && sscanf(p, "\ndrape_cache_evictions_total %llu", &ev) == 1, "%s", out);
+    p = strstr(out, "\ndrape_cache_device_bytes ");
+    cr_assert(p && sscanf(p, "\ndrape_cache_device_bytes %llu", &dbytes) == 1, "%s", out);
+    p = strstr(out, "\ndrape_cache_bytes ");
+    cr_assert(p && sscanf(p, "\ndrape_cache_bytes %llu", &cbytes) == 1, "%s", out);
+    cr_log_info("budget %zu: %llu evictions, %llu bytes held, %llu of them on the device", budget, ev, cbytes, dbytes);
+    cr_assert_eq(ev, 2, "four identities into room for two: %llu evictions", ev);
+    cr_assert(dbytes > 0 && dbytes <= cbytes && cbytes <= budget, "%llu device bytes, %llu bytes", dbytes, cbytes);
+    /* the first, evicted, still answers (encoded again), packed on the device */
+    char zeros[200] = "0";
+    for (int i = 1; i < 72; i++) strcat(zeros, ",0");
+    tu_run(out, sizeof out, "curl -s -w '\\nHTTP %%{http_code}' -X POST %s/v1/frames -d '{\"identity\":\"%s\","
+           "\"pose\":[%s],\"trans\":[0,0,0],\"format\":\"q16\"}'", s.url, ids[0], zeros);
+    cr_assert(strstr(out, "HTTP 200") && strstr(out, "\"format\":\"q16\""), "%s", out);
+    tu_run(out, sizeof out, "curl -s %s/metrics", s.url);
+    cr_assert(strstr(out, "\ndrape_cache_evictions_total 3\n"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
 
 /* the zero network through the GPU is plain skinning, as on the CPU */
 Test(cuda, zero_network_is_plain_skinning)
@@ -894,8 +1039,9 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
     for (int b = 0; b < B; b++)
         hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->net.in_mean,
                       m->net.in_std, b, B, nf);
-    float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *net = malloc(sizeof(float) * 9 * B);
-    float *phi = malloc(sizeof(float) * c->pose_dim), *M = malloc(sizeof(float) * 12 * B);
+    int ycat = 9 * B + c->pose_dim;
+    float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *y = malloc(sizeof(float) * ycat);
+    float *M = malloc(sizeof(float) * 12 * B), *wcat = malloc(sizeof(float) * ycat * H), *bcat = malloc(sizeof(float) * ycat);
     const float *in = X;
     for (int l = 0; l < 3; l++) {
         gemm_ref(h[l & 1], in, m->net.bonenet[l].w, 1, m->net.bonenet[l].in, H, 1);
@@ -903,11 +1049,14 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
             h[l & 1][i] = hd_film_relu(h[l & 1][i], m->net.bonenet[l].b[i], id->film[2 * l * H + i], id->film[(2 * l + 1) * H + i]);
         in = h[l & 1];
     }
-    gemm_ref(net, in, m->net.bonenet[3].w, 1, H, 9 * B, 1);
-    for (int i = 0; i < 9 * B; i++) net[i] = hd_bias_act(net[i], m->net.bonenet[3].b[i], 0);
-    gemm_ref(phi, in, m->net.pose_embed.w, 1, H, c->pose_dim, 1);
-    for (int i = 0; i < c->pose_dim; i++) phi[i] = hd_bias_act(phi[i], m->net.pose_embed.b[i], 0);
-    for (int b = 0; b < B; b++) hd_bone_correct(M + 12 * b, T_hat + 12 * b, q + 3 * b, fr->lbs_only ? NULL : net + 9 * b);
+    /* the output layer and the pose embedding as one GEMM (upload_model's
+     * [bonenet.3; pose_embed]), biases added where they are read */
+    memcpy(wcat, m->net.bonenet[3].w, sizeof(float) * 9 * B * H);
+    memcpy(wcat + (size_t)9 * B * H, m->net.pose_embed.w, sizeof(float) * c->pose_dim * H);
+    memcpy(bcat, m->net.bonenet[3].b, sizeof(float) * 9 * B);
+    memcpy(bcat + 9 * B, m->net.pose_embed.b, sizeof(float) * c->pose_dim);
+    gemm_ref(y, in, wcat, 1, H, ycat, 1);
+    for (int b = 0; b < B; b++) hd_bone_correct_cat(M + 12 * b, T_hat + 12 * b, q + 3 * b, fr->lbs_only ? NULL : y, bcat, b);
     float *p = malloc(sizeof(float) * 3 * V);
     const float *w = fr->lbs_only ? g->skin_w0 : id->skin_w;
     for (int v = 0; v < V; v++) hd_skin_vertex(p + 3 * v, id->g + 3 * v, M, g->skin_idx + k * v, w + k * v, k);
@@ -921,8 +1070,10 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
         int32_t *pos = expand_runs(g, 0, &n), *in_cov = malloc(sizeof(int32_t) * (n + 1));
         hd_input_cov(in_cov, pos, n, g->cov_texel, g->n_cov, Wu);
         for (int i = 0; i < n; i++)
-            hd_uv_input_texel(maps[0] + (size_t)pos[i] * C0, in_cov[i], g->faces, g->texel_face, g->texel_bary,
-                              g->cov_texel, p, id->F_cov, phi, c->feat_dim, c->pose_dim);
+            for (int ch = 0; ch < C0; ch++)
+                maps[0][(size_t)pos[i] * C0 + ch] = hd_uv_input_at(ch, in_cov[i], g->faces, g->texel_face, g->texel_bary,
+                                                                    g->cov_texel, p, id->F_cov, y + 9 * B, bcat + 9 * B,
+                                                                    c->feat_dim, c->pose_dim);
         free(pos);
         int Ci = C0, cur = 0;
         for (int l = 0; l < L; l++) {
@@ -954,7 +1105,7 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
         free(in_cov);
     }
     for (int v = 0; v < V; v++) hd_apply(out + 3 * v, Hf, p + 3 * v);
-    free(X); free(T_hat); free(q); free(h[0]); free(h[1]); free(net); free(phi); free(M); free(p);
+    free(X); free(T_hat); free(q); free(h[0]); free(h[1]); free(y); free(M); free(wcat); free(bcat); free(p);
 }
 
 static void pipeline_case(const char *bundle, int garment)
@@ -1132,4 +1283,68 @@ Test(cuda_host, gpu_check_script_steps_logs_and_deadline)
     cr_assert(rc == 124 && strstr(out, "== device: not run, the run's 3s are spent") &&
                   strstr(out, "== tests: not run"),
               "the deadline (rc %d):\n%s", rc, out);
+}
+
+/* make gpu-check's goals table (bench/gpu_goals.py through the script's
+ * goals step) from stub logs: every goal has its row with ours, the peer,
+ * the target and the verdict; a missing measurement is a FAIL; the step's
+ * status says whether all passed. */
+Test(cuda_host, gpu_check_goals_table_from_logs)
+{
+    static char out[16384];
+    char build[512];
+    snprintf(build, sizeof build, "%s", getenv("DRAPE_BIN") ? getenv("DRAPE_BIN") : "build/drape");
+    *(strrchr(build, '/') ? strrchr(build, '/') : build) = 0;
+    const char *logs = tu_tmp("gpu-goals");
+    char path[700];
+    tu_run(out, sizeof out, "mkdir -p %s", logs);
+    /* ours: fp16 rows (an fp32 row that would fail is ignored), PyTorch eager's */
+    snprintf(path, sizeof path, "%s/bench_gpu.jsonl", logs);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    const int batches[5] = {1, 8, 32, 64, 256};
+    const double paper[5] = {0.45, 0.40, 0.42, 0.43, 0.44}, small[5] = {0.12, 0.05, 0.03, 0.02, 0.01};
+    const double eager[5] = {4.1, 0.57, 0.19, 0.13, 0.093};
+    for (int b = 0; b < 5; b++) {
+        fprintf(f, "{\"bundle\":\"paper_random.safetensors\",\"backend\":\"cuda\",\"precision\":\"fp16\",\"batch\":%d,"
+                   "\"ms_per_frame\":%g}\n", batches[b], paper[b]);
+        fprintf(f, "{\"bundle\":\"paper_random.safetensors\",\"backend\":\"cuda\",\"precision\":\"fp32\",\"batch\":%d,"
+                   "\"ms_per_frame\":9}\n", batches[b]);
+        fprintf(f, "{\"bundle\":\"small_random.safetensors\",\"backend\":\"cuda\",\"precision\":\"fp16\",\"batch\":%d,"
+                   "\"ms_per_frame\":%g}\n", batches[b], small[b]);
+        fprintf(f, "{\"bundle\":\"small_random.safetensors\",\"backend\":\"torch_eager\",\"precision\":\"fp32\","
+                   "\"batch\":%d,\"ms_per_frame\":%g}\n", batches[b], eager[b]);
+    }
+    fclose(f);
+    /* torch.compile: beaten at every batch but 8 (0.40 against 0.39) */
+    snprintf(path, sizeof path, "%s/torch_compile.log", logs);
+    f = fopen(path, "w");
+    const double comp[5] = {4.28, 0.39, 1.6, 1.55, 1.52};
+    fprintf(f, "{\"what\": \"moduleB\", \"ms_per_identity\": 15.7}\n");
+    for (int b = 0; b < 5; b++)
+        fprintf(f, "{\"what\": \"moduleA\", \"batch\": %d, \"ms_per_frame\": %g, \"compiled\": true}\n", batches[b], comp[b]);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/load.log", logs);
+    f = fopen(path, "w");
+    fprintf(f, "draped on :4000 (cuda, fp16)\n{\"avatars\":1000,\"throughput_fps\":29990,\"sent\":300000,\"received\":300000,"
+               "\"dropped\":0,\"missing\":0,\"errors\":0,\"connection_errors\":0,\"latency_ms\":{\"p50\":3.1,\"p99\":7.9}}\n");
+    fclose(f);
+    int rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=goals GPU_CHECK_LOG=%s bench/gpu_check.sh %s", logs, build);
+    cr_assert_eq(rc, 1, "one goal fails (rc %d):\n%s", rc, out);
+    const char *want[] = {"| paper, module A at batch 1 | 0.4500 ms | 4.2800 ms (torch.compile) | ≤ 0.5 ms | pass |",
+                          "| paper, module A at batch 256 | 2273 frames/s | 658 frames/s (torch.compile) | ≥ 2,000 frames/s | pass |",
+                          "| paper, batch 8 | 0.4000 ms | 0.3900 ms (torch.compile) | faster than the peer | FAIL |",
+                          "| paper, batch 256 | 0.4400 ms | 1.5200 ms (torch.compile) | faster than the peer | pass |",
+                          "| small, batch 1 | 0.1200 ms | 4.1000 ms (PyTorch eager) | faster than the peer | pass |",
+                          "| small, module A at batch 1 | 0.1200 ms | 4.1000 ms (PyTorch eager) | ≤ 0.15 ms | pass |",
+                          "| default model, draped, 1,000 avatars x 30 fps | p99 7.90 ms, 0 dropped, 0 errors, 29990 frames/s | — | p99 ≤ 10 ms, 0 dropped | pass |",
+                          "13 of 14 goals pass"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) cr_assert(strstr(out, want[i]), "no row '%s' in:\n%s", want[i], out);
+    /* no load measured: its row fails; at fp32 (the goals' precision asked for) paper misses everything */
+    tu_run(out, sizeof out, "rm %s/load.log", logs);
+    rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=goals GPU_GOAL_PRECISION=fp32 GPU_CHECK_LOG=%s bench/gpu_check.sh %s",
+                logs, build);
+    cr_assert(rc == 1 && strstr(out, "| default model, draped, 1,000 avatars x 30 fps | — | — | p99 ≤ 10 ms, 0 dropped | FAIL |") &&
+                  strstr(out, "| paper, module A at batch 1 | 9.0000 ms |") && strstr(out, "| small, batch 1 | — |"),
+              "(rc %d)\n%s", rc, out);
 }

@@ -29,6 +29,8 @@ static const struct {
     {DRAPE_EC_NOT_FOUND, "not_found", 404, 0},
     {DRAPE_EC_UNAUTHORIZED, "unauthorized", 401, 0},
     {DRAPE_EC_METHOD_NOT_ALLOWED, "method_not_allowed", 405, 0},
+    {DRAPE_EC_BAD_MOTION, "bad_motion", 400, 0},
+    {DRAPE_EC_UNKNOWN_MOTION, "unknown_motion", 404, 0},
 };
 #define N_WANT (int)(sizeof want / sizeof want[0])
 

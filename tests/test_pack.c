@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../proto/pack.h"
+#include "../core/pack16.h"
 #include "../core/status.h"
 #include "util.h"
 
@@ -218,4 +219,71 @@ Test(pack, meshopt_decodes_in_javascript)
     drape_buf_free(&q);
     drape_buf_free(&b);
     free(x);
+}
+
+/* The 16-bit formats' shared body (core/pack16.h), which the CUDA backend
+ * packs frames with: drape_pack16 writes drape_pack's bytes and bbox, also in
+ * place over the positions, and refuses NaN/Inf; and the device's parallel
+ * box (threads over strided vertices, then a shuffle tree, hd_bbox_pick's tie
+ * rule) is the host loop's bit for bit, ±0 included. */
+Test(pack, pack16_is_the_wire_packer)
+{
+    const int sizes[] = {1, 3, 100, 4424};
+    for (int si = 0; si < 4; si++) {
+        int n = sizes[si];
+        float *x = random_cloud(n, 0.8f, 0.1f, 70 + (uint64_t)si);
+        /* ties between +0 and −0 at the box, in both orders */
+        if (n >= 3) {
+            x[0] = 0.0f, x[3] = -0.0f;
+            x[4] = -0.0f, x[7] = 0.0f;
+            for (int i = 0; i < 3 * n; i++)
+                if (i % 3 != 2 && x[i] < 0) x[i] = -x[i]; /* x and y ≥ ±0: the minima are the zeros */
+        }
+        for (int f = DRAPE_FMT_F16; f <= DRAPE_FMT_Q16; f++) {
+            drape_buf b = {0};
+            float bbox[6], bb[6], bb2[6];
+            cr_assert_eq(drape_pack(&b, bbox, f, x, n), 0);
+            int pf = f == DRAPE_FMT_F16 ? DRAPE_PACK_F16 : DRAPE_PACK_Q16;
+            uint8_t *out = malloc((size_t)n * 6);
+            cr_assert_eq(drape_pack16(out, bb, pf, x, n), 0);
+            cr_assert(memcmp(out, b.p, (size_t)n * 6) == 0 && memcmp(bb, bbox, sizeof bb) == 0, "%s n=%d",
+                      drape_format_name(f), n);
+            float *y = malloc(sizeof(float) * 3 * (size_t)n);
+            memcpy(y, x, sizeof(float) * 3 * (size_t)n);
+            cr_assert_eq(drape_pack16((uint8_t *)y, bb2, pf, y, n), 0);
+            cr_assert(memcmp(y, b.p, (size_t)n * 6) == 0 && memcmp(bb2, bbox, sizeof bb) == 0, "in place n=%d", n);
+            /* the device's box: 96 threads (3 warps) over strided vertices */
+            enum { T = 96 };
+            float tv[T][6];
+            int ti[T][6];
+            for (int t = 0; t < T; t++)
+                for (int k = 0; k < 6; k++) {
+                    tv[t][k] = 0;
+                    ti[t][k] = -1;
+                    for (int v = t; v < n; v += T) hd_bbox_pick(&tv[t][k], &ti[t][k], x[3 * v + k % 3], v, k >= 3);
+                }
+            for (int w = 0; w < T / 32; w++) /* __shfl_down_sync within each warp */
+                for (int o = 16; o > 0; o >>= 1)
+                    for (int l = 0; l + o < 32; l++)
+                        for (int k = 0; k < 6; k++)
+                            hd_bbox_pick(&tv[32 * w + l][k], &ti[32 * w + l][k], tv[32 * w + l + o][k],
+                                         ti[32 * w + l + o][k], k >= 3);
+            for (int k = 0; k < 6; k++) {
+                float v = tv[0][k];
+                int i = ti[0][k];
+                for (int w = 1; w < T / 32; w++) hd_bbox_pick(&v, &i, tv[32 * w][k], ti[32 * w][k], k >= 3);
+                cr_assert(memcmp(&v, &bbox[k], 4) == 0, "n=%d box %d: %a, the host's %a", n, k, v, bbox[k]);
+            }
+            free(out);
+            free(y);
+            drape_buf_free(&b);
+        }
+        x[3 * n - 1] = NAN;
+        float bb[6];
+        uint8_t *out = malloc((size_t)n * 6);
+        cr_assert_eq(drape_pack16(out, bb, DRAPE_PACK_Q16, x, n), DRAPE_ENONFINITE);
+        cr_assert_eq(drape_pack16(out, bb, 7, x, n), DRAPE_EINVAL);
+        free(out);
+        free(x);
+    }
 }

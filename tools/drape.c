@@ -6,6 +6,7 @@
  *   drape metrics ...             (tools/metrics_cmd.c)
  *   drape eval ...                (tools/eval_cmd.c)
  *   drape load --url ws://HOST:PORT/v1/stream ...   (tools/load_cmd.c)
+ *   drape motion import IN --out OUT.npy ...        (tools/motion_cmd.c)
  * Options are read by one parser from a table per command (tools/options.h);
  * `drape --help` lists the commands, `drape CMD --help` a command's options.
  * Every failure prints one clear line to stderr and exits non-zero: 2 for a
@@ -237,6 +238,7 @@ static const drape_subcmd commands[] = {
     {"metrics", "the quality of a garment vertex sequence", drape_cmd_metrics},
     {"eval", "the model, plain skinning and the physics teacher on the same motion", drape_cmd_eval},
     {"load", "an open-loop load generator for draped's /v1/stream", drape_cmd_load},
+    {"motion", "motion files in: a BVH or AMASS npz to a pose file (motion import)", drape_cmd_motion},
 };
 
 int main(int argc, char **argv)

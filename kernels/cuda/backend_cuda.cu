@@ -34,6 +34,7 @@ extern "C" {
 
 #include "bodies.h"
 #include "cuda_ops.h"
+#include "tc_bodies.h"
 
 /* Scratch of the UV stage per chunk of frames (maps, im2col, GEMM out) */
 #define UV_BUDGET ((size_t)6 << 30)
@@ -50,8 +51,9 @@ extern "C" {
 typedef struct {
     cudaGraphExec_t exec;
     int n;
-    int *key; /* [n] garment·2 + lbs_only */
+    int *key; /* [n] (garment·2 + lbs_only)·3 + device packing */
     unsigned long long used;
+    int nodes; /* its kernels and copies */
 } graph_entry;
 
 typedef struct {
@@ -63,6 +65,8 @@ typedef struct {
 typedef struct {
     struct drape_backend base;
     int precision, healthy;
+    int tc, bf16; /* the UV conv on tensor cores (BF16, FP16 maps); bf16: its type */
+    int launches; /* the last batch's kernels and copies */
     int use_graphs, capturing; /* DRAPE_CUDA_GRAPHS=0 turns capture off */
     graph_entry graphs[GRAPH_CACHE];
     unsigned long long tick;
@@ -76,6 +80,14 @@ typedef struct {
     cu_garment h_garments[DRAPE_MAX_GARMENTS]; /* the same descriptors, host copy */
     const int32_t *d_parents;
     const float *d_taps[DRAPE_MAX_CONV];
+    /* Bone-Net's output layer and the pose embedding as one: W [9B + d_φ, H], b */
+    const float *d_wcat, *d_bcat;
+    int ycat; /* 9B + d_φ */
+    /* the tensor-core conv: weights [9][Cp[l]][Cp[l+1]] (16-bit), biases [Cp[l+1]] */
+    const void *d_tcw[DRAPE_MAX_CONV];
+    const float *d_tcb[DRAPE_MAX_CONV];
+    int Cp[DRAPE_MAX_CONV + 1];         /* channels of map l, padded to 16 */
+    int64_t tc_stride, tc_out_stride;  /* per slot: elements of a 16-bit map, floats of the last */
     int Vmax, C0, Cmax;
     size_t rows_max[DRAPE_MAX_CONV]; /* output texels of conv layer l, max over garments */
     int64_t map_stride;              /* floats per padded map */
@@ -83,15 +95,19 @@ typedef struct {
     int cap;
     void *d_batch;
     unsigned char *h_stage; /* poses | frames | slots, mirrored at the start of d_batch */
-    float *h_out;
-    float *d_poses, *A, *Hf, *Hinv, *X, *h1, *h2, *net, *phi, *T_hat, *q, *M, *p, *out;
+    unsigned char *h_out;   /* the batch's meta [cap][8] floats, then the frames' records */
+    size_t rec_bytes;       /* of d_rec and h_out */
+    float *d_poses, *A, *Hf, *Hinv, *X, *h1, *h2, *ycat_out, *T_hat, *q, *M, *p, *out;
+    unsigned char *d_rec;
     cu_frame *d_frames;
     cu_uv_slot *d_slots;
     size_t stage_bytes;
     /* UV scratch for uv_cap frames */
     int uv_cap, chunk;
     void *d_uv;
-    float *map_in, *map_a, *map_b, *col, *y;
+    float *map_in, *map_a, *map_b, *col, *y; /* FP32, TF32: padded maps, im2col, GEMM rows */
+    void *tc_a, *tc_b;                      /* BF16, FP16: the compact maps, ping-pong */
+    float *tc_out;                          /* ... and the last layer's FP32 output */
 } cuda_backend;
 
 /* ---- the program's services ---- */
@@ -300,14 +316,19 @@ static void cuda_destroy(drape_backend *b)
     free(be);
 }
 
-/* Bytes of a garment's derived tables, in upload order (see upload_garment). */
-static size_t garment_table_bytes(const drape_garment *g, const drape_config *c)
+/* Bytes of a garment's derived tables, in upload order (see upload_garment);
+ * tc: with the tensor-core conv's neighbour and sampling tables. */
+static size_t garment_table_bytes(const drape_garment *g, const drape_config *c, int tc)
 {
-    size_t T = (size_t)c->uv_h * c->uv_w, s = 0;
+    size_t T = (size_t)c->uv_h * c->uv_w, s = 0, copies = (size_t)g->copy_start[g->V];
     s += align_up(T * 4) + align_up(T * 12) + align_up((size_t)g->n_cov * 4);
-    s += align_up((size_t)(g->V + 1) * 4) + align_up((size_t)g->copy_start[g->V] * 4);
+    s += align_up((size_t)(g->V + 1) * 4) + align_up(copies * 4);
     for (int l = 0; l <= c->n_conv; l++) s += align_up((size_t)g->active_texels[l] * 4);
     s += align_up((size_t)g->active_texels[0] * 4); /* in_cov */
+    if (tc) {
+        for (int l = 0; l < c->n_conv; l++) s += align_up((size_t)g->active_texels[l + 1] * 36);
+        s += 2 * align_up(copies * 16);
+    }
     return s;
 }
 
@@ -320,9 +341,11 @@ static const void *stage(unsigned char *host, const unsigned char *dev, size_t *
     return dev + o;
 }
 
-/* Fills g's tables in host (staged for dev) and its descriptor d. */
-static void upload_garment(cu_garment *d, unsigned char *host, const unsigned char *dev, size_t *off,
-                           const cuda_backend *be, const drape_garment *g, const drape_config *c)
+/* Fills g's tables in host (staged for dev) and its descriptor d. Fails
+ * only when the conv runs do not nest as the tensor-core conv needs (a
+ * texel read that no layer writes: a bug in the runs, runtime/uvmap.c). */
+static int upload_garment(cu_garment *d, unsigned char *host, const unsigned char *dev, size_t *off,
+                          const cuda_backend *be, const drape_garment *g, const drape_config *c, drape_error *err)
 {
     size_t T = (size_t)c->uv_h * c->uv_w;
     memset(d, 0, sizeof *d);
@@ -345,21 +368,54 @@ static void upload_garment(cu_garment *d, unsigned char *host, const unsigned ch
     hd_input_cov((int32_t *)(host + *off), (const int32_t *)(host + ((const unsigned char *)d->pos[0] - dev)),
                  d->n_pos[0], g->cov_texel, g->n_cov, c->uv_w);
     d->in_cov = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[0] * 4);
+    if (!be->tc) return DRAPE_OK;
+#define HOST_OF(ptr) ((const int32_t *)(host + ((const unsigned char *)(ptr) - dev)))
+    for (int l = 0; l < c->n_conv; l++) {
+        int bad = hd_tc_neighbours((int32_t *)(host + *off), HOST_OF(d->pos[l + 1]), d->n_pos[l + 1], HOST_OF(d->pos[l]),
+                                   d->n_pos[l], c->uv_h, c->uv_w);
+        if (bad >= 0)
+            return plugin_fail(err, DRAPE_EINVAL, "cuda backend: garment '%s': conv layer %d's texel %d reads a texel "
+                               "no layer computes", g->name, l, bad);
+        d->nbr[l] = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[l + 1] * 36);
+    }
+    int copies = g->copy_start[g->V];
+    int32_t *row = (int32_t *)(host + *off);
+    float *w = (float *)(host + *off + align_up((size_t)copies * 16));
+    int bad = hd_tc_sample_table(row, w, g->uv, g->copy_uv, copies, HOST_OF(d->pos[c->n_conv]), d->n_pos[c->n_conv],
+                                 c->uv_h, c->uv_w);
+#undef HOST_OF
+    if (bad >= 0)
+        return plugin_fail(err, DRAPE_EINVAL, "cuda backend: garment '%s': UV copy %d samples a texel the last conv "
+                           "layer does not compute", g->name, bad);
+    d->tap_row = (const int32_t *)stage(host, dev, off, NULL, (size_t)copies * 16);
+    d->tap_w = (const float *)stage(host, dev, off, NULL, (size_t)copies * 16);
+    return DRAPE_OK;
 }
+
+/* Uploads the arena and the derived constants. */
+/* The 16-bit bits of f in the tensor-core type */
+static uint16_t tc_bits(const cuda_backend *be, float f) { return hd_tc_bits(f, be->bf16); }
 
 /* Uploads the arena and the derived constants. */
 static int upload_model(cuda_backend *be, drape_error *err)
 {
     const drape_model *m = be->base.model;
     const drape_config *c = &m->cfg;
+    const drape_net *net = &m->net;
+    int H = c->hidden, nb = 9 * c->bones;
     CU(cudaMalloc((void **)&be->d_arena, m->arena_bytes));
     CU(cudaMemcpy(be->d_arena, m->arena, m->arena_bytes, cudaMemcpyHostToDevice));
     size_t bytes = align_up(sizeof(int32_t) * DRAPE_JOINTS) + align_up(sizeof(cu_garment) * c->n_garments), taps = 0;
-    for (int i = 0; i < c->n_garments; i++) bytes += garment_table_bytes(&m->garments[i], c);
-    for (int l = 0; l < c->n_conv; l++) taps = taps > (size_t)9 * m->net.conv[l].in * m->net.conv[l].out ? taps : (size_t)9 * m->net.conv[l].in * m->net.conv[l].out;
-    for (int l = 0; l < c->n_conv; l++) bytes += align_up((size_t)9 * m->net.conv[l].in * m->net.conv[l].out * 4);
+    bytes += align_up((size_t)be->ycat * H * 4) + align_up((size_t)be->ycat * 4);
+    for (int i = 0; i < c->n_garments; i++) bytes += garment_table_bytes(&m->garments[i], c, be->tc);
+    for (int l = 0; l < c->n_conv; l++) {
+        size_t in = (size_t)net->conv[l].in, out = (size_t)net->conv[l].out, tp = (size_t)9 * be->Cp[l] * be->Cp[l + 1];
+        taps = taps > 9 * in * out ? taps : 9 * in * out;
+        taps = taps > tp ? taps : tp;
+        bytes += be->tc ? align_up(tp * 2) + align_up((size_t)be->Cp[l + 1] * 4) : align_up(9 * in * out * 4);
+    }
     unsigned char *host = (unsigned char *)calloc(1, bytes);
-    float *wt = (float *)malloc(taps * sizeof(float) + 1);
+    float *wt = (float *)malloc(3 * taps * sizeof(float) + 1);
     if (!host || !wt) {
         free(host);
         free(wt);
@@ -372,19 +428,42 @@ static int upload_model(cuda_backend *be, drape_error *err)
         CU(rc);
     }
     size_t off = 0;
+    int frc = DRAPE_OK;
     be->d_parents = (const int32_t *)stage(host, be->d_const, &off, m->parents, sizeof(int32_t) * DRAPE_JOINTS);
+    /* [bonenet.3; pose_embed]: rows of Linear weights, one after the other */
+    float *wc = (float *)(host + off);
+    memcpy(wc, net->bonenet[3].w, (size_t)nb * H * 4);
+    memcpy(wc + (size_t)nb * H, net->pose_embed.w, (size_t)c->pose_dim * H * 4);
+    be->d_wcat = (const float *)stage(host, be->d_const, &off, NULL, (size_t)be->ycat * H * 4);
+    float *bc = (float *)(host + off);
+    memcpy(bc, net->bonenet[3].b, (size_t)nb * 4);
+    memcpy(bc + nb, net->pose_embed.b, (size_t)c->pose_dim * 4);
+    be->d_bcat = (const float *)stage(host, be->d_const, &off, NULL, (size_t)be->ycat * 4);
     for (int l = 0; l < c->n_conv; l++) {
-        const drape_conv *cv = &m->net.conv[l];
-        float *tp = (float *)(host + off);
-        program->conv_pack(tp, wt, cv->w, cv->in, cv->out); /* taps [9][in][out], the im2col column order */
-        be->d_taps[l] = (const float *)stage(host, be->d_const, &off, NULL, (size_t)9 * cv->in * cv->out * 4);
+        const drape_conv *cv = &net->conv[l];
+        if (!be->tc) {
+            float *tp = (float *)(host + off);
+            program->conv_pack(tp, wt, cv->w, cv->in, cv->out); /* taps [9][in][out], the im2col column order */
+            be->d_taps[l] = (const float *)stage(host, be->d_const, &off, NULL, (size_t)9 * cv->in * cv->out * 4);
+            continue;
+        }
+        /* taps [9][in][out], padded to [9][Cp[l]][Cp[l+1]] and rounded to the 16-bit type */
+        int Cip = be->Cp[l], Cop = be->Cp[l + 1];
+        float *tp = wt + taps, *wp = wt + 2 * taps, bp[4096 + 16];
+        program->conv_pack(tp, wt, cv->w, cv->in, cv->out);
+        hd_tc_pack_weights(wp, bp, tp, cv->b, cv->in, cv->out, Cip, Cop);
+        uint16_t *w16 = (uint16_t *)(host + off);
+        for (size_t i = 0; i < (size_t)9 * Cip * Cop; i++) w16[i] = tc_bits(be, wp[i]);
+        be->d_tcw[l] = stage(host, be->d_const, &off, NULL, (size_t)9 * Cip * Cop * 2);
+        be->d_tcb[l] = (const float *)stage(host, be->d_const, &off, bp, (size_t)Cop * 4);
     }
-    for (int i = 0; i < c->n_garments; i++)
-        upload_garment(&be->h_garments[i], host, be->d_const, &off, be, &m->garments[i], c);
+    for (int i = 0; i < c->n_garments && !frc; i++)
+        frc = upload_garment(&be->h_garments[i], host, be->d_const, &off, be, &m->garments[i], c, err);
     be->d_garments = (cu_garment *)stage(host, be->d_const, &off, be->h_garments, sizeof(cu_garment) * c->n_garments);
-    rc = cudaMemcpy(be->d_const, host, bytes, cudaMemcpyHostToDevice);
+    rc = frc ? cudaSuccess : cudaMemcpy(be->d_const, host, bytes, cudaMemcpyHostToDevice);
     free(host);
     free(wt);
+    if (frc) return frc;
     CU(rc);
     return DRAPE_OK;
 }
@@ -398,20 +477,35 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     be->base.model = m;
     be->healthy = 1;
     be->precision = opts->precision;
-    /* FP32 reference; TF32 and BF16 run the GEMMs on tensor cores with FP32
-     * inputs, outputs and accumulation (cuBLAS rounds the inputs) */
-    be->compute = opts->precision == 1   ? CUBLAS_COMPUTE_32F_FAST_TF32
-                  : opts->precision == 2 ? CUBLAS_COMPUTE_32F_FAST_16BF
-                                         : CUBLAS_COMPUTE_32F;
+    /* FP32 reference; the others run the dense GEMMs on tensor cores with FP32
+     * inputs, outputs and accumulation (cuBLAS rounds the inputs); BF16 and
+     * FP16 also run the UV conv as the tensor-core implicit GEMM (conv_tc.cu) */
+    be->compute = opts->precision == DRAPE_PRECISION_TF32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                  : opts->precision == DRAPE_PRECISION_BF16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                  : opts->precision == DRAPE_PRECISION_FP16 ? CUBLAS_COMPUTE_32F_FAST_16F
+                                                            : CUBLAS_COMPUTE_32F;
+    be->tc = opts->precision == DRAPE_PRECISION_BF16 || opts->precision == DRAPE_PRECISION_FP16;
+    be->bf16 = opts->precision == DRAPE_PRECISION_BF16;
+    be->launches = -1;
+    be->ycat = 9 * c->bones + c->pose_dim;
     be->Vmax = 1;
     be->C0 = 3 + c->feat_dim + c->pose_dim + 1;
     be->Cmax = be->C0;
+    be->Cp[0] = hd_tc_pad(be->C0);
+    for (int l = 0; l < c->n_conv; l++) be->Cp[l + 1] = hd_tc_pad(c->conv[l]);
     for (int i = 0; i < c->n_garments; i++) {
         const drape_garment *g = &m->garments[i];
         if (g->V > be->Vmax) be->Vmax = g->V;
-        for (int l = 0; l < c->n_conv; l++)
+        for (int l = 0; l < c->n_conv; l++) {
             if ((size_t)g->active_texels[l + 1] > be->rows_max[l]) be->rows_max[l] = (size_t)g->active_texels[l + 1];
+            int64_t e = g->active_texels[l] * be->Cp[l];
+            if (e > be->tc_stride) be->tc_stride = e;
+        }
+        if (g->active_texels[c->n_conv] * 3 > be->tc_out_stride) be->tc_out_stride = g->active_texels[c->n_conv] * 3;
     }
+    /* whole 128-byte lines per slot: the conv's 16-byte copies stay aligned */
+    be->tc_stride = (be->tc_stride + 63) & ~(int64_t)63;
+    be->tc_out_stride = (be->tc_out_stride + 31) & ~(int64_t)31;
     for (int l = 0; l < c->n_conv; l++)
         if (c->conv[l] > be->Cmax) be->Cmax = c->conv[l];
     be->map_stride = (int64_t)(c->uv_h + 2) * (c->uv_w + 2) * be->Cmax;
@@ -428,18 +522,21 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
                       __LINE__, err);
     const char *gr = getenv("DRAPE_CUDA_GRAPHS");
     be->use_graphs = !(gr && !strcmp(gr, "0"));
+    if (!rc && be->tc) rc = cu_check(be, cu_conv_tc_setup(), "cudaFuncSetAttribute (tensor-core conv)", __FILE__, __LINE__, err);
     if (!rc) rc = upload_model(be, err);
     if (rc) {
         cuda_destroy(&be->base);
         return rc;
     }
-    /* the UV stage's scratch per frame: three maps, im2col and GEMM rows */
+    /* the UV stage's scratch per frame: three maps, im2col and GEMM rows; or
+     * two compact 16-bit maps and the last layer's output */
     size_t per = 3 * (size_t)be->map_stride * 4, cm = 0;
     for (int l = 0; l < c->n_conv; l++) {
         size_t x = be->rows_max[l] * ((size_t)9 * m->net.conv[l].in + m->net.conv[l].out) * 4;
         cm = x > cm ? x : cm;
     }
     per += cm;
+    if (be->tc) per = 2 * (size_t)be->tc_stride * 2 + (size_t)be->tc_out_stride * 4;
     be->chunk = (int)(UV_BUDGET / per < 1 ? 1 : UV_BUDGET / per > 256 ? 256 : UV_BUDGET / per);
     *out = &be->base;
     return DRAPE_OK;
@@ -550,8 +647,8 @@ static int cuda_identity_create(drape_backend *b, drape_identity **out, int garm
         for (int i = 0; i < 6; i++) it[i] = carve_item{views[i], fl[i] * sizeof(float)};
         if ((rc = carve(be, &id->dev, it, 6, "an identity", err))) goto out;
         id->base.garment = garment;
-        id->base.bytes = sizeof *id;
-        for (int i = 0; i < 6; i++) id->base.bytes += align_up(fl[i] * sizeof(float));
+        for (int i = 0; i < 6; i++) id->base.device_bytes += align_up(fl[i] * sizeof(float));
+        id->base.bytes = sizeof *id + id->base.device_bytes;
 
         mb_scratch d;
         int rows = E > N ? E : N, dwmax = dwh > B ? dwh : B;
@@ -609,6 +706,9 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
     int cap = n > 2 * be->cap ? n : 2 * be->cap, B = c->bones, H = c->hidden, nf = c->n_hist;
     size_t nv = (size_t)cap * be->Vmax * 3;
     free_batch(be);
+    /* the output: meta [cap][8] floats, then a record per frame (its 12V or
+     * 6V bytes, 16-byte aligned) */
+    be->rec_bytes = (size_t)cap * 32 + nv * 4 + (size_t)cap * 16;
     size_t sp = align_up((size_t)cap * nf * 75 * 4), sf = align_up((size_t)cap * sizeof(cu_frame));
     be->stage_bytes = sp + sf + align_up((size_t)cap * sizeof(cu_uv_slot));
     void *stage_dev = NULL;
@@ -616,9 +716,9 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
         {&stage_dev, be->stage_bytes},          {&be->A, (size_t)cap * nf * 288 * 4},   {&be->Hf, (size_t)cap * 48},
         {&be->Hinv, (size_t)cap * 48},          {&be->X, (size_t)cap * drape_bonenet_in(c) * 4},
         {&be->h1, (size_t)cap * H * 4},         {&be->h2, (size_t)cap * H * 4},
-        {&be->net, (size_t)cap * 9 * B * 4},    {&be->phi, (size_t)cap * c->pose_dim * 4},
+        {&be->ycat_out, (size_t)cap * be->ycat * 4},
         {&be->T_hat, (size_t)cap * B * 48},      {&be->q, (size_t)cap * B * 12},        {&be->M, (size_t)cap * B * 48},
-        {&be->p, nv * 4},                        {&be->out, nv * 4},
+        {&be->p, nv * 4},                        {&be->out, nv * 4},                    {&be->d_rec, be->rec_bytes},
     };
     int rc = carve(be, &be->d_batch, it, (int)(sizeof it / sizeof *it), "a batch", err);
     if (rc) return rc;
@@ -632,7 +732,7 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
         return plugin_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory for a batch of %d", cap);
     }
     cudaError_t e1 = cudaMallocHost((void **)&be->h_stage, be->stage_bytes), e2 = cudaSuccess;
-    if (e1 == cudaSuccess) e2 = cudaMallocHost((void **)&be->h_out, nv * 4);
+    if (e1 == cudaSuccess) e2 = cudaMallocHost((void **)&be->h_out, be->rec_bytes);
     if (e1 != cudaSuccess || e2 != cudaSuccess) {
         free_batch(be);
         CU(e1 != cudaSuccess ? e1 : e2);
@@ -656,22 +756,58 @@ static int grow_uv(cuda_backend *be, int slots, drape_error *err)
     cudaFree(be->d_uv);
     be->d_uv = NULL;
     be->uv_cap = 0;
-    size_t maps = (size_t)slots * be->map_stride * 4;
-    carve_item it[] = {{&be->map_in, maps}, {&be->map_a, maps}, {&be->map_b, maps},
-                       {&be->col, (size_t)slots * col * 4}, {&be->y, (size_t)slots * y * 4}};
-    int rc = carve(be, &be->d_uv, it, 5, "the UV maps", err);
-    if (rc) return rc;
-    /* the input map's border is never written: zero it once */
-    CU(cudaMemsetAsync(be->map_in, 0, maps, be->stream));
+    int rc;
+    if (be->tc) { /* compact maps: no border, nothing to clear */
+        size_t maps = (size_t)slots * be->tc_stride * 2;
+        carve_item it[] = {{&be->tc_a, maps}, {&be->tc_b, maps}, {&be->tc_out, (size_t)slots * be->tc_out_stride * 4}};
+        if ((rc = carve(be, &be->d_uv, it, 3, "the UV maps", err))) return rc;
+    } else {
+        size_t maps = (size_t)slots * be->map_stride * 4;
+        carve_item it[] = {{&be->map_in, maps}, {&be->map_a, maps}, {&be->map_b, maps},
+                           {&be->col, (size_t)slots * col * 4}, {&be->y, (size_t)slots * y * 4}};
+        if ((rc = carve(be, &be->d_uv, it, 5, "the UV maps", err))) return rc;
+        /* the input map's border is never written: zero it once */
+        CU(cudaMemsetAsync(be->map_in, 0, maps, be->stream));
+    }
     be->uv_cap = slots;
     return DRAPE_OK;
 }
 
-/* Steps 7–9 for the slots [s0, s0+ns) (their maps fit the scratch): p += δ.
- * hf, hs: the staged frames and slots. */
-static int uv_chunk(cuda_backend *be, const cu_frame *hf, const cu_uv_slot *hs, int s0, int ns, int Vmax,
-                    drape_error *err)
+/* Steps 7–9 on tensor cores (BF16, FP16) for the slots [s0, s0+ns): p += δ.
+ * Adds its launches to *launches. */
+static int uv_chunk_tc(cuda_backend *be, int s0, int ns, int Vmax, int *launches, drape_error *err)
 {
+    const drape_model *m = be->base.model;
+    const drape_config *c = &m->cfg;
+    cudaStream_t s = be->stream;
+    const cu_uv_slot *slots = be->d_slots + s0;
+    int L = c->n_conv, max_pos = 0;
+    for (int i = 0; i < c->n_garments; i++)
+        if (be->h_garments[i].n_pos[0] > max_pos) max_pos = be->h_garments[i].n_pos[0];
+    cu_uv_input_tc(be->tc_a, be->p, be->ycat_out, be->d_bcat + 9 * c->bones, be->ycat, 9 * c->bones, slots, ns,
+                   be->d_frames, be->d_garments, max_pos, be->tc_stride, be->Cp[0], c->feat_dim, c->pose_dim, be->bf16, s);
+    LAUNCHED();
+    void *bufs[2] = {be->tc_a, be->tc_b};
+    for (int l = 0; l < L; l++) {
+        const drape_conv *cv = &m->net.conv[l];
+        int last = l == L - 1, mode = last ? 0 : cv->in == cv->out ? 2 : 1;
+        cu_conv_tc(last ? (void *)be->tc_out : bufs[(l + 1) & 1], bufs[l & 1], be->d_tcw[l], be->d_tcb[l], slots, ns,
+                   be->d_frames, be->d_garments, l, (int)be->rows_max[l], be->Cp[l], be->Cp[l + 1], mode, last, be->bf16,
+                   be->tc_stride, last ? be->tc_out_stride : be->tc_stride, s);
+        LAUNCHED();
+    }
+    cu_uv_sample_tc(be->p, be->tc_out, slots, ns, be->d_frames, be->d_garments, Vmax, be->tc_out_stride, s);
+    LAUNCHED();
+    *launches += L + 2;
+    return DRAPE_OK;
+}
+
+/* Steps 7–9 for the slots [s0, s0+ns) (their maps fit the scratch): p += δ.
+ * hf, hs: the staged frames and slots. Adds its launches to *launches. */
+static int uv_chunk(cuda_backend *be, const cu_frame *hf, const cu_uv_slot *hs, int s0, int ns, int Vmax,
+                    int *launches, drape_error *err)
+{
+    if (be->tc) return uv_chunk_tc(be, s0, ns, Vmax, launches, err);
     const drape_model *m = be->base.model;
     const drape_config *c = &m->cfg;
     cudaStream_t s = be->stream;
@@ -680,8 +816,8 @@ static int uv_chunk(cuda_backend *be, const cu_frame *hf, const cu_uv_slot *hs, 
     int Hu = c->uv_h, Wu = c->uv_w, L = c->n_conv, max_pos = 0;
     for (int i = 0; i < c->n_garments; i++)
         if (be->h_garments[i].n_pos[0] > max_pos) max_pos = be->h_garments[i].n_pos[0];
-    cu_uv_input(be->map_in, be->p, be->phi, slots, ns, be->d_frames, be->d_garments, max_pos, be->map_stride,
-                c->feat_dim, c->pose_dim, s);
+    cu_uv_input(be->map_in, be->p, be->ycat_out, be->d_bcat + 9 * c->bones, be->ycat, 9 * c->bones, slots, ns,
+                be->d_frames, be->d_garments, max_pos, be->map_stride, c->feat_dim, c->pose_dim, s);
     LAUNCHED();
     const float *in = be->map_in;
     float *outs[2] = {be->map_a, be->map_b};
@@ -705,17 +841,19 @@ static int uv_chunk(cuda_backend *be, const cu_frame *hf, const cu_uv_slot *hs, 
     }
     cu_uv_sample_add(be->p, in, slots, ns, be->d_frames, be->d_garments, Vmax, be->map_stride, Hu, Wu, s);
     LAUNCHED();
+    *launches += 4 * L + 2;
     return DRAPE_OK;
 }
 
 /* The launch sequence of one batch, from the staged inputs up to the
- * outputs in pinned memory: n frames, ns of them through the UV stage. */
-static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax, int off,
-                         drape_error *err)
+ * outputs in pinned memory: n frames, ns of them through the UV stage;
+ * out_bytes of meta and records come back. */
+static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax,
+                         size_t out_bytes, drape_error *err)
 {
     const drape_model *m = be->base.model;
     const drape_config *c = &m->cfg;
-    int B = c->bones, H = c->hidden, rc;
+    int B = c->bones, H = c->hidden, rc, launches = 0;
     cudaStream_t s = be->stream;
     CU(cudaMemcpyAsync(be->d_poses, be->h_stage, be->stage_bytes, cudaMemcpyHostToDevice, s));
 
@@ -732,34 +870,39 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
         LAUNCHED();
         in = hs2[l & 1];
     }
-    if ((rc = linear_act(be, be->net, in, &m->net.bonenet[3], n, 0, err))) return rc;
-    if ((rc = linear_act(be, be->phi, in, &m->net.pose_embed, n, 0, err))) return rc;
-    /* steps 3–6 */
-    cu_bone_correct(be->M, be->T_hat, be->q, be->net, be->d_frames, n, B, s);
-    cu_skin(be->p, be->M, be->d_frames, be->d_garments, n, Vmax, B, c->skin_k, s);
+    /* the output layer and the pose embedding in one GEMM; their biases are
+     * added where they are read (skinning, the UV input) */
+    if ((rc = gemm(be, be->ycat_out, in, be->d_wcat, n, H, be->ycat, 1, err))) return rc;
+    /* steps 3–6: the bones corrected inside the skinning kernel */
+    cu_skin(be->p, be->M, be->T_hat, be->q, be->ycat_out, be->d_bcat, be->ycat, be->d_frames, be->d_garments, n, Vmax,
+            B, c->skin_k, s);
     LAUNCHED();
+    launches += 1 + 2 + 6 + 1 + (B <= 512 ? 1 : 2);
     /* steps 7–9 per chunk of frames */
     for (int s0 = 0; s0 < ns; s0 += be->chunk)
-        if ((rc = uv_chunk(be, hf, hs, s0, ns - s0 < be->chunk ? ns - s0 : be->chunk, Vmax, err))) return rc;
-    /* step 10 and the copy back */
-    cu_world(be->out, be->p, be->Hf, be->d_frames, n, Vmax, s);
+        if ((rc = uv_chunk(be, hf, hs, s0, ns - s0 < be->chunk ? ns - s0 : be->chunk, Vmax, &launches, err)))
+            return rc;
+    /* step 10, the packing, and the copy back */
+    cu_finish(be->d_rec, (float *)be->d_rec, be->out, be->p, be->Hf, be->d_frames, n, s);
     LAUNCHED();
-    CU(cudaMemcpyAsync(be->h_out, be->out, (size_t)off * 12, cudaMemcpyDeviceToHost, s));
+    CU(cudaMemcpyAsync(be->h_out, be->d_rec, out_bytes, cudaMemcpyDeviceToHost, s));
+    be->launches = launches + 2;
     return DRAPE_OK;
 }
 
 /* Replays the graph of this batch shape, or captures one (then replays it);
  * falls back to plain launches for good if capture is refused. */
-static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax, int off,
-                        drape_error *err)
+static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, const cu_uv_slot *hs, int Vmax,
+                        size_t out_bytes, drape_error *err)
 {
-    if (!be->use_graphs) return enqueue_batch(be, n, ns, hf, hs, Vmax, off, err);
+    if (!be->use_graphs) return enqueue_batch(be, n, ns, hf, hs, Vmax, out_bytes, err);
     cudaStream_t s = be->stream;
     graph_entry *slot = &be->graphs[0];
     for (int i = 0; i < GRAPH_CACHE; i++) {
         graph_entry *g = &be->graphs[i];
         if (g->exec && g->n == n && !memcmp(g->key, be->h_key, (size_t)n * sizeof(int))) {
             g->used = ++be->tick;
+            be->launches = g->nodes;
             CU(cudaGraphLaunch(g->exec, s));
             return DRAPE_OK;
         }
@@ -772,9 +915,11 @@ static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, con
     drape_error cap = {0, ""};
     CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     be->capturing = 1;
-    int rc = enqueue_batch(be, n, ns, hf, hs, Vmax, off, &cap);
+    int rc = enqueue_batch(be, n, ns, hf, hs, Vmax, out_bytes, &cap);
     be->capturing = 0;
     cudaError_t ce = cudaStreamEndCapture(s, &graph);
+    size_t nodes = 0;
+    if (!rc && ce == cudaSuccess) ce = cudaGraphGetNodes(graph, NULL, &nodes);
     if (!rc && ce == cudaSuccess) ce = cudaGraphInstantiate(&exec, graph, 0);
     if (graph) cudaGraphDestroy(graph);
     if (rc || ce != cudaSuccess) {
@@ -783,12 +928,13 @@ static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, con
         be->use_graphs = 0;
         plugin_log(DRAPE_LOG_WARN, "cuda backend: graph capture failed (%s), launching without graphs from now on",
                  rc ? cap.msg : cudaGetErrorString(ce));
-        return enqueue_batch(be, n, ns, hf, hs, Vmax, off, err);
+        return enqueue_batch(be, n, ns, hf, hs, Vmax, out_bytes, err);
     }
     if (slot->exec) cudaGraphExecDestroy(slot->exec);
     free(slot->key);
     memcpy(key, be->h_key, (size_t)n * sizeof(int));
-    *slot = graph_entry{exec, n, key, ++be->tick};
+    *slot = graph_entry{exec, n, key, ++be->tick, (int)nodes};
+    be->launches = (int)nodes; /* what the device runs, cuBLAS's own kernels included */
     CU(cudaGraphLaunch(exec, s));
     return DRAPE_OK;
 }
@@ -803,12 +949,15 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
     int rc = grow_batch(be, n, err);
     if (rc) return rc;
 
-    /* stage: poses, frame descriptors, UV slots (row offsets restart per chunk) */
+    /* stage: poses, frame descriptors (a frame asking for f16 or q16 is
+     * packed on the device unless the refine step follows on the host), UV
+     * slots (row offsets restart per chunk) */
     float *hp = (float *)be->h_stage;
     int nf = c->n_hist;
     cu_frame *hf = (cu_frame *)(be->h_stage + align_up((size_t)be->cap * nf * 75 * 4));
     cu_uv_slot *hs = (cu_uv_slot *)((unsigned char *)hf + align_up((size_t)be->cap * sizeof(cu_frame)));
     int off = 0, ns = 0, Vmax = 1;
+    size_t rec = (size_t)n * 32;
     for (int f = 0; f < n; f++) {
         const cuda_identity *id = (const cuda_identity *)frames[f].id;
         int gi = id->base.garment, V = m->garments[gi].V;
@@ -816,7 +965,11 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
             memcpy(hp + (size_t)75 * (nf * f + k), frames[f].pose[k], 72 * sizeof(float));
             memcpy(hp + (size_t)75 * (nf * f + k) + 72, frames[f].trans[k], 3 * sizeof(float));
         }
-        hf[f] = cu_frame{id->film, id->skin_w, id->g, id->c, id->J, id->F_cov, gi, frames[f].lbs_only != 0, V, off};
+        int pack = frames[f].lbs_only || !id->base.refine ? frames[f].pack : DRAPE_PACK_NONE;
+        hf[f] = cu_frame{id->film, id->skin_w, id->g, id->c, id->J, id->F_cov, gi, frames[f].lbs_only != 0, V, off,
+                         pack, (int64_t)rec};
+        rec += (size_t)V * (pack ? 6 : 12);
+        rec = (rec + 15) & ~(size_t)15;
         off += V;
         Vmax = V > Vmax ? V : Vmax;
         if (!frames[f].lbs_only) hs[ns++].frame = f;
@@ -828,12 +981,24 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
                 r += be->h_garments[hf[hs[i].frame].garment].n_pos[l + 1];
             }
     if (ns && (rc = grow_uv(be, ns < be->chunk ? ns : be->chunk, err))) return rc;
-    for (int f = 0; f < n; f++) be->h_key[f] = 2 * hf[f].garment + hf[f].lbs;
-    if ((rc = launch_batch(be, n, ns, hf, hs, Vmax, off, err))) return rc;
+    for (int f = 0; f < n; f++) be->h_key[f] = (2 * hf[f].garment + hf[f].lbs) * 3 + hf[f].pack;
+    if ((rc = launch_batch(be, n, ns, hf, hs, Vmax, rec, err))) return rc;
     CU(cudaStreamSynchronize(be->stream));
-    for (int f = 0; f < n; f++) memcpy(frames[f].out, be->h_out + 3 * (size_t)hf[f].out_off, (size_t)hf[f].V * 12);
+    const float *meta = (const float *)be->h_out;
+    for (int f = 0; f < n; f++) {
+        const unsigned char *r = be->h_out + hf[f].rec_off;
+        if (!hf[f].pack) {
+            memcpy(frames[f].out, r, (size_t)hf[f].V * 12);
+            continue;
+        }
+        memcpy(frames[f].out, r, (size_t)hf[f].V * 6);
+        memcpy(frames[f].bbox, meta + 8 * (size_t)f, sizeof frames[f].bbox);
+        frames[f].packed = meta[8 * (size_t)f + 6] > 0 ? 1 : -1;
+    }
     return DRAPE_OK;
 }
+
+static int cuda_launches(const drape_backend *b) { return ((const cuda_backend *)b)->launches; }
 
 /* Module B's cached outputs of an identity, copied to the host (tests). */
 static int cuda_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g, float *c,
@@ -859,7 +1024,8 @@ const drape_backend_ops cuda_ops = {
 };
 }
 
-static const drape_backend_plugin cuda_plugin = {DRAPE_BACKEND_API_VERSION, &cuda_ops, cuda_probe, cuda_identity_read};
+static const drape_backend_plugin cuda_plugin = {DRAPE_BACKEND_API_VERSION, &cuda_ops, cuda_probe, cuda_identity_read,
+                                                 cuda_launches};
 
 /* The plugin's one export (runtime/backend_plugin.h): the program's
  * services are kept only when they are of this version. */

@@ -108,6 +108,22 @@ static inline DRAPE_HD void hd_bone_correct(float *M_b, const float *T, const fl
     }
 }
 
+/* hd_bone_correct of bone b with its Bone-Net output read from the frame's
+ * row y [9B + d_φ] of the GEMM that computes the output layer and the pose
+ * embedding at once (no bias) plus their bias [9B + d_φ]; y NULL: plain
+ * skinning */
+static inline DRAPE_HD void hd_bone_correct_cat(float *M_b, const float *T, const float *q, const float *y,
+                                                const float *bias, int b)
+{
+    if (!y) {
+        hd_bone_correct(M_b, T, q, NULL);
+        return;
+    }
+    float net[9];
+    for (int j = 0; j < 9; j++) net[j] = y[9 * b + j] + bias[9 * b + j];
+    hd_bone_correct(M_b, T, q, net);
+}
+
 /* One thread per (frame, vertex): out [3] = Σ_j w_j M[idx_j] x over the k
  * support bones; idx, w the vertex's rows [k]. */
 static inline DRAPE_HD void hd_skin_vertex(float *out, const float *x, const float *M, const int32_t *idx,

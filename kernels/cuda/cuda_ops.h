@@ -21,6 +21,11 @@ typedef struct {
     const int32_t *skin_idx, *faces, *texel_face, *cov_texel, *copy_start, *copy_uv, *in_cov;
     const float *skin_w0, *bone_joint_w, *uv, *texel_bary;
     const int32_t *pos[DRAPE_MAX_CONV + 1];
+    /* the tensor-core conv's (tc_bodies.h): nbr[l] [n_pos[l+1]][9] each output
+     * texel's taps as rows of map l (−1: border); tap_row / tap_w [copies][4]
+     * the sampling table over the last map */
+    const int32_t *nbr[DRAPE_MAX_CONV], *tap_row;
+    const float *tap_w;
     int V, n_cov, n_pos[DRAPE_MAX_CONV + 1];
 } cu_garment;
 
@@ -29,6 +34,8 @@ typedef struct {
 typedef struct {
     const float *film, *skin_w, *g, *c, *J, *F_cov;
     int garment, lbs, V, out_off;
+    int pack;        /* DRAPE_PACK_*: packed on the device (core/pack16.h) */
+    int64_t rec_off; /* its record in the batch's output: 12V bytes of positions, or 6V packed */
 } cu_frame;
 
 /* A frame of the UV stage in a chunk (slot = its maps in the chunk's
@@ -62,18 +69,23 @@ void cu_bone_input(float *X, float *T_hat, float *q, const float *A, const float
                    const cu_garment *gs, const float *mean, const float *std, int n, int B, int nf, cudaStream_t s);
 /* y [n,d] ← y + b (ReLU if relu) */
 void cu_bias_act(float *y, const float *b, int n, int d, int relu, cudaStream_t s);
+/* Bone-Net's output layer and the pose embedding are one GEMM, y_cat [n,
+ * 9B + d_φ] without bias: their biases b_cat [9B + d_φ] are added by the
+ * kernels that read them (cu_skin, the UV input). */
 /* h [n,H] ← ReLU((1 + Δγ_l) ⊙ (h + b) + β_l), FiLM of each row's identity */
 void cu_film_relu(float *h, const float *b, const cu_frame *fr, int layer, int n, int H, cudaStream_t s);
-/* M [n,B,12] from T_hat, q and net [n,9B] (lbs frames: M = T̂) */
-void cu_bone_correct(float *M, const float *T_hat, const float *q, const float *net, const cu_frame *fr, int n, int B,
-                     cudaStream_t s);
-/* p [ΣV,3] = skinning of each frame's retargeted garment by M */
-void cu_skin(float *p, const float *M, const cu_frame *fr, const cu_garment *gs, int n, int Vmax, int B, int k,
-             cudaStream_t s);
+/* p [ΣV,3] = skinning of each frame's retargeted garment by its corrected
+ * bones M (docs/design.md §2.4 steps 5–6) from T_hat, q and the Bone-Net
+ * output (rows of y_cat, + b_cat; lbs frames: M = T̂). Each block corrects
+ * the frame's bones into shared memory first (one launch) unless B is too
+ * large, when they go through M [n,B,12] (two). */
+void cu_skin(float *p, float *M, const float *T_hat, const float *q, const float *y_cat, const float *b_cat,
+             int y_stride, const cu_frame *fr, const cu_garment *gs, int n, int Vmax, int B, int k, cudaStream_t s);
 /* maps [ns, map_stride]: conv input maps of the slots (padded, C0 channels)
- * on their input texels; phi [n,d_φ] */
-void cu_uv_input(float *maps, const float *p, const float *phi, const cu_uv_slot *slots, int ns, const cu_frame *fr,
-                 const cu_garment *gs, int max_pos, int64_t map_stride, int d_f, int d_phi, cudaStream_t s);
+ * on their input texels, a thread per channel; φ = y_cat[·, phi_off..] + phi_bias */
+void cu_uv_input(float *maps, const float *p, const float *y_cat, const float *phi_bias, int y_stride, int phi_off,
+                 const cu_uv_slot *slots, int ns, const cu_frame *fr, const cu_garment *gs, int max_pos,
+                 int64_t map_stride, int d_f, int d_phi, cudaStream_t s);
 /* col [rows, 9·Ci] im2col of conv layer l's output texels over the slots */
 void cu_im2col(float *col, const float *maps, const cu_uv_slot *slots, int ns, const cu_frame *fr, const cu_garment *gs,
                int l, int max_rows, int64_t map_stride, int pw, int Ci, cudaStream_t s);
@@ -86,8 +98,30 @@ void cu_conv_epilogue(float *out, const float *y, const float *in, const float *
 /* p [ΣV,3] += bilinear samples of each slot's output map (3 channels) */
 void cu_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, int ns, const cu_frame *fr,
                       const cu_garment *gs, int Vmax, int64_t map_stride, int Hu, int Wu, cudaStream_t s);
-/* out [ΣV,3] = Hf p */
-void cu_world(float *out, const float *p, const float *Hf, const cu_frame *fr, int n, int Vmax, cudaStream_t s);
+/* The end of a frame, a block per frame: its world positions Hf p; then
+ * either those into its record (rec + rec_off), or, for a packed frame, its
+ * bbox (meta [n][8]: min xyz, max xyz, status 1 / −1 when not finite) and its
+ * f16 or q16 bytes there (scratch [ΣV,3] holds the positions meanwhile). */
+void cu_finish(unsigned char *rec, float *meta, float *scratch, const float *p, const float *Hf, const cu_frame *fr,
+               int n, cudaStream_t s);
+
+/* ---- the tensor-core conv (conv_tc.cu; precisions BF16, FP16) ---- */
+
+/* once per process and device: lets the conv kernels use their shared memory */
+cudaError_t cu_conv_tc_setup(void);
+/* maps [ns][stride] (16-bit): the slots' compact input maps, C0p channels */
+void cu_uv_input_tc(void *maps, const float *p, const float *y_cat, const float *phi_bias, int y_stride, int phi_off,
+                    const cu_uv_slot *slots, int ns, const cu_frame *fr, const cu_garment *gs, int max_pos,
+                    int64_t stride, int C0p, int d_f, int d_phi, int bf16, cudaStream_t s);
+/* conv layer l over the slots: in [ns][in_stride] (Cip channels) → out
+ * [ns][out_stride] (Cop channels; last: FP32, 3 channels); wt [9][Cip][Cop]
+ * in the 16-bit type, bias [Cop]; mode as hd_tc_out */
+void cu_conv_tc(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,
+                const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode, int last,
+                int bf16, int64_t in_stride, int64_t out_stride, cudaStream_t s);
+/* p [ΣV,3] += the samples of each slot's last map outs [ns][stride] (FP32 [rows,3]) */
+void cu_uv_sample_tc(float *p, const float *outs, const cu_uv_slot *slots, int ns, const cu_frame *fr,
+                     const cu_garment *gs, int Vmax, int64_t stride, cudaStream_t s);
 
 /* ---- module B (ops_b.cu) ---- */
 

@@ -5,6 +5,7 @@
  * frame's elements, exiting past its own count. */
 #include "bodies.h"
 #include "cuda_ops.h"
+#include "tc_bodies.h"
 
 /* A [n,nf,24,12], Hf [n,12], Hinv [n,12]: one thread per (frame, history step) */
 __global__ void k_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame *fr, const int32_t *parents,
@@ -73,57 +74,85 @@ void cu_film_relu(float *h, const float *b, const cu_frame *fr, int layer, int n
     k_film_relu<<<blocks_for((int64_t)n * H), THREADS, 0, s>>>(h, b, fr, layer, n, H);
 }
 
-__global__ void k_bone_correct(float *M, const float *T_hat, const float *q, const float *net, const cu_frame *fr,
-                               int n, int B)
+/* bone b of frame f's M: the Bone-Net output of the frame's row of y_cat,
+ * plus its bias (none for plain skinning) */
+static __device__ void bone_correct_one(float *M_b, const float *T_hat, const float *q, const float *y_cat,
+                                        const float *b_cat, int y_stride, const cu_frame *x, int f, int b, int B)
+{
+    size_t i = (size_t)f * B + b;
+    hd_bone_correct_cat(M_b, T_hat + 12 * i, q + 3 * i, x->lbs ? NULL : y_cat + (size_t)f * y_stride, b_cat, b);
+}
+
+__global__ void k_bone_correct(float *M, const float *T_hat, const float *q, const float *y_cat, const float *b_cat,
+                               int y_stride, const cu_frame *fr, int n, int B)
 {
     FOR_EACH(i, (int64_t)n * B) {
         int f = (int)(i / B);
-        hd_bone_correct(M + 12 * i, T_hat + 12 * i, q + 3 * i, fr[f].lbs ? NULL : net + 9 * i);
+        bone_correct_one(M + 12 * i, T_hat, q, y_cat, b_cat, y_stride, &fr[f], f, (int)(i % B), B);
     }
 }
 
-void cu_bone_correct(float *M, const float *T_hat, const float *q, const float *net, const cu_frame *fr, int n, int B,
-                     cudaStream_t s)
+/* skinning with the frame's bones corrected by every block into shared
+ * memory (B·12 floats; cheap next to the vertices), or read from M */
+__global__ void k_skin(float *p, const float *M, const float *T_hat, const float *q, const float *y_cat,
+                       const float *b_cat, int y_stride, const cu_frame *fr, const cu_garment *gs, int B, int k)
 {
-    k_bone_correct<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(M, T_hat, q, net, fr, n, B);
-}
-
-__global__ void k_skin(float *p, const float *M, const cu_frame *fr, const cu_garment *gs, int B, int k)
-{
+    extern __shared__ float Ms[];
     const cu_frame *x = &fr[blockIdx.y];
     const cu_garment *g = &gs[x->garment];
-    const float *w = x->lbs ? g->skin_w0 : x->skin_w;
+    const float *w = x->lbs ? g->skin_w0 : x->skin_w, *Mf = Ms;
+    if (M) {
+        Mf = M + (size_t)blockIdx.y * B * 12;
+    } else {
+        for (int b = threadIdx.x; b < B; b += blockDim.x)
+            bone_correct_one(Ms + 12 * b, T_hat, q, y_cat, b_cat, y_stride, x, blockIdx.y, b, B);
+        __syncthreads();
+    }
     FOR_EACH(v, x->V) {
-        hd_skin_vertex(p + 3 * ((size_t)x->out_off + v), x->g + 3 * v, M + (size_t)blockIdx.y * B * 12,
-                       g->skin_idx + v * k, w + v * k, k);
+        hd_skin_vertex(p + 3 * ((size_t)x->out_off + v), x->g + 3 * v, Mf, g->skin_idx + v * k, w + v * k, k);
     }
 }
 
-void cu_skin(float *p, const float *M, const cu_frame *fr, const cu_garment *gs, int n, int Vmax, int B, int k,
-             cudaStream_t s)
+#define SKIN_SMEM_BONES 512 /* 24 KiB of corrected bones per block at most */
+
+void cu_skin(float *p, float *M, const float *T_hat, const float *q, const float *y_cat, const float *b_cat,
+             int y_stride, const cu_frame *fr, const cu_garment *gs, int n, int Vmax, int B, int k, cudaStream_t s)
 {
-    k_skin<<<dim3(blocks_for(Vmax), n), THREADS, 0, s>>>(p, M, fr, gs, B, k);
+    if (B <= SKIN_SMEM_BONES) {
+        k_skin<<<dim3(blocks_for(Vmax), n), THREADS, (size_t)B * 48, s>>>(p, NULL, T_hat, q, y_cat, b_cat, y_stride,
+                                                                           fr, gs, B, k);
+        return;
+    }
+    k_bone_correct<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(M, T_hat, q, y_cat, b_cat, y_stride, fr, n, B);
+    k_skin<<<dim3(blocks_for(Vmax), n), THREADS, 0, s>>>(p, M, T_hat, q, y_cat, b_cat, y_stride, fr, gs, B, k);
 }
 
-__global__ void k_uv_input(float *maps, const float *p, const float *phi, const cu_uv_slot *slots, const cu_frame *fr,
-                           const cu_garment *gs, int64_t map_stride, int d_f, int d_phi)
+__global__ void k_uv_input(float *maps, const float *p, const float *y_cat, const float *phi_bias, int y_stride,
+                           int phi_off, const cu_uv_slot *slots, const cu_frame *fr, const cu_garment *gs,
+                           int64_t map_stride, int d_f, int d_phi)
 {
     const cu_uv_slot *sl = &slots[blockIdx.y];
     const cu_frame *x = &fr[sl->frame];
     const cu_garment *g = &gs[x->garment];
     int C = 3 + d_f + d_phi + 1;
     float *map = maps + (size_t)blockIdx.y * map_stride;
-    FOR_EACH(i, g->n_pos[0]) {
-        hd_uv_input_texel(map + (size_t)g->pos[0][i] * C, g->in_cov[i], g->faces, g->texel_face, g->texel_bary,
-                          g->cov_texel, p + 3 * (size_t)x->out_off, x->F_cov, phi + (size_t)sl->frame * d_phi, d_f,
-                          d_phi);
+    const float *phi = y_cat + (size_t)sl->frame * y_stride + phi_off, *pf = p + 3 * (size_t)x->out_off;
+    FOR_EACH(e, (int64_t)g->n_pos[0] * C) {
+        int64_t i = e / C;
+        int ch = (int)(e - i * C);
+        map[(size_t)g->pos[0][i] * C + ch] = hd_uv_input_at(ch, g->in_cov[i], g->faces, g->texel_face, g->texel_bary,
+                                                             g->cov_texel, pf, x->F_cov, phi, phi_bias, d_f, d_phi);
     }
 }
 
-void cu_uv_input(float *maps, const float *p, const float *phi, const cu_uv_slot *slots, int ns, const cu_frame *fr,
-                 const cu_garment *gs, int max_pos, int64_t map_stride, int d_f, int d_phi, cudaStream_t s)
+void cu_uv_input(float *maps, const float *p, const float *y_cat, const float *phi_bias, int y_stride, int phi_off,
+                 const cu_uv_slot *slots, int ns, const cu_frame *fr, const cu_garment *gs, int max_pos,
+                 int64_t map_stride, int d_f, int d_phi, cudaStream_t s)
 {
-    k_uv_input<<<dim3(blocks_for(max_pos), ns), THREADS, 0, s>>>(maps, p, phi, slots, fr, gs, map_stride, d_f, d_phi);
+    int C = 3 + d_f + d_phi + 1;
+    k_uv_input<<<dim3(blocks_for((int64_t)max_pos * C), ns), THREADS, 0, s>>>(maps, p, y_cat, phi_bias, y_stride,
+                                                                             phi_off, slots, fr, gs, map_stride, d_f,
+                                                                             d_phi);
 }
 
 __global__ void k_im2col(float *col, const float *maps, const cu_uv_slot *slots, const cu_frame *fr,
@@ -201,16 +230,68 @@ void cu_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, int 
     k_uv_sample_add<<<dim3(blocks_for(Vmax), ns), THREADS, 0, s>>>(p, maps, slots, fr, gs, map_stride, Hu, Wu);
 }
 
-__global__ void k_world(float *out, const float *p, const float *Hf, const cu_frame *fr)
+/* a block per frame (see cu_finish); blockDim.x a multiple of 32, ≤ 1024 */
+__global__ void k_finish(unsigned char *rec, float *meta, float *scratch, const float *p, const float *Hf,
+                         const cu_frame *fr)
 {
-    const cu_frame *x = &fr[blockIdx.y];
-    FOR_EACH(v, x->V) {
-        size_t r = 3 * ((size_t)x->out_off + v);
-        hd_apply(out + r, Hf + 12 * blockIdx.y, p + r);
+    const cu_frame *x = &fr[blockIdx.x];
+    const float *H = Hf + 12 * blockIdx.x, *pf = p + 3 * (size_t)x->out_off;
+    const int V = x->V, tid = threadIdx.x;
+    if (!x->pack) {
+        float *o = (float *)(rec + x->rec_off);
+        for (int v = tid; v < V; v += blockDim.x) hd_apply(o + 3 * v, H, pf + 3 * v);
+        return;
     }
+    float *w = scratch + 3 * (size_t)x->out_off;
+    /* box: per thread over its vertices (ascending: the first of equal values
+     * stays), then across the block with the same tie rule (hd_bbox_pick) */
+    float bv[6];
+    int bi[6] = {-1, -1, -1, -1, -1, -1}, bad = 0;
+    for (int k = 0; k < 6; k++) bv[k] = 0;
+    for (int v = tid; v < V; v += blockDim.x) {
+        hd_apply(w + 3 * v, H, pf + 3 * v);
+        for (int k = 0; k < 3; k++) {
+            float c = w[3 * v + k];
+            bad |= !isfinite(c);
+            hd_bbox_pick(&bv[k], &bi[k], c, v, 0);
+            hd_bbox_pick(&bv[3 + k], &bi[3 + k], c, v, 1);
+        }
+    }
+    __shared__ float sv[32][6];
+    __shared__ int si[32][6];
+    __shared__ float box[6];
+    for (int k = 0; k < 6; k++)
+        for (int o = 16; o > 0; o >>= 1) {
+            float v2 = __shfl_down_sync(0xffffffffu, bv[k], o);
+            int i2 = __shfl_down_sync(0xffffffffu, bi[k], o);
+            hd_bbox_pick(&bv[k], &bi[k], v2, i2, k >= 3);
+        }
+    if ((tid & 31) == 0)
+        for (int k = 0; k < 6; k++) {
+            sv[tid >> 5][k] = bv[k];
+            si[tid >> 5][k] = bi[k];
+        }
+    bad = __syncthreads_or(bad);
+    if (tid < 6) {
+        float v = sv[0][tid];
+        int i = si[0][tid];
+        for (int wp = 1; wp < (int)(blockDim.x >> 5); wp++) hd_bbox_pick(&v, &i, sv[wp][tid], si[wp][tid], tid >= 3);
+        box[tid] = V ? v : 0.0f;
+        meta[8 * (size_t)blockIdx.x + tid] = box[tid];
+    }
+    if (tid == 0) meta[8 * (size_t)blockIdx.x + 6] = bad ? -1.0f : 1.0f;
+    __syncthreads();
+    if (bad) return;
+    uint16_t *o = (uint16_t *)(rec + x->rec_off); /* little-endian, as the wire */
+    for (int v = tid; v < V; v += blockDim.x)
+        for (int k = 0; k < 3; k++) {
+            float c = w[3 * v + k];
+            o[3 * v + k] = x->pack == DRAPE_PACK_F16 ? hd_f32_to_f16(c) : hd_quantize16(c, box[k], box[3 + k]);
+        }
 }
 
-void cu_world(float *out, const float *p, const float *Hf, const cu_frame *fr, int n, int Vmax, cudaStream_t s)
+void cu_finish(unsigned char *rec, float *meta, float *scratch, const float *p, const float *Hf, const cu_frame *fr,
+               int n, cudaStream_t s)
 {
-    k_world<<<dim3(blocks_for(Vmax), n), THREADS, 0, s>>>(out, p, Hf, fr);
+    k_finish<<<n, 1024, 0, s>>>(rec, meta, scratch, p, Hf, fr);
 }

@@ -1,0 +1,50 @@
+#!/bin/bash
+# `make gpu-check`'s load step: draped on the CUDA backend with MODEL, then
+# `drape load` at AVATARS avatars x FPS for SECONDS (the goal: 1,000 x 30,
+# p99 <= 10 ms, none dropped); prints drape load's JSON report last.
+#
+#   bench/gpu_load.sh BUILD MODEL [AVATARS] [FPS] [SECONDS]
+#   env: GPU_LOAD_PRECISION (default fp16), GPU_LOAD_CONNECTIONS (default 8:
+#        draped takes at most 256 avatars per stream), GPU_LOAD_FORMAT (q16)
+set -u
+B=${1:?build folder}
+MODEL=${2:?model bundle}
+AVATARS=${3:-1000}
+FPS=${4:-30}
+SECONDS_=${5:-10}
+PREC=${GPU_LOAD_PRECISION:-fp16}
+CONNS=${GPU_LOAD_CONNECTIONS:-8}
+FORMAT=${GPU_LOAD_FORMAT:-q16}
+LOG=$(mktemp)
+GARMENT=$("${DRAPE_PYTHON:-python3}" - "$MODEL" 2>/dev/null <<'EOF'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    meta = json.loads(f.read(n))["__metadata__"]
+print(json.loads(meta["drape.config"])["garments"][0])
+EOF
+)
+GARMENT=${GARMENT:-skirt}
+
+"$B/draped" --port 0 --bind 127.0.0.1 --model "$MODEL" --backend cuda --precision "$PREC" \
+    --max-batch 256 --max-delay-us 2000 --log-level warn >"$LOG" 2>&1 &
+PID=$!
+trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -f "$LOG"' EXIT
+PORT=
+for _ in $(seq 1 300); do
+    PORT=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$LOG" | head -1)
+    [ -n "$PORT" ] && break
+    kill -0 $PID 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$PORT" ]; then
+    echo "gpu_load: draped did not start:"
+    cat "$LOG"
+    exit 1
+fi
+echo "draped on :$PORT (cuda, $PREC), $MODEL, garment $GARMENT; $AVATARS avatars x $FPS fps for $SECONDS_ s over $CONNS connections ($FORMAT)"
+# warm: the identity and the batch shapes' graphs
+"$B/drape" load --url "ws://127.0.0.1:$PORT/v1/stream" --avatars "$CONNS" --connections "$CONNS" --fps 30 \
+    --duration 2 --garment "$GARMENT" --format "$FORMAT" >/dev/null || true
+"$B/drape" load --url "ws://127.0.0.1:$PORT/v1/stream" --avatars "$AVATARS" --connections "$CONNS" --fps "$FPS" \
+    --duration "$SECONDS_" --garment "$GARMENT" --format "$FORMAT" --json
