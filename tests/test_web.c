@@ -82,8 +82,10 @@ Test(web, viewer_in_chromium)
 
 /* The page as a user sees it: the default model's shipped walk (it travels
  * 5 m and loops) pictured at 5 points of a loop and right after its cut at
- * 1280x800 and 800x600, side by side, a dropped BVH; boxes and pixel shares
- * as docs/viewer.md states; the loops counted by the server as reset cuts. */
+ * 1280x800 and 800x600, side by side, a capture motion of --motions-dir (a
+ * clip the script writes), a dropped BVH and a refused file; boxes and pixel
+ * shares as docs/viewer.md states; the loops counted by the server as reset
+ * cuts. */
 Test(web, viewer_pictures_the_walk)
 {
     NEED_NODE_MODULES();
@@ -92,11 +94,16 @@ Test(web, viewer_pictures_the_walk)
     build_dir(dir, sizeof dir);
     snprintf(shots, sizeof shots, "%s/artifacts/shots", dir);
     cr_assert_eq(tu_run(out, sizeof out, "rm -rf %s && mkdir -p %s", shots, shots), 0, "%s", out);
-    tu_server s = tu_draped_start("models/default.safetensors", "--web-root web");
+    char motions[512], flags[700];
+    snprintf(motions, sizeof motions, "%s", tu_tmp("motions"));
+    cr_assert_eq(tu_run(out, sizeof out, "node tests/js/viewer_shots.mjs --motions-dir %s", motions), 0, "%s", out);
+    snprintf(flags, sizeof flags, "--web-root web --motions-dir %s", motions);
+    tu_server s = tu_draped_start("models/default.safetensors", flags);
     int rc = tu_run(out, sizeof out, "node tests/js/viewer_shots.mjs %s %s", s.url, shots);
     int stop = tu_draped_stop(&s);
     cr_assert_eq(rc, 0, "the viewer's pictures failed (kept in %s):\n%s", shots, out);
     cr_assert(strstr(out, "\"loop_1280x800\"") && strstr(out, "\"loop_800x600\"") && strstr(out, "\"side_by_side\""), "%s", out);
+    cr_assert(strstr(out, "\"played\":\"turn_test\"") && strstr(out, "\"menu\":\"stride_test.bvh (file)\""), "%s", out);
     char first[700];
     snprintf(first, sizeof first, "%s/shots-800x600-1.png", shots);
     cr_assert_eq(access(first, R_OK), 0, "no screenshot at %s", first);

@@ -68,7 +68,8 @@ function updateStats(now) {
 function renderOverlay() {
   const modes = slots.length > 1 ? ` · ${slots.map((s) => s.mode).join(' | ')}` : '';
   $('overlay').textContent = [
-    `${stats.garment || '-'} · ${stats.format || '-'} · ${stats.clip_label || stats.clip || '-'} · ${stats.vertices} vertices${modes}`,
+    `${stats.garment || '-'} · ${stats.format || '-'} · ${stats.vertices} vertices${modes}`,
+    `motion ${stats.clip_label || stats.clip || '-'}`,
     `stream ${stats.fps.toFixed(1)} fps   render ${stats.render_fps.toFixed(0)} fps`,
     `round trip p50 ${stats.rtt_p50.toFixed(1)} ms  p99 ${stats.rtt_p99.toFixed(1)} ms`,
     `server     p50 ${stats.server_p50.toFixed(1)} ms  p99 ${stats.server_p99.toFixed(1)} ms`,

@@ -36,16 +36,12 @@ try {
   const page = await browser.newPage({ viewport: { width: 800, height: 600 } });
   const problems = [];
   let expectFailures = true; // while /v1/model is made to fail on purpose
-  // GET /v1/motions is optional: a server without it answers 404, which
-  // Chromium logs, and the page lists no capture motions
-  const optional = (url) => /\/v1\/motions$/.test(url);
-  let reloading = false; // a reload cancels what the page was fetching
   page.on('console', (m) => {
-    if (m.type() === 'error' && !expectFailures && !optional(m.location().url)) problems.push(`console error: ${m.text()}`);
+    if (m.type() === 'error' && !expectFailures) problems.push(`console error: ${m.text()}`);
   });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('requestfailed', (r) => {
-    if (!expectFailures && !(optional(r.url()) && reloading)) problems.push(`request failed: ${r.url()}`);
+    if (!expectFailures) problems.push(`request failed: ${r.url()}`);
   });
   const banner = (text, ms = 15000) =>
     page.waitForFunction((t) => {
@@ -149,7 +145,6 @@ try {
     if (!m.modes.includes('physics')) m.modes.push('physics');
     await r.fulfill({ response: res, json: m });
   });
-  reloading = true;
   await page.reload({ waitUntil: 'load' });
   await page.waitForFunction(() => document.querySelectorAll('#betas input').length > 0, null, { timeout: 20000 });
   if (await physicsHidden()) die('the physics switch stays hidden when /v1/model offers physics');
