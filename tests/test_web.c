@@ -48,7 +48,7 @@ static void build_dir(char *dir, size_t cap)
 Test(web, serves_the_viewer)
 {
     tu_server s = tu_draped_start("tiny_random", "--web-root web");
-    const char *files[] = {"/", "/viewer.js", "/drape-client.js", "/msgpack.js", "/body.js", "/motion.js", "/viewer.css",
+    const char *files[] = {"/", "/viewer.js", "/drape-client.js", "/msgpack.js", "/body.js", "/motion.js", "/rig.js", "/viewer.css",
                            "/node_modules/three/build/three.module.js", NULL};
     for (int i = 0; files[i]; i++) {
         if (!strncmp(files[i], "/node_modules", 13) && !have_node_modules()) continue;
