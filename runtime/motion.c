@@ -767,6 +767,22 @@ static void finish(float *poses, const float *pos, int T, int keep_heading)
     }
 }
 
+/* o->start and o->seconds cut the source before it is placed: frame 0 of
+ * the result is the first source frame at or after start, so the origin
+ * and the heading are those of the kept part. */
+static int trim(float *poses, float *pos, int *T, double fps, const drape_motion_opts *o, drape_error *err)
+{
+    if (!(o->start > 0) && !(o->seconds > 0)) return 0;
+    int a = (int)ceil(o->start * fps - 1e-6);
+    if (a >= *T) return drape_fail(err, DRAPE_ERANGE, "start %g s: the file lasts %g s", o->start, (*T - 1) / fps);
+    int n = *T - a;
+    if (o->seconds > 0 && o->seconds * fps + 1 < n) n = (int)floor(o->seconds * fps + 1e-6) + 1;
+    memmove(poses, poses + 75 * (size_t)a, sizeof *poses * 75 * (size_t)n);
+    memmove(pos, pos + 3 * (size_t)a, sizeof *pos * 3 * (size_t)n);
+    *T = n;
+    return 0;
+}
+
 static int finish_common(drape_motion *out, float *poses, int T, double src_fps, const drape_motion_opts *o,
                          drape_error *err)
 {
@@ -803,6 +819,8 @@ static int check_opts(const drape_motion_opts *o, drape_error *err)
     if (o->fps && check_fps(o->fps, "output", err)) return DRAPE_ERANGE;
     if (o->source_fps && check_fps(o->source_fps, "source", err)) return DRAPE_ERANGE;
     if (!(o->scale >= 0 && o->scale <= 1e6)) return drape_fail(err, DRAPE_ERANGE, "scale %g: 0 (from the legs) to 1e6", o->scale);
+    if (!(o->start >= 0 && o->start <= 1e5) || !(o->seconds >= 0 && o->seconds <= 1e5))
+        return drape_fail(err, DRAPE_ERANGE, "start %g s, seconds %g: 0 to 1e5 s", o->start, o->seconds);
     if (o->skeleton < 0 || o->skeleton > DRAPE_SKEL_MAP) return drape_fail(err, DRAPE_EINVAL, "unknown skeleton %d", o->skeleton);
     return 0;
 }
@@ -844,8 +862,11 @@ int drape_motion_read_bvh(drape_motion *out, const uint8_t *data, size_t len, co
         rc = drape_fail(err, DRAPE_EFORMAT, "line %d: more frame lines than the %d of Frames:", c.line, b.frames);
         goto done;
     }
-    finish(poses, pos, b.frames, o->keep_heading);
-    rc = finish_common(out, poses, b.frames, o->source_fps > 0 ? o->source_fps : snap_fps(1 / b.frame_time), o, err);
+    double src = o->source_fps > 0 ? o->source_fps : snap_fps(1 / b.frame_time);
+    int T = b.frames;
+    if ((rc = trim(poses, pos, &T, src, o, err))) goto done;
+    finish(poses, pos, T, o->keep_heading);
+    rc = finish_common(out, poses, T, src, o, err);
     poses = NULL;
 done:
     free(b.j);
@@ -934,8 +955,10 @@ int drape_motion_read_npz(drape_motion *out, const uint8_t *data, size_t len, co
         hd_aa_from_rotmat(p, R9);
         hd_apply(pos + 3 * t, Q, Tr.data + 3 * t);
     }
-    finish(poses, pos, (int)T, o->keep_heading);
-    rc = finish_common(out, poses, (int)T, src, o, err);
+    int n = (int)T;
+    if ((rc = trim(poses, pos, &n, src, o, err))) goto done;
+    finish(poses, pos, n, o->keep_heading);
+    rc = finish_common(out, poses, n, src, o, err);
     poses = NULL;
 done:
     drape_npy_free(&P);

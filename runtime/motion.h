@@ -53,6 +53,8 @@ typedef struct {
     int keep_heading;   /* 0: turned so frame 0 faces +z; 1: the file's heading */
     double source_fps;  /* the file's frame rate when its own is wrong (CMU's 60-fps takes
                            converted with Frame Time 1/120); 0: the file's */
+    double start;       /* s of the file skipped (a T-pose frame many files begin with); 0: none */
+    double seconds;     /* s kept from start on; 0: to the end */
 } drape_motion_opts;
 
 typedef struct {

@@ -1130,3 +1130,35 @@ Test(motion, draped_converts_and_lists_motions)
     cr_assert_eq(tu_draped_stop(&srv2), 0);
     drape_npy_free(&ref);
 }
+
+/* --start and --seconds cut the file before it is placed: the kept joints
+ * are the full import's from the start frame on (joints 1..23 are local,
+ * untouched by the origin and the heading), frame 0 of the cut is at the
+ * origin, and a start past the end is refused */
+Test(motion, start_and_seconds_cut_the_file)
+{
+    enum { T = 48 };
+    float poses[75 * T];
+    random_motion(poses, T, 5);
+    tskel s = skel_smpl();
+    const char *path = tu_tmp("cut.bvh");
+    write_bvh(path, &s, poses, T, 30);
+    drape_motion full, cut;
+    drape_error e = {0};
+    drape_motion_opts of = {0}, oc = {.start = 0.5, .seconds = 0.8};
+    cr_assert_eq(drape_motion_load(&full, path, &of, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_motion_load(&cut, path, &oc, &e), 0, "%s", e.msg);
+    cr_assert_eq(cut.frames, 25, "0.8 s at 30 fps from frame 15: 25 frames, got %d", cut.frames);
+    for (int t = 0; t < cut.frames; t++)
+        for (int k = 1; k < NJ; k++) {
+            const float *a = full.poses + 75 * (t + 15) + 3 * k;
+            double want[3] = {a[0], a[1], a[2]};
+            cr_assert_lt(turn(cut.poses + 75 * t + 3 * k, want), 1e-6, "frame %d joint %d", t, k);
+        }
+    cr_assert_lt(fabs(cut.poses[72]) + fabs(cut.poses[74]), 1e-6, "the cut's frame 0 is not at the origin");
+    drape_motion_free(&full);
+    drape_motion_free(&cut);
+    drape_motion_opts late = {.start = 10};
+    cr_assert_eq(drape_motion_load(&cut, path, &late, &e), DRAPE_ERANGE);
+    cr_assert(strstr(e.msg, "start 10 s: the file lasts"), "%s", e.msg);
+}

@@ -1,6 +1,6 @@
 /* `drape motion import`: a BVH or AMASS npz file to the pose file `drape
  * infer` reads (runtime/motion.h, docs/motion.md).
- *   drape motion import IN --out OUT.npy [--fps 30] [--source-fps 0] [--scale S] [--map FILE]
+ *   drape motion import IN --out OUT.npy [--fps 30] [--source-fps 0] [--start S] [--seconds S] [--scale S] [--map FILE]
  *                          [--skeleton auto|cmu|poser|mixamo|smpl] [--keep-heading]
  * Prints what it found: format, skeleton, units, source and output frames. */
 #include <errno.h>
@@ -14,7 +14,7 @@
 
 typedef struct {
     const char *in, *out, *map;
-    double fps, scale, source_fps;
+    double fps, scale, source_fps, start, seconds;
     int skeleton, keep_heading;
 } import_opts;
 static const drape_opt import_opts_table[] = {
@@ -25,6 +25,9 @@ static const drape_opt import_opts_table[] = {
     DRAPE_OPT_D(import_opts, source_fps, "source-fps", "0", 0, DRAPE_MOTION_MAX_FPS, "FPS", 0,
                 "the file's frame rate, where its own is wrong (CMU's 60-fps takes converted at Frame Time "
                 "1/120); 0: the file's"),
+    DRAPE_OPT_D(import_opts, start, "start", "0", 0, 1e5, "S", 0,
+                "seconds of the file skipped (e.g. the T-pose frame many CMU conversions begin with)"),
+    DRAPE_OPT_D(import_opts, seconds, "seconds", "0", 0, 1e5, "S", 0, "seconds kept from --start on; 0: to the end"),
     DRAPE_OPT_D(import_opts, scale, "scale", "0", 0, 1e6, "S", 0,
                 "BVH: metres per file unit; 0: the unit from the leg length, and the root moves as far as Drape's "
                 "legs would carry it (given, the root moves S x the file's units)"),
@@ -63,7 +66,7 @@ static int cmd_import(int argc, char **argv)
     int rc = drape_opts_parse(&import_spec, &o, argc, argv);
     if (rc) return drape_opts_status(rc);
     drape_motion_opts mo = {.fps = o.fps, .scale = o.scale, .skeleton = o.skeleton, .keep_heading = o.keep_heading,
-                            .source_fps = o.source_fps};
+                            .source_fps = o.source_fps, .start = o.start, .seconds = o.seconds};
     char *map = NULL;
     if (o.map && read_map(o.map, &map, &mo.map_len)) {
         free(map);
