@@ -176,7 +176,7 @@ static void conv_case(int Hu, int Wu, int Ci, int Co, int mode, uint64_t seed)
         if (i == 1) sp[ns++] = (drape_span){b, b + 2}, b += 2;
         sp[ns++] = (drape_span){b, (i + 1) * pw + 1 + Wu};
     }
-    cpu_conv3x3(yp, xp, &pc, Hu, Wu, sp, ns, mode, 2);
+    cpu_conv3x3(yp, xp, &pc, Hu, Wu, sp, ns, mode, NULL, 1);
     cpu_conv3x3_ref(yr, x, &cv, Hu, Wu, mode);
     for (int i = 0; i < Hu; i++)
         for (int j = 0; j < Wu; j++)
@@ -234,8 +234,8 @@ Test(kernels, conv_spans_are_exact)
     const float *xs = in, *xf = in;
     for (int l = 0; l < L; l++) {
         int mode = l == L - 1 ? 0 : m->net.conv[l].in == m->net.conv[l].out ? 2 : 1;
-        cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
-        cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode, 2);
+        cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, NULL, 1);
+        cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode, NULL, 1);
         xs = a[l & 1];
         xf = f[l & 1];
     }
