@@ -42,8 +42,8 @@
 
 #define SETTLE_S 1.5    /* a neighbour alone before the first block */
 #define ROUNDS 3        /* C and PyTorch blocks per row, alternating */
-#define BLOCK_MS 1000.0 /* timed time per block (at least MIN_FRAMES frames) */
-#define MIN_FRAMES 5
+#define BLOCK_MS 1000.0 /* timed time per block (C: at least MIN_FRAMES frames, PyTorch two) */
+#define MIN_FRAMES 3
 #define MAX_FRAMES 400
 #define DRAPED_AVATARS 16
 
@@ -210,10 +210,11 @@ static int peer_start(peer *p, const char *bundle, int threads)
     return p->in && p->out && fgets(line, sizeof line, p->out) && strstr(line, "ready") ? 0 : -1;
 }
 
-/* k PyTorch frames; their times appended to t (n in, n out); -1 if the peer failed */
-static int peer_block(peer *p, int k, double *t, int *n)
+/* PyTorch frames for about budget_ms (at least two); their times appended to t (n
+ * in, n out); -1 if the peer failed */
+static int peer_block(peer *p, double budget_ms, double *t, int *n)
 {
-    fprintf(p->in, "%d\n", k);
+    fprintf(p->in, "%d %.0f\n", MAX_FRAMES, budget_ms);
     fflush(p->in);
     static char line[1 << 16];
     if (!fgets(line, sizeof line, p->out)) return -1;
@@ -269,16 +270,7 @@ static int row(rig *r, const char *name, int threads, int *met)
         team = drape_cores_team(&r->cores, threads);
         free_cores = r->cores.free;
         c_block(r, BLOCK_MS, MIN_FRAMES, tc, &nc);
-        /* PyTorch: as many frames as the C block's time allows at its last speed */
-        int want = MIN_FRAMES;
-        if (np) {
-            double sorted[MAX_FRAMES * ROUNDS];
-            memcpy(sorted, tp, sizeof(double) * (size_t)np);
-            double med = median(sorted, np);
-            want = (int)(BLOCK_MS / (med > 0.1 ? med : 0.1));
-            want = want < MIN_FRAMES ? MIN_FRAMES : want > MAX_FRAMES ? MAX_FRAMES : want;
-        }
-        if (peer_block(r->py, want, tp, &np)) {
+        if (peer_block(r->py, BLOCK_MS, tp, &np)) {
             fprintf(stderr, "bench: the PyTorch peer failed\n");
             return 1;
         }

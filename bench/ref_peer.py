@@ -3,10 +3,11 @@
     /usr/bin/python3 bench/ref_peer.py --model M.safetensors --garment skirt --threads N
 
 Loads the bundle into the PyTorch reference (train/reference.py), makes one
-identity, prints {"ready": true}, then reads lines from stdin: "K" runs K
+identity, prints {"ready": true}, then reads lines from stdin: "K MS" runs
 frames of one avatar (its own three-frame window, as train/bench_ref.py's
-batch of 1) after one untimed frame and prints {"ms": [t1, ..., tK]}, each
-frame's wall time; EOF or "quit" ends it. The benchmark interleaves these
+batch of 1) after one untimed frame, at most K and for about MS
+milliseconds but at least two, and prints {"ms": [t1, ...]}, each frame's
+wall time; EOF or "quit" ends it. The benchmark interleaves these
 blocks with the C runtime's, so both see the same neighbours.
 """
 import argparse
@@ -44,10 +45,11 @@ def main():
         for line in sys.stdin:
             if line.strip() == "quit":
                 break
-            k = max(1, int(line))
+            k, budget = line.split()
+            k, budget = max(2, int(k)), float(budget)
             model.frames(ident, poses, trans)
             ms = []
-            for _ in range(k):
+            while len(ms) < k and (len(ms) < 2 or sum(ms) < budget):
                 t0 = time.perf_counter()
                 model.frames(ident, poses, trans)
                 ms.append(round((time.perf_counter() - t0) * 1e3, 4))
