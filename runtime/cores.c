@@ -2,10 +2,12 @@
 #include "cores.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "../core/clock.h"
@@ -17,7 +19,8 @@ static int mask_has(const unsigned char *mask, int bits, long cpu)
     return cpu >= 0 && cpu < bits && (mask[cpu / 8] >> (cpu % 8) & 1);
 }
 
-int drape_cores_parse_stat(const char *text, const unsigned char *mask, int mask_bits, drape_cpu_times *out)
+int drape_cores_parse_stat(const char *text, const unsigned char *mask, int mask_bits, int count_nice,
+                           drape_cpu_times *out)
 {
     *out = (drape_cpu_times){0};
     for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
@@ -32,9 +35,9 @@ int drape_cores_parse_stat(const char *text, const unsigned char *mask, int mask
             if (!isdigit((unsigned char)*p)) break; /* older kernels have fewer fields */
             v[i] = strtoull(p, &p, 10);
         }
-        uint64_t busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
-        out->busy += busy;
-        out->total += busy + v[3] + v[4];
+        uint64_t busy = v[0] + v[2] + v[5] + v[6] + v[7];
+        out->busy += busy + (count_nice ? v[1] : 0);
+        out->total += busy + v[1] + v[3] + v[4];
         out->cpus++;
     }
     return out->cpus ? DRAPE_OK : DRAPE_EINVAL;
@@ -111,7 +114,7 @@ static int read_stat(const drape_cores *c, drape_cpu_times *t)
 {
     char buf[16384];
     if (read_text("/proc/stat", buf, sizeof buf)) return -1;
-    return drape_cores_parse_stat(buf, c->mask, DRAPE_CORES_MAX, t);
+    return drape_cores_parse_stat(buf, c->mask, DRAPE_CORES_MAX, c->count_nice, t);
 }
 
 static double capacity(const drape_cores *c)
@@ -136,6 +139,9 @@ void drape_cores_init(drape_cores *c)
         for (int i = 0; i < c->cpus; i++) c->mask[i / 8] |= (unsigned char)(1u << (i % 8));
     }
     c->quota = read_quota();
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    c->count_nice = !errno && nice > 0;
     c->free = capacity(c);
     if (read_stat(c, &c->last)) c->last = (drape_cpu_times){0};
     c->last_ns = drape_now_ns();

@@ -4,6 +4,10 @@
  * The cores the process may run on (its affinity mask, capped by a cgroup
  * CPU quota) minus what other processes used of them over the last period:
  * /proc/stat's busy jiffies on those CPUs less this process's own CPU time.
+ * Work at a positive nice value counts as free for a process that is not
+ * niced itself: the scheduler gives it about a tenth of a core against ours
+ * (CFS weights, nice 10 against 0), so it does not keep a team member off
+ * its core.
  * A team larger than that makes a parallel region wait for a member that is
  * not running; a team of one never waits. The estimate is re-read at most
  * every DRAPE_CORES_PERIOD_S, never per frame. Without /proc (or when a file
@@ -25,6 +29,7 @@ typedef struct {
 typedef struct {
     unsigned char mask[DRAPE_CORES_MAX / 8]; /* the CPUs this process may run on */
     int cpus;                                /* how many */
+    int count_nice;                          /* this process runs niced: niced work competes */
     double quota;                            /* cgroup CPU quota in cores; 0: none */
     drape_cpu_times last;                    /* the last reading (total 0: none yet) */
     int64_t last_ns, last_own_ns;            /* its clock and this process's CPU time */
@@ -45,10 +50,12 @@ int drape_cores_team(drape_cores *c, int max);
 /* ---- the pure parts, on the files' text (tested on real /proc inputs) ---- */
 
 /* Sums /proc/stat's per-CPU lines ("cpuN user nice system idle iowait irq
- * softirq steal ...") over the CPUs in mask: busy = user + nice + system +
- * irq + softirq + steal (guest time is inside user), total = busy + idle +
- * iowait. DRAPE_EINVAL when no line of the set is found. */
-int drape_cores_parse_stat(const char *text, const unsigned char *mask, int mask_bits, drape_cpu_times *out);
+ * softirq steal ...") over the CPUs in mask: busy = user + system + irq +
+ * softirq + steal (guest time is inside user), and nice when count_nice;
+ * total = all of those with nice, idle and iowait. DRAPE_EINVAL when no line
+ * of the set is found. */
+int drape_cores_parse_stat(const char *text, const unsigned char *mask, int mask_bits, int count_nice,
+                           drape_cpu_times *out);
 
 /* A cgroup v2 cpu.max ("max 100000" or "150000 100000") in cores; 0 for no
  * quota or text that does not parse. */

@@ -33,44 +33,50 @@ Test(cores, parse_stat_sums_the_masked_cpus)
     unsigned char mask[DRAPE_CORES_MAX / 8];
     drape_cpu_times t;
     mask_of(mask, (int[]){0, 1}, 2);
-    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, &t), DRAPE_OK);
+    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, 0, &t), DRAPE_OK);
     /* the aggregate "cpu " line is not a CPU of its own */
     cr_assert_eq(t.cpus, 2);
-    /* busy: user nice system irq softirq steal; total adds idle and iowait */
-    uint64_t busy0 = 75692 + 109084 + 54851 + 0 + 139 + 0, busy1 = 87122 + 99776 + 58954 + 0 + 484 + 0;
+    /* busy: user system irq softirq steal; total adds nice, idle and iowait */
+    uint64_t busy0 = 75692 + 54851 + 0 + 139 + 0, busy1 = 87122 + 58954 + 0 + 484 + 0;
     cr_assert_eq(t.busy, busy0 + busy1);
-    cr_assert_eq(t.total, busy0 + 65868 + 87 + busy1 + 58754 + 617);
+    cr_assert_eq(t.total, busy0 + 109084 + 65868 + 87 + busy1 + 99776 + 58754 + 617);
+    /* niced work counts as busy for a niced process */
+    mask_of(mask, (int[]){0}, 1);
+    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, 1, &t), DRAPE_OK);
+    cr_assert_eq(t.busy, busy0 + 109084);
+    cr_assert_eq(t.total, busy0 + 109084 + 65868 + 87);
     mask_of(mask, (int[]){1}, 1);
-    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, &t), DRAPE_OK);
+    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, 0, &t), DRAPE_OK);
     cr_assert_eq(t.cpus, 1);
     cr_assert_eq(t.busy, busy1);
     /* a set whose CPUs have no line */
     mask_of(mask, (int[]){5}, 1);
-    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, &t), DRAPE_EINVAL);
-    cr_assert_eq(drape_cores_parse_stat("", mask, DRAPE_CORES_MAX, &t), DRAPE_EINVAL);
+    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, 0, &t), DRAPE_EINVAL);
+    cr_assert_eq(drape_cores_parse_stat("", mask, DRAPE_CORES_MAX, 0, &t), DRAPE_EINVAL);
     /* an old kernel's four fields (no iowait, irq, softirq, steal) */
     mask_of(mask, (int[]){0}, 1);
-    cr_assert_eq(drape_cores_parse_stat("cpu  1 2 3 4\ncpu0 1 2 3 4\n", mask, DRAPE_CORES_MAX, &t), DRAPE_OK);
-    cr_assert_eq(t.busy, 6);
+    cr_assert_eq(drape_cores_parse_stat("cpu  1 2 3 4\ncpu0 1 2 3 4\n", mask, DRAPE_CORES_MAX, 0, &t), DRAPE_OK);
+    cr_assert_eq(t.busy, 4);
     cr_assert_eq(t.total, 10);
 }
 
 /* Half a second later (50 jiffies per CPU at USER_HZ 100): cpu0 was busy 40
- * of them, cpu1 25 (20 user, 5 system); this process used 0.2 s of CPU. */
+ * of them, cpu1 25 (20 user, 5 system), and niced work ran 10 on cpu1; this
+ * process used 0.2 s of CPU. */
 Test(cores, others_and_team_from_two_readings)
 {
     char b[1024];
     snprintf(b, sizeof b,
              "cpu  162879 208861 113811 124658 705 0 623 0 0 0\n"
              "cpu0 %d 109084 54851 %d 87 0 139 0 0 0\n"
-             "cpu1 %d 99776 %d %d 617 0 484 0 0 0\n"
+             "cpu1 %d %d %d %d 617 0 484 0 0 0\n"
              "intr 2308999 0 0 0\nctxt 10137000\n",
-             75692 + 40, 65868 + 10, 87122 + 20, 58954 + 5, 58754 + 25);
+             75692 + 40, 65868 + 10, 87122 + 20, 99776 + 10, 58954 + 5, 58754 + 15);
     unsigned char mask[DRAPE_CORES_MAX / 8];
     drape_cpu_times ta, tb;
     mask_of(mask, (int[]){0, 1}, 2);
-    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, &ta), DRAPE_OK);
-    cr_assert_eq(drape_cores_parse_stat(b, mask, DRAPE_CORES_MAX, &tb), DRAPE_OK);
+    cr_assert_eq(drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, 0, &ta), DRAPE_OK);
+    cr_assert_eq(drape_cores_parse_stat(b, mask, DRAPE_CORES_MAX, 0, &tb), DRAPE_OK);
     int64_t own = 200000000, wall = 500000000;
     /* busy 65 of 100 jiffies on 2 CPUs = 1.3 cores, ours 0.4 */
     double others = drape_cores_others(&ta, &tb, own, wall);
@@ -82,10 +88,15 @@ Test(cores, others_and_team_from_two_readings)
     cr_assert_eq(drape_cores_pick(drape_cores_free(2, 0, drape_cores_others(&ta, &tb, 650000000, wall)), 2), 2);
     /* a quota below what is free is the limit */
     cr_assert_float_eq(drape_cores_free(2, 0.5, others), 0.5, 1e-9);
+    /* to a niced process the niced work is busy too: 75 of 100 */
+    mask_of(mask, (int[]){0, 1}, 2);
+    drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, 1, &ta);
+    drape_cores_parse_stat(b, mask, DRAPE_CORES_MAX, 1, &tb);
+    cr_assert_float_eq(drape_cores_others(&ta, &tb, own, wall), 1.5 - 0.4, 1e-9);
     /* cpu1 alone: 25 of 50 busy = 0.5 core, less ours 0.4 */
     mask_of(mask, (int[]){1}, 1);
-    drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, &ta);
-    drape_cores_parse_stat(b, mask, DRAPE_CORES_MAX, &tb);
+    drape_cores_parse_stat(STAT_A, mask, DRAPE_CORES_MAX, 0, &ta);
+    drape_cores_parse_stat(b, mask, DRAPE_CORES_MAX, 0, &tb);
     cr_assert_float_eq(drape_cores_others(&ta, &tb, own, wall), 0.1, 1e-9);
     /* our own time above the busy share (it ran on other CPUs): no others, not fewer */
     cr_assert_float_eq(drape_cores_others(&ta, &tb, wall, wall), 0, 0);
