@@ -17,8 +17,10 @@ typedef struct drape_backend drape_backend;
 typedef struct drape_identity drape_identity;
 
 typedef struct {
-    int threads;   /* OpenMP threads of the backend's host work (the CPU
-                      backend's math, the refine step); 0 = one per core */
+    int threads;   /* the most threads of the backend's host work (the CPU
+                      backend's math, the refine step); 0 = one per core.
+                      The CPU backend uses as many of them as cores are
+                      free (docs/design.md §1.2) */
     int precision; /* GEMMs of the CUDA backend: 0 FP32 (reference), 1 TF32,
                       2 BF16 (tensor cores, FP32 accumulation); the CPU
                       backend is always FP32 */

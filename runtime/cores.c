@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -92,6 +93,8 @@ static int read_text(const char *path, char *buf, size_t n)
     return got ? 0 : -1;
 }
 
+/* the cgroup's CPU quota in cores (0: none): v2's cpu.max, else v1's cfs
+ * files, as a container sees its own cgroup at /sys/fs/cgroup */
 static double read_quota(void)
 {
     char a[64], b[64];
@@ -99,10 +102,8 @@ static double read_quota(void)
     static const char *v1[] = {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"};
     for (int i = 0; i < 2; i++) {
         char q[96], p[96];
-        strcpy(q, v1[i]);
-        strcat(q, "/cpu.cfs_quota_us");
-        strcpy(p, v1[i]);
-        strcat(p, "/cpu.cfs_period_us");
+        snprintf(q, sizeof q, "%s/cpu.cfs_quota_us", v1[i]);
+        snprintf(p, sizeof p, "%s/cpu.cfs_period_us", v1[i]);
         if (!read_text(q, a, sizeof a) && !read_text(p, b, sizeof b)) return drape_cores_parse_cfs(a, b);
     }
     return 0;

@@ -152,11 +152,11 @@ void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu
     /* chunks of about equal texel counts, CONV_CHUNKS per thread: small
      * enough that the threads that run take over the share of one that does
      * not, large enough that claiming one costs nothing */
-    enum { CONV_CHUNKS = 16 };
+    enum { CONV_CHUNKS = 16, MAX_CHUNKS = 1024 };
     int64_t texels = 0;
     for (int s = 0; s < n_spans; s++) texels += spans[s].end - spans[s].begin;
-    int want = team > 1 && pool ? CONV_CHUNKS * team : 1, cut[CONV_CHUNKS * CPU_POOL_MAX_TEAM + 1], n = 0;
-    if (want > CONV_CHUNKS * CPU_POOL_MAX_TEAM) want = CONV_CHUNKS * CPU_POOL_MAX_TEAM;
+    int want = team > 1 && pool ? (team < MAX_CHUNKS / CONV_CHUNKS ? CONV_CHUNKS * team : MAX_CHUNKS) : 1;
+    int cut[MAX_CHUNKS + 1], n = 0;
     int64_t per = (texels + want - 1) / want, acc = 0;
     cut[0] = 0;
     for (int s = 0; s < n_spans; s++) {

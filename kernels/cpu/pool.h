@@ -18,8 +18,6 @@
 #ifndef DRAPE_CPU_POOL_H
 #define DRAPE_CPU_POOL_H
 
-#define CPU_POOL_MAX_TEAM 256 /* the most threads a job is cut for */
-
 typedef void (*cpu_pool_fn)(void *arg, int chunk);
 typedef struct cpu_pool cpu_pool;
 
