@@ -338,3 +338,43 @@ Test(kernels, conv_on_the_pool_is_bit_identical)
     free(in);
     drape_model_free(m);
 }
+
+/* The conv's chunks on a garment's real runs: every run in exactly one
+ * chunk, in order, at most `want` of them, none over its share of texels
+ * by more than one run. */
+Test(kernels, conv_chunks_cover_runs_evenly)
+{
+    drape_model *m = tu_load("small_random");
+    const drape_garment *g = &m->garments[0];
+    static int cut[1025];
+    const int wants[] = {1, 2, 3, 16, 32, 64, 1024};
+    for (int l = 1; l <= m->cfg.n_conv; l++) {
+        const drape_span *sp = g->spans[l];
+        int ns = g->n_spans[l], longest = 0;
+        int64_t total = 0;
+        for (int s = 0; s < ns; s++) {
+            total += sp[s].end - sp[s].begin;
+            if (sp[s].end - sp[s].begin > longest) longest = sp[s].end - sp[s].begin;
+        }
+        cr_assert_gt(ns, 64, "layer %d: too few runs to cut", l);
+        for (size_t w = 0; w < sizeof wants / sizeof *wants; w++) {
+            int want = wants[w], n = cpu_conv_chunks(cut, sp, ns, want);
+            cr_assert(n >= 1 && n <= want, "layer %d, want %d: %d chunks", l, want, n);
+            if (want * 4 <= ns) cr_assert_geq(n, want / 2 + 1, "layer %d, want %d: only %d chunks", l, want, n);
+            cr_assert_eq(cut[0], 0);
+            cr_assert_eq(cut[n], ns);
+            int64_t per = (total + want - 1) / want, sum = 0;
+            for (int k = 0; k < n; k++) {
+                cr_assert_lt(cut[k], cut[k + 1], "layer %d, want %d: chunk %d is empty", l, want, k);
+                int64_t texels = 0;
+                for (int s = cut[k]; s < cut[k + 1]; s++) texels += sp[s].end - sp[s].begin;
+                cr_assert_leq(texels, per + longest, "layer %d, want %d: chunk %d has %lld texels", l, want, k,
+                              (long long)texels);
+                sum += texels;
+            }
+            cr_assert_eq(sum, total);
+        }
+    }
+    cr_assert_eq(cpu_conv_chunks(cut, NULL, 0, 8), 0);
+    drape_model_free(m);
+}

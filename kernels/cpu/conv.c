@@ -123,6 +123,22 @@ void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out)
             }
 }
 
+int cpu_conv_chunks(int *cut, const drape_span *spans, int n_spans, int want)
+{
+    int64_t texels = 0, acc = 0;
+    for (int s = 0; s < n_spans; s++) texels += spans[s].end - spans[s].begin;
+    if (want < 1) want = 1;
+    int64_t per = (texels + want - 1) / want;
+    int n = 0;
+    cut[0] = 0;
+    for (int s = 0; s < n_spans; s++) {
+        acc += spans[s].end - spans[s].begin;
+        if (n < want - 1 && acc >= per * (n + 1)) cut[++n] = s + 1;
+    }
+    if (cut[n] < n_spans) cut[++n] = n_spans;
+    return n;
+}
+
 /* A conv layer's job for the pool: chunk k is runs [cut[k], cut[k + 1]). */
 typedef struct {
     float *out;
@@ -153,17 +169,8 @@ void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu
      * enough that the threads that run take over the share of one that does
      * not, large enough that claiming one costs nothing */
     enum { CONV_CHUNKS = 16, MAX_CHUNKS = 1024 };
-    int64_t texels = 0;
-    for (int s = 0; s < n_spans; s++) texels += spans[s].end - spans[s].begin;
     int want = team > 1 && pool ? (team < MAX_CHUNKS / CONV_CHUNKS ? CONV_CHUNKS * team : MAX_CHUNKS) : 1;
-    int cut[MAX_CHUNKS + 1], n = 0;
-    int64_t per = (texels + want - 1) / want, acc = 0;
-    cut[0] = 0;
-    for (int s = 0; s < n_spans; s++) {
-        acc += spans[s].end - spans[s].begin;
-        if (n < want - 1 && acc >= per * (n + 1)) cut[++n] = s + 1;
-    }
-    if (cut[n] < n_spans) cut[++n] = n_spans;
+    int cut[MAX_CHUNKS + 1], n = cpu_conv_chunks(cut, spans, n_spans, want);
     conv_job job = {out, in, cv, shift, spans, cut, mode};
     if (pool) cpu_pool_run(pool, team, n, conv_chunk, &job);
     else

@@ -61,6 +61,11 @@ void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out);
  * about equal texel counts; the result does not depend on the team. */
 void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
                  int n_spans, int mode, cpu_pool *pool, int team);
+/* Cuts runs into at most want chunks of about equal texel counts: chunk k
+ * is runs [cut[k], cut[k + 1]), every run in exactly one chunk, in order, a
+ * chunk's texels at most ⌈total / want⌉ plus one run's; returns the count
+ * (0 without runs). cut has room for want + 1. */
+int cpu_conv_chunks(int *cut, const drape_span *spans, int n_spans, int want);
 /* Naive reference on an unpadded map [Hu,Wu,in] → [Hu,Wu,out], whole map. */
 void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode);
 
