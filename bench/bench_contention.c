@@ -214,8 +214,7 @@ static int peer_start(peer *p, const char *bundle, int threads)
  * in, n out); -1 if the peer failed */
 static int peer_block(peer *p, double budget_ms, double *t, int *n)
 {
-    fprintf(p->in, "%d %.0f\n", MAX_FRAMES, budget_ms);
-    fflush(p->in);
+    if (fprintf(p->in, "%d %.0f\n", MAX_FRAMES, budget_ms) < 0 || fflush(p->in)) return -1;
     static char line[1 << 16];
     if (!fgets(line, sizeof line, p->out)) return -1;
     json_t *o = json_loads(line, 0, NULL), *ms = o ? json_object_get(o, "ms") : NULL;
@@ -286,7 +285,8 @@ static int row(rig *r, const char *name, int threads, int *met)
 int bench_contention(const char *bundle, const char *model, const char *draped, const char *drape)
 {
     atexit(kill_kids);
-    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+    signal(SIGPIPE, SIG_IGN); /* a dead peer is a failed write, reported */
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) signal(sigs[i], on_signal);
 
     int cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
