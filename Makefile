@@ -173,7 +173,7 @@ $(BUILD)/draped: $(SERVER_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 $(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/server/metrics.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS) -lcriterion
 
-$(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(LAYER_LIBS) $(CUDA_PLUGIN)
+$(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/bench/bench_contention.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
 $(BUILD)/drape_bench_cloth: $(BUILD)/bench/bench_cloth.o $(LAYER_LIBS) $(CUDA_PLUGIN)
@@ -257,6 +257,7 @@ fuzz-smoke: fuzz-build
 
 bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(DATA)/tiny_random.safetensors $(RUN_MODEL)
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
+	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench --contention $(DATA)/small_random.safetensors $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
 	$(BUILD)/drape_bench --pose-cost $(RUN_MODEL) $(if $(wildcard models/default.safetensors),tshirt,skirt)
 	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
@@ -292,7 +293,7 @@ gpu-check: all $(BUNDLES)
 	@if [ -z "$(NVCC)" ]; then echo "gpu-check: nvcc not found, no CUDA backend to check"; exit 1; fi
 	bench/gpu_check.sh $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d $(BUILD)/fuzz/pose_fuzz.d \
+-include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_contention.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d $(BUILD)/fuzz/pose_fuzz.d \
          $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%.d)
 
 endif

@@ -9,7 +9,11 @@
  * `drape_bench --pose-cost BUNDLE GARMENT`: what a frame costs at the pose
  * validator's limits against a calm frame of the same garment, one frame at
  * a time through the whole pipeline (module A and the refine step); the peer
- * is the calm frame, measured in the same run. */
+ * is the calm frame, measured in the same run.
+ *
+ * `drape_bench --contention BUNDLE MODEL DRAPED DRAPE`: module A at batch 1,
+ * C against PyTorch interleaved, next to neighbours the benchmark starts and
+ * stops itself (bench_contention.c). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_contention.h"
 #include "bench_util.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
@@ -181,7 +186,9 @@ static int pose_cost(const char *path, const char *garment, int threads)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--neighbour-omp")) return bench_neighbour_omp();
     drape_blas_threads_init();
+    if (argc == 6 && !strcmp(argv[1], "--contention")) return bench_contention(argv[2], argv[3], argv[4], argv[5]);
     if (argc == 4 && !strcmp(argv[1], "--pose-cost")) {
         int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : 1;
         return pose_cost(argv[2], argv[3], threads);

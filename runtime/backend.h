@@ -35,8 +35,10 @@ int drape_precision_parse(const char *name);
 const char *drape_precision_name(int precision); /* "unknown" out of range */
 
 typedef struct {
-    int threads;   /* OpenMP threads of the backend's host work (the CPU
-                      backend's math, the refine step); 0 = one per core */
+    int threads;   /* the most threads of the backend's host work (the CPU
+                      backend's math, the refine step); 0 = one per core.
+                      The CPU backend uses as many of them as cores are
+                      free (docs/design.md §1.2) */
     int precision; /* drape_precision (CUDA only) */
 } drape_backend_opts;
 

@@ -26,8 +26,8 @@ typedef struct {
 struct drape_backend {
     const drape_backend_ops *ops;
     const drape_model *model;
-    /* the OpenMP team of this backend's parallel regions (opts.threads, or
-     * one per core): given per region, never set process-wide */
+    /* the most threads of this backend's parallel regions (opts.threads,
+     * or one per core): given per region, never set process-wide */
     int threads;
 };
 

@@ -352,7 +352,7 @@ static void conv_case(const char *bundle)
         for (size_t i = 0; i < P * Co; i++) want[i] = got[i] = 3; /* stale, border included */
         cpu_conv_pack(taps, wt, cv->w, Ci, Co);
         cpu_conv cc = {.b = cv->b, .taps = taps, .wt = wt, .in = Ci, .out = Co};
-        cpu_conv3x3(want, in, &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
+        cpu_conv3x3(want, in, &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, NULL, 1);
         for (int i = 0; i < 2 * pw + 2 * Hu; i++)
             for (int ch = 0; ch < Co; ch++) got[hd_border_pos(i, Hu, Wu) * Co + ch] = 0;
         for (int r = 0; r < n; r++) {

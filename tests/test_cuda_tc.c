@@ -340,8 +340,8 @@ static void layer_case(const char *bundle, int gi, int bf16)
         float *want_r = malloc(sizeof(float) * P * Co), *want_x = malloc(sizeof(float) * P * Co);
         cpu_conv cr = {.b = cv->b, .taps = taps_r, .wt = wt_r, .in = Ci, .out = Co};
         cpu_conv cx = {.b = cv->b, .taps = taps_x, .wt = wt_x, .in = Ci, .out = Co};
-        cpu_conv3x3(want_r, dr, &cr, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
-        cpu_conv3x3(want_x, dx, &cx, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
+        cpu_conv3x3(want_r, dr, &cr, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, NULL, 1);
+        cpu_conv3x3(want_x, dx, &cx, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, NULL, 1);
         double scale = 0;
         for (int r = 0; r < no; r++)
             for (int ch = 0; ch < Co; ch++) scale = fmax(scale, fabs(want_x[(size_t)pout[r] * Co + ch]));
@@ -409,7 +409,7 @@ static void stage_case(const char *bundle, int bf16)
             cpu_conv_pack(taps, wt, cv->w, cv->in, cv->out);
             cpu_conv cc = {.b = cv->b, .taps = taps, .wt = wt, .in = cv->in, .out = cv->out};
             int mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1, o = l % 2 ? 2 : 1;
-            cpu_conv3x3(maps[o], maps[cur], &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
+            cpu_conv3x3(maps[o], maps[cur], &cc, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, NULL, 1);
             cur = o;
             free(taps);
             free(wt);

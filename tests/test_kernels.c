@@ -2,6 +2,7 @@
  * against their plain reference loops. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,7 +177,7 @@ static void conv_case(int Hu, int Wu, int Ci, int Co, int mode, uint64_t seed)
         if (i == 1) sp[ns++] = (drape_span){b, b + 2}, b += 2;
         sp[ns++] = (drape_span){b, (i + 1) * pw + 1 + Wu};
     }
-    cpu_conv3x3(yp, xp, &pc, Hu, Wu, sp, ns, mode, 2);
+    cpu_conv3x3(yp, xp, &pc, Hu, Wu, sp, ns, mode, NULL, 1);
     cpu_conv3x3_ref(yr, x, &cv, Hu, Wu, mode);
     for (int i = 0; i < Hu; i++)
         for (int j = 0; j < Wu; j++)
@@ -234,8 +235,8 @@ Test(kernels, conv_spans_are_exact)
     const float *xs = in, *xf = in;
     for (int l = 0; l < L; l++) {
         int mode = l == L - 1 ? 0 : m->net.conv[l].in == m->net.conv[l].out ? 2 : 1;
-        cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, 2);
-        cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode, 2);
+        cpu_conv3x3(a[l & 1], xs, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, NULL, 1);
+        cpu_conv3x3(f[l & 1], xf, &pc[l], Hu, Wu, full, Hu, mode, NULL, 1);
         xs = a[l & 1];
         xf = f[l & 1];
     }
@@ -258,4 +259,122 @@ Test(kernels, graph_gather_scatter)
     assert_near(cat, (float[]){10, 20, 1, 2, 3, 4, 30, 40, 5, 6, 3, 4}, 12, 0);
     cpu_scatter_add(agg, e, rcv, 2, 3, 2);
     assert_near(agg, (float[]){0, 0, 40, 60, 0, 0}, 6, 0);
+}
+
+/* The pool runs every chunk of a job exactly once, whatever the team (also
+ * larger than the pool, or than the job) and however jobs follow each other:
+ * a worker that wakes late must not take a chunk of the next job. */
+static void count_chunk(void *arg, int k) { atomic_fetch_add(&((atomic_int *)arg)[k], 1); }
+
+Test(kernels, pool_runs_every_chunk_once)
+{
+    enum { N = 1000 };
+    static atomic_int hits[N + 8];
+    cpu_pool *p;
+    cr_assert_eq(cpu_pool_create(&p, 3), DRAPE_OK);
+    const int ns[] = {0, 1, 2, 7, 64, N};
+    for (int rep = 0; rep < 40; rep++)
+        for (int team = 1; team <= 5; team++)
+            for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+                int n = ns[i];
+                for (int k = 0; k < N + 8; k++) atomic_store(&hits[k], 0);
+                cpu_pool_run(p, team, n, count_chunk, hits);
+                for (int k = 0; k < N + 8; k++)
+                    cr_assert_eq(atomic_load(&hits[k]), k < n, "team %d, n %d: chunk %d ran %d times", team, n, k,
+                                 atomic_load(&hits[k]));
+                if (team == 1) cr_assert_eq(cpu_pool_caller_chunks(p), n);
+            }
+    cpu_pool_free(p);
+    /* a pool without workers runs everything on the caller */
+    cr_assert_eq(cpu_pool_create(&p, 0), DRAPE_OK);
+    cpu_pool_run(p, 4, 9, count_chunk, hits);
+    cr_assert_eq(cpu_pool_caller_chunks(p), 9);
+    cpu_pool_free(p);
+}
+
+/* The conv stack of a garment gives bit-identical maps on the pool with any
+ * team and on the caller alone: chunks cut runs, never a texel's sum. */
+Test(kernels, conv_on_the_pool_is_bit_identical)
+{
+    drape_model *m = tu_load("small_random");
+    const drape_garment *g = &m->garments[0];
+    const drape_config *c = &m->cfg;
+    int Hu = c->uv_h, Wu = c->uv_w, pw = Wu + 2, P = (Hu + 2) * pw, L = c->n_conv, Cmax = 0;
+    for (int l = 0; l < L; l++) Cmax = c->conv[l] > Cmax ? c->conv[l] : Cmax;
+    int C0 = m->net.conv[0].in;
+    float *in = calloc((size_t)P * C0, sizeof(float)), *maps[4][2];
+    uint64_t s = 11;
+    for (int i = 1; i <= Hu; i++)
+        for (int j = 1; j <= Wu; j++)
+            for (int ch = 0; ch < C0; ch++) in[((size_t)i * pw + j) * C0 + ch] = tu_rand(&s);
+    cpu_conv pc[DRAPE_MAX_CONV];
+    float *packed[DRAPE_MAX_CONV];
+    for (int l = 0; l < L; l++) {
+        const drape_conv *cv = &m->net.conv[l];
+        packed[l] = malloc(sizeof(float) * 18 * cv->in * cv->out);
+        cpu_conv_pack(packed[l], packed[l] + 9 * cv->in * cv->out, cv->w, cv->in, cv->out);
+        pc[l] = (cpu_conv){cv->b, packed[l], packed[l] + 9 * cv->in * cv->out, cv->in, cv->out};
+    }
+    cpu_pool *pool;
+    cr_assert_eq(cpu_pool_create(&pool, 3), DRAPE_OK);
+    for (int team = 1; team <= 4; team++) { /* team 1 alone, 2..4 on the pool */
+        float **a = maps[team - 1];
+        a[0] = calloc((size_t)P * Cmax, sizeof(float));
+        a[1] = calloc((size_t)P * Cmax, sizeof(float));
+        const float *x = in;
+        for (int l = 0; l < L; l++) {
+            int mode = l == L - 1 ? 0 : m->net.conv[l].in == m->net.conv[l].out ? 2 : 1;
+            cpu_conv3x3(a[l & 1], x, &pc[l], Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode,
+                        team > 1 ? pool : NULL, team);
+            x = a[l & 1];
+        }
+        if (team > 1)
+            for (int k = 0; k < 2; k++)
+                cr_assert(!memcmp(a[k], maps[0][k], sizeof(float) * (size_t)P * Cmax), "team %d differs", team);
+    }
+    cpu_pool_free(pool);
+    for (int t = 0; t < 4; t++) free(maps[t][0]), free(maps[t][1]);
+    for (int l = 0; l < L; l++) free(packed[l]);
+    free(in);
+    drape_model_free(m);
+}
+
+/* The conv's chunks on a garment's real runs: every run in exactly one
+ * chunk, in order, at most `want` of them, none over its share of texels
+ * by more than one run. */
+Test(kernels, conv_chunks_cover_runs_evenly)
+{
+    drape_model *m = tu_load("small_random");
+    const drape_garment *g = &m->garments[0];
+    static int cut[1025];
+    const int wants[] = {1, 2, 3, 16, 32, 64, 1024};
+    for (int l = 1; l <= m->cfg.n_conv; l++) {
+        const drape_span *sp = g->spans[l];
+        int ns = g->n_spans[l], longest = 0;
+        int64_t total = 0;
+        for (int s = 0; s < ns; s++) {
+            total += sp[s].end - sp[s].begin;
+            if (sp[s].end - sp[s].begin > longest) longest = sp[s].end - sp[s].begin;
+        }
+        cr_assert_gt(ns, 64, "layer %d: too few runs to cut", l);
+        for (size_t w = 0; w < sizeof wants / sizeof *wants; w++) {
+            int want = wants[w], n = cpu_conv_chunks(cut, sp, ns, want);
+            cr_assert(n >= 1 && n <= want, "layer %d, want %d: %d chunks", l, want, n);
+            if (want * 4 <= ns) cr_assert_geq(n, want / 2 + 1, "layer %d, want %d: only %d chunks", l, want, n);
+            cr_assert_eq(cut[0], 0);
+            cr_assert_eq(cut[n], ns);
+            int64_t per = (total + want - 1) / want, sum = 0;
+            for (int k = 0; k < n; k++) {
+                cr_assert_lt(cut[k], cut[k + 1], "layer %d, want %d: chunk %d is empty", l, want, k);
+                int64_t texels = 0;
+                for (int s = cut[k]; s < cut[k + 1]; s++) texels += sp[s].end - sp[s].begin;
+                cr_assert_leq(texels, per + longest, "layer %d, want %d: chunk %d has %lld texels", l, want, k,
+                              (long long)texels);
+                sum += texels;
+            }
+            cr_assert_eq(sum, total);
+        }
+    }
+    cr_assert_eq(cpu_conv_chunks(cut, NULL, 0, 8), 0);
+    drape_model_free(m);
 }

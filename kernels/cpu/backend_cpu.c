@@ -10,6 +10,7 @@ static void cpu_destroy(drape_backend *b)
     free(be->T_hat); free(be->q); free(be->Hf);
     free(be->M); free(be->phat); free(be->delta);
     free(be->map_in); free(be->map_a); free(be->map_b); free(be->conv_packed);
+    cpu_pool_free(be->pool);
     free(be);
 }
 
@@ -20,11 +21,17 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
     if (!be) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     be->base.ops = &drape_backend_cpu;
     be->base.model = m;
-    /* OpenMP owns the threads (conv runs, GEMM row blocks): base.threads of
-     * them per region, set by drape_backend_create. OpenBLAS runs one thread
-     * inside them (set once per process, runtime/omp_env.h), so two pools
-     * never spin against each other. */
-    (void)opts;
+    /* The conv runs on the backend's own pool (pool.h), the GEMM row blocks
+     * and module B on OpenMP; both with the team of the cores free now
+     * (runtime/cores.h), at most opts->threads (resolved). OpenBLAS runs one
+     * thread inside them (set once per process, runtime/omp_env.h), so two
+     * pools never spin against each other. */
+    drape_cores_init(&be->cores);
+    be->team = 1;
+    if (opts->threads > 1 && cpu_pool_create(&be->pool, opts->threads - 1)) {
+        cpu_destroy(&be->base);
+        return drape_fail(err, DRAPE_EBACKEND, "cpu backend: cannot start %d worker threads", opts->threads - 1);
+    }
     int Vmax = 1, Cmax = 3;
     for (int i = 0; i < c->n_garments; i++)
         if (m->garments[i].V > Vmax) Vmax = m->garments[i].V;
@@ -58,8 +65,10 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
 
 static int cpu_identity_create(drape_backend *b, drape_identity **out, int garment, const float *betas, drape_error *err)
 {
+    cpu_backend *be = (cpu_backend *)b;
     cpu_identity *id;
-    int rc = cpu_module_b(&id, b->model, garment, betas, b->threads, err);
+    be->team = drape_cores_team(&be->cores, b->threads);
+    int rc = cpu_module_b(&id, b->model, garment, betas, be->team, err);
     *out = rc ? NULL : &id->base;
     return rc;
 }
@@ -72,7 +81,9 @@ static void cpu_identity_free(drape_backend *b, drape_identity *id)
 
 static int cpu_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
 {
-    return cpu_module_a((cpu_backend *)b, frames, n, err);
+    cpu_backend *be = (cpu_backend *)b;
+    be->team = drape_cores_team(&be->cores, b->threads);
+    return cpu_module_a(be, frames, n, err);
 }
 
 const drape_backend_ops drape_backend_cpu = {

@@ -7,7 +7,8 @@
  * output channels is accumulated in registers over the 9 taps and Cin, then
  * goes through the bias/ReLU/residual epilogue. No im2col and no packing:
  * with Cin and Cout of 32–128 those copies cost as much as the arithmetic.
- * Runs are spread over threads (OpenMP). The tiles are compiled for
+ * Runs are spread over the backend's pool (pool.h) in chunks of about equal
+ * texel counts. The tiles are compiled for
  * AVX-512, AVX2+FMA and plain x86-64, chosen at load time (target_clones). */
 #include <stdint.h>
 #include <string.h>
@@ -122,17 +123,58 @@ void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out)
             }
 }
 
+int cpu_conv_chunks(int *cut, const drape_span *spans, int n_spans, int want)
+{
+    int64_t texels = 0, acc = 0;
+    for (int s = 0; s < n_spans; s++) texels += spans[s].end - spans[s].begin;
+    if (want < 1) want = 1;
+    int64_t per = (texels + want - 1) / want;
+    int n = 0;
+    cut[0] = 0;
+    for (int s = 0; s < n_spans; s++) {
+        acc += spans[s].end - spans[s].begin;
+        if (n < want - 1 && acc >= per * (n + 1)) cut[++n] = s + 1;
+    }
+    if (cut[n] < n_spans) cut[++n] = n_spans;
+    return n;
+}
+
+/* A conv layer's job for the pool: chunk k is runs [cut[k], cut[k + 1]). */
+typedef struct {
+    float *out;
+    const float *in;
+    const cpu_conv *cv;
+    const int64_t *shift;
+    const drape_span *spans;
+    const int *cut;
+    int mode;
+} conv_job;
+
+static void conv_chunk(void *arg, int k)
+{
+    const conv_job *j = arg;
+    for (int s = j->cut[k]; s < j->cut[k + 1]; s++)
+        conv_run(j->out, j->in, j->cv, j->shift, j->spans[s].begin, j->spans[s].end - j->spans[s].begin, j->mode);
+}
+
 void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode, int threads)
+                 int n_spans, int mode, cpu_pool *pool, int team)
 {
     int64_t shift[9];
     for (int t = 0; t < 9; t++) shift[t] = (int64_t)(t / 3 - 1) * (Wu + 2) + (t % 3 - 1);
     /* the border is the zero padding the next layer reads; the buffer may
      * have held a map of another width, so lay it afresh */
     zero_border(out, Hu, Wu, cv->out);
-#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
-    for (int s = 0; s < n_spans; s++)
-        conv_run(out, in, cv, shift, spans[s].begin, spans[s].end - spans[s].begin, mode);
+    /* chunks of about equal texel counts, CONV_CHUNKS per thread: small
+     * enough that the threads that run take over the share of one that does
+     * not, large enough that claiming one costs nothing */
+    enum { CONV_CHUNKS = 16, MAX_CHUNKS = 1024 };
+    int want = team > 1 && pool ? (team < MAX_CHUNKS / CONV_CHUNKS ? CONV_CHUNKS * team : MAX_CHUNKS) : 1;
+    int cut[MAX_CHUNKS + 1], n = cpu_conv_chunks(cut, spans, n_spans, want);
+    conv_job job = {out, in, cv, shift, spans, cut, mode};
+    if (pool) cpu_pool_run(pool, team, n, conv_chunk, &job);
+    else
+        for (int k = 0; k < n; k++) conv_chunk(&job, k);
 }
 
 void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode)

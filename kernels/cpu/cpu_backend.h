@@ -3,6 +3,7 @@
 #define DRAPE_CPU_BACKEND_H
 
 #include "../../runtime/backend_impl.h"
+#include "../../runtime/cores.h"
 #include "ops.h"
 
 /* Module B's outputs for one identity, all in one allocation (docs/design.md §2.3 step 5). */
@@ -18,7 +19,13 @@ typedef struct {
 } cpu_identity;
 
 typedef struct {
-    struct drape_backend base; /* base.threads: the OpenMP team of every region */
+    struct drape_backend base; /* base.threads: the most threads of any region */
+    /* the threads actually used, from the cores free now (runtime/cores.h),
+     * set at the start of each run and identity: the conv's pool team, the
+     * GEMMs' OpenMP team */
+    drape_cores cores;
+    int team;
+    cpu_pool *pool; /* base.threads − 1 workers; NULL with one thread */
     cpu_conv conv[DRAPE_MAX_CONV]; /* the model's conv layers, packed */
     float *conv_packed;
     /* module A scratch, grown on demand for the batch size */

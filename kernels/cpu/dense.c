@@ -11,7 +11,9 @@
 void cpu_linear(float *out, const float *in, const drape_linear *lin, int n, int threads)
 {
     int nb = (n + LINEAR_BLOCK - 1) / LINEAR_BLOCK;
-#pragma omp parallel for schedule(static) num_threads(threads) if (nb > 1)
+    /* dynamic: a thread that starts late takes fewer blocks (the blocks, so
+     * the results, do not depend on which thread runs them) */
+#pragma omp parallel for schedule(dynamic) num_threads(threads) if (nb > 1)
     for (int blk = 0; blk < nb; blk++) {
         int r0 = blk * LINEAR_BLOCK, rn = n - r0 < LINEAR_BLOCK ? n - r0 : LINEAR_BLOCK;
         float *o = out + (size_t)r0 * lin->out;

@@ -72,7 +72,7 @@ static void frame_uv(cpu_backend *be, float *delta, const cpu_identity *id, cons
         const cpu_conv *cv = &be->conv[l];
         int mode = l == L - 1 ? 0 : cv->in == cv->out ? 2 : 1;
         float *out = outs[l & 1];
-        cpu_conv3x3(out, in, cv, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, be->base.threads);
+        cpu_conv3x3(out, in, cv, Hu, Wu, g->spans[l + 1], g->n_spans[l + 1], mode, be->pool, be->team);
         in = out;
     }
     cpu_uv_sample(delta, g, in, Hu, Wu);
@@ -92,15 +92,15 @@ int cpu_module_a(cpu_backend *be, drape_frame *frames, int n, drape_error *err)
     float *in = be->X, *hs[2] = {be->h1, be->h2};
     for (int l = 0; l < 3; l++) {
         float *h = hs[l & 1];
-        cpu_linear(h, in, &m->net.bonenet[l], n, be->base.threads);
+        cpu_linear(h, in, &m->net.bonenet[l], n, be->team);
         for (int f = 0; f < n; f++) {
             const float *film = ((const cpu_identity *)frames[f].id)->film;
             cpu_film_relu(h + (size_t)f * H, film + (size_t)2 * l * H, film + (size_t)(2 * l + 1) * H, H);
         }
         in = h;
     }
-    cpu_linear(be->net, in, &m->net.bonenet[3], n, be->base.threads);
-    cpu_linear(be->phi, in, &m->net.pose_embed, n, be->base.threads);
+    cpu_linear(be->net, in, &m->net.bonenet[3], n, be->team);
+    cpu_linear(be->phi, in, &m->net.pose_embed, n, be->team);
 
     for (int f = 0; f < n; f++) {
         const drape_frame *fr = &frames[f];

@@ -2,14 +2,15 @@
  * first, shapes in the comment above. The two optimized ops, the GEMM
  * (cpu_linear) and the conv (cpu_conv3x3), have a plain `_ref` loop beside
  * them that the tests hold them to; the others are plain loops themselves.
- * Ops that run in parallel take their OpenMP team size (threads > 0). Maps
- * are channels-last. */
+ * The GEMM runs in parallel over an OpenMP team of `threads` (> 0), the conv
+ * over the backend's pool (pool.h). Maps are channels-last. */
 #ifndef DRAPE_CPU_OPS_H
 #define DRAPE_CPU_OPS_H
 
 #include <stdint.h>
 
 #include "../../runtime/model.h"
+#include "pool.h"
 
 /* out [n,lin.out] = in [n,lin.in] · wᵀ + b   (OpenBLAS sgemm; large n is
  * split in row blocks over `threads` OpenMP threads, OpenBLAS itself runs one) */
@@ -56,9 +57,15 @@ void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out);
  * in around them), and lays the zero border of out (the buffer may have held
  * a map of another width): out = conv(in) (+ ReLU) (+ in, residual: requires
  * in == out widths). mode: 0 plain, 1 ReLU, 2 residual ReLU. Runs are shared
- * among `threads` OpenMP threads. */
+ * among `team` threads of the pool (NULL: the caller alone), in chunks of
+ * about equal texel counts; the result does not depend on the team. */
 void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
-                 int n_spans, int mode, int threads);
+                 int n_spans, int mode, cpu_pool *pool, int team);
+/* Cuts runs into at most want chunks of about equal texel counts: chunk k
+ * is runs [cut[k], cut[k + 1]), every run in exactly one chunk, in order, a
+ * chunk's texels at most ⌈total / want⌉ plus one run's; returns the count
+ * (0 without runs). cut has room for want + 1. */
+int cpu_conv_chunks(int *cut, const drape_span *spans, int n_spans, int want);
 /* Naive reference on an unpadded map [Hu,Wu,in] → [Hu,Wu,out], whole map. */
 void cpu_conv3x3_ref(float *out, const float *in, const drape_conv *cv, int Hu, int Wu, int mode);
 
