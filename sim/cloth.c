@@ -66,7 +66,7 @@ struct drape_cloth {
     double *x, *v, *y;     /* [n,3] */
     v4d *w;                /* [ns+1] k_s d_s, d_s the spring's direction from the local step (x y z, pad 0), local step's order; w[ns] = 0 */
     double *att_target;    /* [n_att,3] */
-    const drape_collider *col;
+    drape_collider *col;
     int contacts;
     v4d *b;                /* [nrows+1] right-hand side, then solution, in rows; rows ≥ nf4 collect pinned ends' terms, unread */
     v4d *xr;               /* [nrows+1] positions in rows during a step's iterations */
@@ -734,7 +734,7 @@ void drape_cloth_reset(drape_cloth *c)
     c->contacts = 0;
 }
 
-void drape_cloth_set_collider(drape_cloth *c, const drape_collider *col) { c->col = col; }
+void drape_cloth_set_collider(drape_cloth *c, drape_collider *col) { c->col = col; }
 int drape_cloth_bend_springs(const drape_cloth *c) { return c->s->ns - c->s->ns_edge; }
 int drape_cloth_contacts(const drape_cloth *c) { return c->contacts; }
 

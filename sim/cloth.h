@@ -86,8 +86,8 @@ int drape_cloth_set_targets(drape_cloth *c, const double *targets, drape_error *
  * their rest positions and zero velocity. */
 int drape_cloth_set_state(drape_cloth *c, const double *x, const double *v, drape_error *err);
 /* Collider applied after every step (NULL: none); not owned, must outlive
- * the steps. */
-void drape_cloth_set_collider(drape_cloth *c, const drape_collider *col);
+ * the steps; one cloth's (its points' memory is this cloth's). */
+void drape_cloth_set_collider(drape_cloth *c, drape_collider *col);
 
 /* One implicit Euler step of the current state. */
 int drape_cloth_step(drape_cloth *c, drape_error *err);
