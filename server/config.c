@@ -69,6 +69,8 @@ static const opt table[] = {
       "m/s: a stream's root moving faster than this between two frames is a cut (history restarts; 0: off)"),
     I(cut_spin, "cut-spin", "DRAPE_CUT_SPIN", "60", 0, 100000,
       "rad/s: a joint turning faster than this between two frames is a cut (history restarts; 0: off)"),
+    I(physics_threads, "physics-threads", "DRAPE_PHYSICS_THREADS", "1", 1, 64,
+      "threads simulating physics avatars (mode physics), apart from the neural batcher"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 

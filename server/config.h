@@ -37,6 +37,7 @@ typedef struct {
     int64_t pose_max_trans; /* m: |each root translation component| at most */
     int64_t cut_speed;      /* m/s: a root faster than this between frames is a cut (0: off) */
     int64_t cut_spin;       /* rad/s: a joint turning faster than this is a cut (0: off) */
+    int64_t physics_threads; /* workers of mode physics (server/physics.c) */
 } draped_config;
 
 /* Fills cfg from defaults, the environment and argv. Returns 0, 1 when

@@ -55,6 +55,7 @@ static void cleanup(draped *d)
 {
     draped_http_stop(d);
     if (d->batcher) drape_batcher_free(d->batcher);
+    draped_physics_free(d->physics); /* before the cache that holds the rigs */
     drape_idcache_free(d->cache);
     drape_backend_free(d->be);
     drape_model_free(d->model);
@@ -105,6 +106,10 @@ int main(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto fail;
     }
+    if (draped_physics_create(&d.physics, d.model, (int)d.cfg.physics_threads, &err)) {
+        LOG_ERROR("%s", err.msg);
+        goto fail;
+    }
     if (draped_http_start(&d)) goto fail;
     if (*d.cfg.instance) snprintf(d.instance, sizeof d.instance, "%s", d.cfg.instance);
     else {
@@ -132,6 +137,7 @@ int main(int argc, char **argv)
     }
     draped_streams_shutdown(&d);
     drape_batcher_stop(d.batcher);
+    draped_physics_stop(d.physics);
     cleanup(&d);
     LOG_INFO("bye");
     return 0;
