@@ -393,39 +393,62 @@ double drape_collider_distance(const drape_collider *c, const double p[3], doubl
     return nearest(c, p, q, n, NULL, 0, -1, NULL);
 }
 
-/* The tracked test (drape_collider_set_points' track): point p, last seen
- * outside triangle f at prev, is now behind f's surface by no more than f's
- * corners and p itself moved since: the body passed over it in this step,
- * however near another surface (the far side of a thin limb) now is. Then
- * q, n, vel, the return value: as nearest()'s for that triangle; else
- * +INFINITY. */
-static double tracked(const drape_collider *c, const double p[3], const double prev[3], int f, double margin,
-                      double q[3], double n[3], double vel[3], double inv_dt)
+/* The tracked test (drape_collider_set_points' track): point p, at prev
+ * after the last projection, was outside triangle f; the triangle moved
+ * from its corners' last positions (vp; v when no update came since: moved
+ * is 0) to v. With both motions linear in the step, the point crossed f's
+ * plane when the signed distances at the two ends change sign, and it
+ * crossed f itself when the crossing point lies in the triangle then. If so
+ * the body passed over it, however near another surface (the far side of a
+ * thin limb) now is: q, n, vel and the return value as nearest()'s for the
+ * material point of f it crossed. Else +INFINITY. */
+static double tracked(const drape_collider *c, const double p[3], const double prev[3], int f, int moved, double q[3],
+                      double n[3], double vel[3], double inv_dt)
 {
     const int32_t *t = c->faces + 3 * f;
-    double w[3], moved = 0;
-    double r2 = drape_closest_on_triangle(q, w, p, c->v + 3 * t[0], c->v + 3 * t[1], c->v + 3 * t[2]);
-    double ni[3] = {0, 0, 0}, s = 0, nl = 0;
-    for (int k = 0; k < 3; k++) {
-        const double *a = c->v + 3 * t[k], *b = c->vp + 3 * t[k];
-        double m2 = (a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]);
-        if (m2 > moved) moved = m2;
-        for (int d = 0; d < 3; d++) ni[d] += w[k] * c->vn[3 * t[k] + d];
+    const double *A1 = c->v + 3 * t[0], *B1 = c->v + 3 * t[1], *C1 = c->v + 3 * t[2];
+    const double *A0 = moved ? c->vp + 3 * t[0] : A1, *B0 = moved ? c->vp + 3 * t[1] : B1,
+                 *C0 = moved ? c->vp + 3 * t[2] : C1;
+    double n0[3], n1[3], s0 = 0, s1 = 0;
+    {
+        double e1[3], e2[3], f1[3], f2[3];
+        for (int d = 0; d < 3; d++) e1[d] = B0[d] - A0[d], e2[d] = C0[d] - A0[d], f1[d] = B1[d] - A1[d], f2[d] = C1[d] - A1[d];
+        n0[0] = e1[1] * e2[2] - e1[2] * e2[1], n0[1] = e1[2] * e2[0] - e1[0] * e2[2], n0[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        n1[0] = f1[1] * f2[2] - f1[2] * f2[1], n1[1] = f1[2] * f2[0] - f1[0] * f2[2], n1[2] = f1[0] * f2[1] - f1[1] * f2[0];
     }
-    for (int d = 0; d < 3; d++) nl += ni[d] * ni[d];
-    nl = sqrt(nl);
-    if (!(nl > 0)) return INFINITY;
-    for (int d = 0; d < 3; d++) n[d] = ni[d] / nl, s += (p[d] - q[d]) * n[d];
-    double dp = sqrt((p[0] - prev[0]) * (p[0] - prev[0]) + (p[1] - prev[1]) * (p[1] - prev[1]) +
-                     (p[2] - prev[2]) * (p[2] - prev[2]));
-    /* behind it, and only by what this step's motions can explain */
-    if (!(s < 0) || sqrt(r2) > sqrt(moved) + dp + margin) return INFINITY;
+    for (int d = 0; d < 3; d++) s0 += (prev[d] - A0[d]) * n0[d], s1 += (p[d] - A1[d]) * n1[d];
+    if (!(s0 > 0) || !(s1 < 0)) return INFINITY;
+    double tau = s0 / (s0 - s1), A[3], B[3], C[3], P[3];
     for (int d = 0; d < 3; d++) {
+        A[d] = A0[d] + tau * (A1[d] - A0[d]), B[d] = B0[d] + tau * (B1[d] - B0[d]);
+        C[d] = C0[d] + tau * (C1[d] - C0[d]), P[d] = prev[d] + tau * (p[d] - prev[d]);
+    }
+    /* barycentric coordinates of P in ABC (P is on its plane, to first order) */
+    double v0[3], v1[3], v2[3], d00 = 0, d01 = 0, d11 = 0, d20 = 0, d21 = 0;
+    for (int d = 0; d < 3; d++) v0[d] = B[d] - A[d], v1[d] = C[d] - A[d], v2[d] = P[d] - A[d];
+    for (int d = 0; d < 3; d++)
+        d00 += v0[d] * v0[d], d01 += v0[d] * v1[d], d11 += v1[d] * v1[d], d20 += v2[d] * v0[d], d21 += v2[d] * v1[d];
+    double den = d00 * d11 - d01 * d01;
+    if (!(den > 0)) return INFINITY;
+    double wb = (d11 * d20 - d01 * d21) / den, wc = (d00 * d21 - d01 * d20) / den, wa = 1 - wb - wc;
+    const double eps = 1e-3; /* a crossing on an edge counts for both triangles */
+    if (wa < -eps || wb < -eps || wc < -eps) return INFINITY;
+    wa = fmax(wa, 0), wb = fmax(wb, 0), wc = fmax(wc, 0);
+    double ws = wa + wb + wc, w[3] = {wa / ws, wb / ws, wc / ws}, nl = 0;
+    for (int d = 0; d < 3; d++) {
+        q[d] = w[0] * A1[d] + w[1] * B1[d] + w[2] * C1[d];
+        n[d] = n1[d];
+        nl += n1[d] * n1[d];
         vel[d] = 0;
-        for (int k = 0; k < 3; k++) vel[d] += w[k] * (c->v[3 * t[k] + d] - c->vp[3 * t[k] + d]);
+        if (moved)
+            for (int k = 0; k < 3; k++) vel[d] += w[k] * (c->v[3 * t[k] + d] - c->vp[3 * t[k] + d]);
         vel[d] *= inv_dt;
     }
-    return s;
+    nl = sqrt(nl);
+    if (!(nl > 0)) return INFINITY;
+    double sd = 0;
+    for (int d = 0; d < 3; d++) n[d] /= nl, sd += (p[d] - q[d]) * n[d];
+    return sd < 0 ? sd : -0.0; /* behind its plane (a sliver in front of it reads as on it) */
 }
 
 int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
@@ -467,7 +490,7 @@ int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_
             double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, warm ? face : -1, &face), keep = margin;
             if (pass == 0 && track && c->pt_track[i] >= 0 && c->pt_track[i] != face) {
                 double tq[3], tn[3], tv[3];
-                double s = tracked(c, p, c->pt_prev + 3 * i, c->pt_track[i], margin, tq, tn, tv, inv_dt);
+                double s = tracked(c, p, c->pt_prev + 3 * i, c->pt_track[i], c->fresh, tq, tn, tv, inv_dt);
                 if (s < INFINITY) {
                     d = s, face = c->pt_track[i];
                     memcpy(q, tq, sizeof q), memcpy(nn, tn, sizeof nn), memcpy(vb, tv, sizeof vb);
@@ -499,8 +522,14 @@ int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_
         if (mem) {
             c->pt_face[i] = face;
             c->pt_track[i] = out ? face : -1;
-            /* the last pass found no contact: d is its distance (INFINITY: beyond the reach) */
-            c->pt_clear[i] = out && dist >= margin ? fmin(dist, c->reach) : -1;
+            /* Known outside, with every triangle at least this far: the last
+             * pass found no contact at distance d. Beyond the reach (d
+             * infinite) a point is known outside only if it was before (to
+             * have crossed the surface it would have moved more than the
+             * reach in one step); else it may be deep inside, where a later
+             * query that reaches the surface pushes it. */
+            c->pt_clear[i] = dist == INFINITY ? (c->pt_clear[i] >= 0 ? c->reach : -1)
+                           : out && dist >= margin ? dist : -1;
             memcpy(c->pt_prev + 3 * i, p, 3 * sizeof *p);
         }
         contacts += hit;

@@ -11,6 +11,7 @@
 #include "cloth.h"
 #include "collide.h"
 #include "../core/clock.h"
+#include "garment_test.h"
 
 drape_garment_sim_params drape_garment_sim_defaults(void)
 {
@@ -454,5 +455,18 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
                                            .cpu_ms_per_frame = T > 1 ? (c3 - c2) / (T - 1) : 0};
     drape_garment_run_free(s);
     drape_garment_rig_free(r);
+    return rc;
+}
+
+/* sim/garment_test.h */
+int drape_garment_run_test_kick(drape_garment_run *s, const double v[3], drape_error *err)
+{
+    int V = s->r->V;
+    double *vel = malloc((size_t)V * 3 * sizeof *vel);
+    if (!vel) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    for (int i = 0; i < V; i++)
+        for (int d = 0; d < 3; d++) vel[3 * i + d] = v[d];
+    int rc = drape_cloth_set_state(s->cloth, drape_cloth_positions(s->cloth), vel, err);
+    free(vel);
     return rc;
 }
