@@ -538,7 +538,9 @@ Test(sim_garment, a_diverged_run_starts_again_from_skinning)
         } else {
             cr_assert_eq(reset, 0);
             int flung = 0; /* far off, or not even finite */
-            for (size_t i = 1; i < n; i += 3) flung |= !(x[i] - y[i] < 1.0);
+            double far = 0;
+            for (size_t i = 0; i < n; i++) flung |= !(fabs(x[i] - y[i]) < 1.0), far = fmax(far, fabs(x[i] - y[i]));
+            cr_log_info("unchecked: %.3g m off", far);
             cr_assert(flung, "the kick should have flung the garment");
         }
         drape_garment_run_free(s);
