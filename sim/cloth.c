@@ -73,6 +73,7 @@ struct drape_cloth {
     v4d *base;             /* [nrows+1] the right-hand side's per-step part M y/h² − H_fp x_p + attach·t */
     double *q2;            /* [ns] squared spring lengths, then l0/|e| */
     v4d *e;                /* [ns] x_j − x_i of each spring, local step's order */
+    v4d *xm;               /* [nrows+1] the iterate before the last (Chebyshev), NULL when off */
     size_t bytes;
 };
 
@@ -246,7 +247,8 @@ static int bad_params(const drape_cloth_params *p, int n_attach)
     return !(p->dt > 0) || !isfinite(p->dt) || p->iters < 1 || !(p->ym > 0) || !isfinite(p->ym) || !isfinite(p->gravity) ||
            (p->mass == DRAPE_MASS_AREA && !(p->density > 0)) || !(p->bend >= 0) || !isfinite(p->bend) ||
            !(p->attach >= 0) || !isfinite(p->attach) || (n_attach > 0 && !(p->attach > 0)) || !(p->damping >= 0) ||
-           !(p->damping < 1) || !(p->margin >= 0) || !isfinite(p->margin) || !(p->friction >= 0) || !(p->friction <= 1);
+           !(p->damping < 1) || !(p->margin >= 0) || !isfinite(p->margin) || !(p->friction >= 0) || !(p->friction <= 1) ||
+           !(p->cheby >= 0) || !(p->cheby < 1);
 }
 
 int drape_cloth_system_create(drape_cloth_system **out, const double *X, int n, const int32_t *faces, int F,
@@ -259,7 +261,7 @@ int drape_cloth_system_create(drape_cloth_system **out, const double *X, int n, 
     if (bad_params(p, n_attach))
         return drape_fail(err, DRAPE_EINVAL,
                           "cloth: dt, ym (and density, attach with attachments) must be positive, iters >= 1, gravity "
-                          "finite, bend and margin >= 0, damping in [0, 1), friction in [0, 1]");
+                          "finite, bend and margin >= 0, damping and cheby in [0, 1), friction in [0, 1]");
     for (int i = 0; i < 3 * n; i++)
         if (!isfinite(X[i])) return drape_fail(err, DRAPE_ENONFINITE, "cloth: vertex %d is NaN or Inf", i / 3);
     for (int i = 0; i < 3 * F; i++)
@@ -470,7 +472,9 @@ int drape_cloth_create_on(drape_cloth **out, const drape_cloth_system *s, drape_
     c->base = aligned_alloc(32, (N + 1) * sizeof(v4d));
     c->q2 = malloc(ns * sizeof(double) + 1);
     c->e = aligned_alloc(32, (ns + 1) * sizeof(v4d));
-    if (!c->x || !c->v || !c->y || !c->w || !c->att_target || !c->b || !c->xr || !c->base || !c->q2 || !c->e) {
+    if (s->p.cheby > 0) c->xm = aligned_alloc(32, (N + 1) * sizeof(v4d));
+    if (!c->x || !c->v || !c->y || !c->w || !c->att_target || !c->b || !c->xr || !c->base || !c->q2 || !c->e ||
+        (s->p.cheby > 0 && !c->xm)) {
         drape_cloth_free(c);
         return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     }
@@ -481,6 +485,7 @@ int drape_cloth_create_on(drape_cloth **out, const drape_cloth_system *s, drape_
     memset(c->b, 0, (N + 1) * sizeof(v4d)); /* the padding rows and row N stay zero */
     memset(c->xr, 0, (N + 1) * sizeof(v4d));
     memset(c->base, 0, (N + 1) * sizeof(v4d)); /* the pinned rows stay zero */
+    if (c->xm) memset(c->xm, 0, (N + 1) * sizeof(v4d)); /* it takes turns with b: its padding stays zero too */
     c->bytes = sizeof *c + n * 9 * sizeof(double) + (ns + 1) * (2 * sizeof(v4d) + sizeof(double)) +
                (N + 1) * 3 * sizeof(v4d) + (size_t)s->n_att * 3 * sizeof(double);
     *out = c;
@@ -513,7 +518,7 @@ void drape_cloth_free(drape_cloth *c)
 {
     if (!c) return;
     free(c->x); free(c->v); free(c->y); free(c->w); free(c->att_target);
-    free(c->b); free(c->xr); free(c->base); free(c->q2); free(c->e);
+    free(c->b); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->xm);
     drape_cloth_system_free(c->own);
     free(c);
 }
@@ -682,8 +687,22 @@ int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
         v4d *r = c->base + S->pos[S->free_of[S->att_node[a]]];
         for (int k = 0; k < 3; k++) (*r)[k] += S->p.attach * c->att_target[3 * a + k];
     }
+    double rho2 = S->p.cheby * S->p.cheby, omega = 1;
     for (int it = 0; it < S->p.iters && S->nfree; it++) {
-        iterate(c);
+        iterate(c); /* xr: this iteration's result, b: the iterate it started from */
+        if (c->xm) {
+            /* x_{k+1} = ω (x̂_{k+1} − x_{k−1}) + x_{k−1}, ω from the Chebyshev
+             * recurrence; the first two iterations are plain */
+            if (it >= 2) {
+                omega = it == 2 ? 2 / (2 - rho2) : 4 / (4 - rho2 * omega);
+                for (int r = 0; r < S->nfree; r++) {
+                    int q = S->pos[r];
+                    c->xr[q] = omega * (c->xr[q] - c->xm[q]) + c->xm[q];
+                }
+            }
+            v4d *t = c->xm;
+            c->xm = c->b, c->b = t; /* the iterate it started from is the one before the next */
+        }
         if (energies) rows_to_x(c), energies[it] = drape_cloth_energy(c, c->x);
     }
     /* positions back from the rows (the pinned rows carry theirs), v = (x − x_n)/h */

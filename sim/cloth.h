@@ -42,6 +42,11 @@ typedef struct {
     double damping;   /* velocity scaled by (1 − damping) after every step, in [0, 1) */
     double margin;    /* collision: distance kept from the collider surface, m */
     double friction;  /* collision: Coulomb coefficient against the surface's motion, in [0, 1] */
+    /* Chebyshev semi-iteration over the local/global iterations (Wang 2015):
+     * rho, the estimated spectral radius of one iteration, in [0, 1); 0: off.
+     * From the third iteration on, each result is pushed past the last two
+     * by the Chebyshev weights, which converges in fewer iterations. */
+    double cheby;
 } drape_cloth_params;
 
 /* X [n,3] rest positions, faces [F,3]; springs are the unique triangle edges.

@@ -135,8 +135,9 @@ static int check_params(const drape_garment_sim_params *p, drape_error *err)
         !(p->reach > p->margin) || !isfinite(p->vertex_margin) || !(p->reach > p->vertex_margin))
         return drape_fail(err, DRAPE_EINVAL, "garment sim: max displacement and stretch must be positive, bend >= 0, "
                                              "reach greater than the margin and the vertex margin");
-    if (!(p->cell >= 0) || !isfinite(p->cell) || !(p->max_stray >= 0) || !isfinite(p->max_stray))
-        return drape_fail(err, DRAPE_EINVAL, "garment sim: cell and max stray must be finite and >= 0");
+    if (!(p->cell >= 0) || !isfinite(p->cell) || !(p->max_stray >= 0) || !isfinite(p->max_stray) || !(p->cheby >= 0) ||
+        !(p->cheby < 1))
+        return drape_fail(err, DRAPE_EINVAL, "garment sim: cell and max stray must be finite and >= 0, cheby in [0, 1)");
     return DRAPE_OK;
 }
 
@@ -221,7 +222,7 @@ int drape_garment_rig_create(drape_garment_rig **out, const drape_model *m, int 
                              .bend = p->bend * l0 * l0, .attach = p->attach,
                              /* per frame, so the drag does not grow with the substeps a motion needs */
                              .damping = 1 - pow(1 - p->damping, 1.0 / k),
-                             .margin = p->margin, .friction = p->friction};
+                             .margin = p->margin, .friction = p->friction, .cheby = p->cheby};
     rc = drape_cloth_system_create(&r->sys, X, V, g->faces, g->F, NULL, 0, r->att, r->na, &cp, err);
     free(X);
     if (rc) {

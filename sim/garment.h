@@ -35,6 +35,7 @@ typedef struct {
     double cell;         /* m: the body grid's cell; 0: a body triangle's width, at least the reach */
     int warm;            /* collider queries start from each vertex's last nearest triangle */
     int track;           /* continuous contact: a vertex the body passed in a substep goes back to its side */
+    double cheby;        /* Chebyshev acceleration of the iterations: the spectral radius estimate; 0: off */
     double max_stray;    /* m: a run whose vertex strays farther than this from its skinned place (or
                             whose state is not finite) has diverged and starts again; 0: never */
 } drape_garment_sim_params;

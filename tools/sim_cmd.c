@@ -149,6 +149,8 @@ static const drape_opt garment_opts_table[] = {
                 "1: each vertex's collision query starts from its last nearest triangle"),
     DRAPE_OPT_I(garment_opts, p.track, "track", NULL, 0, 1, "0|1", 0,
                 "1: a vertex the body passed over in a substep goes back to the side it was on"),
+    DRAPE_OPT_D(garment_opts, p.cheby, "cheby", NULL, 0, 1, "RHO", DRAPE_OPT_LT_MAX,
+                "Chebyshev acceleration of the iterations with this spectral radius estimate; 0: off"),
     DRAPE_OPT_D(garment_opts, p.max_stray, "max-stray", NULL, 0, 1000, "M", 0,
                 "a vertex this far from its skinned place (or a state not finite) restarts the run there, m; 0: never"),
 };
