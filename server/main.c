@@ -55,8 +55,9 @@ static void cleanup(draped *d)
 {
     draped_http_stop(d);
     if (d->batcher) drape_batcher_free(d->batcher);
-    draped_physics_free(d->physics); /* before the cache that holds the rigs */
-    drape_idcache_free(d->cache);
+    draped_physics_stop(d->physics); /* no cloth is stepped past here */
+    drape_idcache_free(d->cache);    /* frees the rigs through the pool's ops: the pool goes after it */
+    draped_physics_free(d->physics);
     drape_backend_free(d->be);
     drape_model_free(d->model);
     for (int i = 0; i < d->n_keys; i++) free(d->keys[i]);
