@@ -217,6 +217,10 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
     int rc = drape_grid_build(&c->grid, c->lo, c->hi, c->F, cell);
     if (rc) return drape_fail(err, rc, rc == DRAPE_ENOMEM ? "out of memory" : "collider: the body is not finite");
     if (c->warm && (rc = motion_bounds(c))) return drape_fail(err, rc, "out of memory");
+    /* the bounds cover one update's motion: a second one before a
+     * projection would leave the first's uncounted, so they are dropped */
+    if (c->fresh)
+        for (int i = 0; i < c->npts; i++) c->pt_clear[i] = -1;
     c->mesh_ready = 1;
     c->fresh = 1;
     return DRAPE_OK;

@@ -51,6 +51,11 @@ int drape_collider_set_vertex_margin(drape_collider *c, double margin, drape_err
  *   the margin);
  * - cell > 0: the grid's cell edge (m), else a body triangle's width but at
  *   least the reach (smaller cells suit warm queries).
+ * - with warm, a bound below each point's distance to the body, kept while
+ *   it is known outside and carried across each update by the motion of
+ *   the cells around it: a point that cannot have reached the margin is not
+ *   queried (each update must be followed by a projection for the bound to
+ *   hold: a second update first drops the bounds).
  * With all three off the memory is kept but not used: the results are those
  * without it. */
 int drape_collider_set_points(drape_collider *c, int n, int warm, int track, double cell, drape_error *err);
