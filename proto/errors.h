@@ -30,6 +30,8 @@
     XX(ALREADY_OPEN, "already_open", "open for an avatar that is already open", 400, STREAM)                      \
     XX(LIMIT, "limit", "a limit of the server was reached", 503, STREAM)                                           \
     XX(INTERNAL, "internal", "a server failure", 500, STREAM)                                                      \
+    XX(PHYSICS_RESET, "physics_reset", "a physics avatar's cloth diverged and was restarted from skinning", 500,     \
+       STREAM)                                                                                                     \
     XX(NOT_FOUND, "not_found", "no such route or file", 404, NONE)                                                 \
     XX(UNAUTHORIZED, "unauthorized", "a valid API key is required", 401, NONE)                                     \
     XX(METHOD_NOT_ALLOWED, "method_not_allowed", "the route does not take this method", 405, NONE)              \

@@ -15,6 +15,12 @@ struct drape_idcache_entry {
     size_t bytes, device_bytes;
     int refs, state;
     drape_error last; /* why the last encode failed, for the waiters */
+    struct {
+        void *p;
+        size_t bytes;
+        int state; /* ST_NONE, ST_ENCODING (being made), ST_RESIDENT */
+        const drape_idcache_extra_ops *ops;
+    } extra[DRAPE_IDCACHE_EXTRAS];
     drape_idcache_entry *hnext, *prev, *next;
 };
 
@@ -63,8 +69,20 @@ int drape_idcache_create(drape_idcache **out, drape_backend *be, uint64_t model_
     return DRAPE_OK;
 }
 
+static void entry_drop_extras(drape_idcache *c, drape_idcache_entry *e)
+{
+    for (int k = 0; k < DRAPE_IDCACHE_EXTRAS; k++) {
+        if (e->extra[k].state != ST_RESIDENT) continue;
+        e->extra[k].ops->free(e->extra[k].p);
+        c->bytes -= e->extra[k].bytes;
+        c->st.extras[k]--;
+        e->extra[k].p = NULL, e->extra[k].bytes = 0, e->extra[k].state = ST_NONE;
+    }
+}
+
 static void entry_drop_identity(drape_idcache *c, drape_idcache_entry *e)
 {
+    entry_drop_extras(c, e); /* derived from the identity: they go with it */
     if (e->state != ST_RESIDENT) return;
     drape_identity_free(c->be, e->id);
     e->id = NULL;
@@ -150,7 +168,7 @@ void drape_idcache_key(const drape_idcache *c, char out[DRAPE_IDENTITY_KEY_LEN +
 static int evict_to_budget(drape_idcache *c)
 {
     for (drape_idcache_entry *e = c->tail; e && c->bytes > c->max_bytes; e = e->prev) {
-        if (e->refs || e->state != ST_RESIDENT) continue;
+        if (e->refs || e->state != ST_RESIDENT) continue; /* an extra's maker holds a reference */
         entry_drop_identity(c, e);
         c->st.evictions++;
     }
@@ -297,6 +315,53 @@ void drape_idcache_release(drape_idcache *c, drape_idcache_entry *e)
     pthread_mutex_lock(&c->mu);
     e->refs--;
     pthread_mutex_unlock(&c->mu);
+}
+
+int drape_idcache_extra(drape_idcache *c, drape_idcache_entry *e, int slot, const drape_idcache_extra_ops *ops,
+                        void **out, drape_error *err)
+{
+    *out = NULL;
+    if (slot < 0 || slot >= DRAPE_IDCACHE_EXTRAS) return drape_fail(err, DRAPE_EINVAL, "identity cache: no extra slot %d", slot);
+    pthread_mutex_lock(&c->mu);
+    while (e->extra[slot].state == ST_ENCODING) pthread_cond_wait(&c->cv, &c->mu);
+    if (e->extra[slot].state == ST_RESIDENT) {
+        *out = e->extra[slot].p;
+        pthread_mutex_unlock(&c->mu);
+        return DRAPE_OK;
+    }
+    e->extra[slot].state = ST_ENCODING;
+    float betas[DRAPE_MAX_BETAS];
+    memcpy(betas, e->betas, sizeof betas);
+    int garment = e->garment, S = c->m->cfg.betas;
+    pthread_mutex_unlock(&c->mu);
+    void *p = NULL;
+    size_t bytes = 0;
+    drape_error local = {0};
+    int rc = ops->make(&p, &bytes, garment, betas, S, ops->ctx, &local);
+    pthread_mutex_lock(&c->mu);
+    if (rc == DRAPE_OK) {
+        e->extra[slot].p = p, e->extra[slot].bytes = bytes, e->extra[slot].ops = ops;
+        e->extra[slot].state = ST_RESIDENT;
+        c->bytes += bytes;
+        c->st.extras[slot]++;
+        c->st.extra_builds[slot]++;
+        if (!evict_to_budget(c)) {
+            c->st.refused++;
+            ops->free(p);
+            c->bytes -= bytes;
+            c->st.extras[slot]--;
+            e->extra[slot].p = NULL, e->extra[slot].bytes = 0;
+            rc = drape_fail(&local, DRAPE_ERANGE,
+                            "identity cache full: %zu bytes are held by identities in use (budget %zu bytes)",
+                            c->bytes + bytes, c->max_bytes);
+        }
+    }
+    if (rc) e->extra[slot].state = ST_NONE; /* the next caller tries again */
+    else *out = p;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (rc && err) *err = local;
+    return rc;
 }
 
 const drape_identity *drape_idcache_identity(const drape_idcache_entry *e) { return e->id; }

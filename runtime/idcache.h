@@ -31,6 +31,8 @@ typedef struct {
     size_t bytes, max_bytes;
     size_t device_bytes; /* of bytes, those in device memory (the CUDA backend's identities) */
     int entries, resident, pinned;
+    int extras[2];              /* resident extras by slot (DRAPE_IDCACHE_EXTRAS) */
+    uint64_t extra_builds[2];   /* extras made, by slot */
 } drape_idcache_stats;
 
 /* 64-bit FNV-1a over bytes; the model digest is this over the bundle file. */
@@ -55,6 +57,27 @@ int drape_idcache_acquire(drape_idcache *c, drape_idcache_entry **out, int garme
 int drape_idcache_acquire_key(drape_idcache *c, drape_idcache_entry **out, const char *key, int *hit,
                               drape_error *err);
 void drape_idcache_release(drape_idcache *c, drape_idcache_entry *e);
+
+/* An extra of an identity: what a caller derives from its (garment, betas)
+ * and wants cached with it (the server's physics rig, docs/design.md §7.2).
+ * In a slot of its own, made once per identity by the first caller (the
+ * others wait), counted in the byte budget, freed with the identity's module
+ * B output when the identity is evicted or the cache freed. A pinned entry
+ * (a held reference) keeps its extras. make() runs without the cache's lock
+ * and returns 0 with *out and *bytes, or a status with err. */
+#define DRAPE_IDCACHE_EXTRAS 2
+typedef struct {
+    int (*make)(void **out, size_t *bytes, int garment, const float *betas, int n_betas, void *ctx, drape_error *err);
+    void (*free)(void *p);
+    void *ctx;
+} drape_idcache_extra_ops;
+
+/* The extra of slot for e (held by the caller), made with ops unless there;
+ * ops must outlive the cache, and one slot always takes the same ops.
+ * DRAPE_ERANGE when the identities in use leave no room for it (nothing
+ * else is disturbed), or make()'s status. */
+int drape_idcache_extra(drape_idcache *c, drape_idcache_entry *e, int slot, const drape_idcache_extra_ops *ops,
+                        void **out, drape_error *err);
 
 const drape_identity *drape_idcache_identity(const drape_idcache_entry *e);
 const char *drape_idcache_entry_key(const drape_idcache_entry *e);

@@ -12,6 +12,7 @@
 #include "../core/log.h"
 #include "config.h"
 #include "metrics.h"
+#include "physics.h"
 
 #define DRAPED_VERSION "0.2.0"
 
@@ -25,6 +26,7 @@ typedef struct {
     drape_backend *be;
     drape_idcache *cache;
     drape_batcher *batcher;
+    draped_physics *physics; /* the physics mode's workers (physics.c) */
     struct MHD_Daemon *mhd;
     draped_admit *admit; /* per-IP counts and header deadlines (admit.c) */
     int port;

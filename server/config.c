@@ -78,6 +78,8 @@ static const opt table[] = {
       "bytes of a BVH or npz file sent to POST /v1/motions/convert (413 beyond)"),
     S(motions_dir, "motions-dir", "DRAPE_MOTIONS_DIR", "data/motions",
       "folder of the .npy clips GET /v1/motions lists (missing: an empty list)"),
+    I(physics_threads, "physics-threads", "DRAPE_PHYSICS_THREADS", "1", 1, 64,
+      "threads simulating physics avatars (mode physics), apart from the neural batcher"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 

@@ -40,6 +40,7 @@ typedef struct {
     int64_t cut_spin;       /* rad/s: a joint turning faster than this is a cut (0: off) */
     int64_t motion_max_bytes; /* POST /v1/motions/convert's body at most */
     char motions_dir[512];  /* the .npy clips GET /v1/motions lists */
+    int64_t physics_threads; /* workers of mode physics (server/physics.c) */
 } draped_config;
 
 /* Fills cfg from defaults, the environment and argv. Returns 0, 1 when

@@ -55,7 +55,9 @@ static void cleanup(draped *d)
 {
     draped_http_stop(d);
     if (d->batcher) drape_batcher_free(d->batcher);
-    drape_idcache_free(d->cache);
+    draped_physics_stop(d->physics); /* no cloth is stepped past here */
+    drape_idcache_free(d->cache);    /* frees the rigs through the pool's ops: the pool goes after it */
+    draped_physics_free(d->physics);
     drape_backend_free(d->be);
     drape_model_free(d->model);
     for (int i = 0; i < d->n_keys; i++) free(d->keys[i]);
@@ -105,6 +107,10 @@ int main(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto fail;
     }
+    if (draped_physics_create(&d.physics, d.model, (int)d.cfg.physics_threads, &err)) {
+        LOG_ERROR("%s", err.msg);
+        goto fail;
+    }
     if (draped_http_start(&d)) goto fail;
     if (*d.cfg.instance) snprintf(d.instance, sizeof d.instance, "%s", d.cfg.instance);
     else {
@@ -132,6 +138,7 @@ int main(int argc, char **argv)
     }
     draped_streams_shutdown(&d);
     drape_batcher_stop(d.batcher);
+    draped_physics_stop(d.physics);
     cleanup(&d);
     LOG_INFO("bye");
     return 0;

@@ -141,6 +141,31 @@ int draped_metrics_render(drape_buf *o, draped_metrics *m)
     rc |= hist(o, "drape_frame_compute_seconds", "Batch compute time per frame's batch.", &m->compute_us);
     rc |= hist(o, "drape_frame_pack_seconds", "Time to pack a frame for the wire.", &m->pack_us);
     rc |= hist(o, "drape_frame_server_seconds", "Pose received to frame queued for sending.", &m->server_us);
+    rc |= counter(o, "drape_physics_frames_total", "Frames of physics avatars sent.", LOAD(m->physics_frames),
+                  "counter");
+    rc |= counter(o, "drape_physics_skips_total",
+                  "Poses of physics avatars skipped (replaced by a newer one while the cloth was busy).",
+                  LOAD(m->physics_skips), "counter");
+    rc |= counter(o, "drape_physics_resets_total",
+                  "Physics avatars whose cloth diverged and was restarted from skinning (physics_reset).",
+                  LOAD(m->physics_resets), "counter");
+    rc |= counter(o, "drape_physics_catch_ups_total",
+                  "Physics avatars that fell too far behind their poses and started again from skinning.",
+                  LOAD(m->physics_catch_ups), "counter");
+    rc |= counter(o, "drape_physics_avatars", "Physics avatars open now.", LOAD(m->physics_avatars), "gauge");
+    rc |= hist(o, "drape_physics_frame_seconds", "Time to simulate one physics frame.", &m->physics_us);
+    return rc ? -1 : 0;
+}
+
+int draped_metrics_render_physics(drape_buf *o, int rigs, uint64_t rig_builds, int threads, int busy, int queued)
+{
+    int rc = counter(o, "drape_physics_rigs", "Identities' physics rigs (factorized cloth systems) in the cache.",
+                     (uint64_t)rigs, "gauge");
+    rc |= counter(o, "drape_physics_rig_builds_total", "Physics rigs made (once per identity while cached).",
+                  rig_builds, "counter");
+    rc |= counter(o, "drape_physics_threads", "Physics worker threads.", (uint64_t)threads, "gauge");
+    rc |= counter(o, "drape_physics_busy", "Physics workers simulating now.", (uint64_t)busy, "gauge");
+    rc |= counter(o, "drape_physics_queued", "Physics frames waiting for a worker.", (uint64_t)queued, "gauge");
     return rc ? -1 : 0;
 }
 

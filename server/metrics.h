@@ -66,6 +66,9 @@ typedef struct {
     _Atomic uint64_t limits[L_COUNT];
     _Atomic uint64_t bytes_out, http_frames_total, auth_failures;
     draped_hist queue_us, compute_us, pack_us, server_us;
+    /* physics mode (server/physics.h) */
+    _Atomic uint64_t physics_frames, physics_skips, physics_resets, physics_catch_ups, physics_avatars;
+    draped_hist physics_us; /* a frame's simulation */
 } draped_metrics;
 
 void draped_count_http(draped_metrics *m, int route, unsigned code);
@@ -78,6 +81,8 @@ void draped_hist_add(draped_hist *h, uint64_t us);
 int draped_metrics_render(drape_buf *out, draped_metrics *m);
 int draped_metrics_render_runtime(drape_buf *out, const drape_idcache_stats *cs, const drape_batcher_stats *bs,
                                   int healthy);
+/* the physics pool's figures and the cache's rigs, read at scrape time */
+int draped_metrics_render_physics(drape_buf *out, int rigs, uint64_t rig_builds, int threads, int busy, int queued);
 
 #define COUNT(x) atomic_fetch_add_explicit(&(x), 1, memory_order_relaxed)
 #define COUNT_N(x, n) atomic_fetch_add_explicit(&(x), (n), memory_order_relaxed)

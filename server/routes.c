@@ -63,20 +63,23 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     json_t *hist = json_array(); /* the frames /v1/frames' "poses" hold, offsets back from t */
     for (int i = 0; i < cfg->n_hist; i++) json_array_append_new(hist, json_integer(cfg->hist[i]));
     json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:[f,f],s:i,s:[i,i],s:o,s:o,s:i,s:i},s:o,s:[s,s,s,s],"
-                          "s:[s,s],s:{s:i,s:i,s:I,s:I,s:I,s:I}}",
+                          "s:[s,s,s],s:{s:i,s:i,s:I,s:I,s:I,s:I}}",
                           "version", DRAPED_VERSION, "instance", d->instance, "backend", drape_backend_name(d->be),
                           "model", d->cfg.model, "config", "fps", cfg->fps, "betas", cfg->betas, "bones", cfg->bones,
                           "joints", DRAPE_JOINTS, "beta_range", (double)cfg->beta_min, (double)cfg->beta_max,
                           "hidden", cfg->hidden, "uv", cfg->uv_h, cfg->uv_w, "conv", conv, "history", hist, "skin_k",
                           cfg->skin_k, "body_vertices", d->model->Nb, "garments", g, "formats", "f32", "f16", "q16",
                           "meshopt",
-                          "modes", "neural", "lbs", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
+                          "modes", "neural", "lbs", "physics", "limits", "max_batch", (int)d->cfg.max_batch, "max_avatars",
                           (int)d->cfg.max_avatars, "pose_max_angle", (json_int_t)d->cfg.pose_max_angle,
                           "pose_max_trans", (json_int_t)d->cfg.pose_max_trans, "cut_speed",
                           (json_int_t)d->cfg.cut_speed, "cut_spin", (json_int_t)d->cfg.cut_spin);
     char digest[17];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
     json_object_set_new(j, "digest", json_string(digest));
+    const drape_garment_sim_params *pp = draped_physics_params(d->physics); /* what mode physics runs */
+    json_object_set_new(j, "physics", json_pack("{s:i,s:i,s:i}", "threads", (int)d->cfg.physics_threads, "substeps",
+                                                pp->substeps, "iterations", pp->iters));
     return draped_http_json(d, c, R_MODEL, 200, j);
 }
 
@@ -392,5 +395,9 @@ enum MHD_Result draped_route_metrics(draped *d, struct MHD_Connection *c, const 
     drape_buf o = {0};
     draped_metrics_render(&o, &d->met);
     draped_metrics_render_runtime(&o, &cs, &bs, atomic_load(&d->healthy));
+    draped_physics_stats ps;
+    draped_physics_get_stats(d->physics, &ps);
+    draped_metrics_render_physics(&o, cs.extras[DRAPED_PHYSICS_SLOT], cs.extra_builds[DRAPED_PHYSICS_SLOT], ps.threads,
+                                  ps.busy, ps.queued);
     return draped_http_buf(d, c, R_METRICS, 200, "text/plain; version=0.0.4", o.p, o.len, MHD_RESPMEM_MUST_FREE);
 }

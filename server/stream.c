@@ -16,6 +16,12 @@
  * avatar has sent that many, its first pose stands in for the frames
  * before it, as in `drape infer`.
  *
+ * A physics avatar (mode physics, server/physics.h) goes the same way with
+ * its own job on the physics pool instead of the batcher: one frame in
+ * flight, one pending pose, newest wins (a cloth slower than the frame rate
+ * skips poses, counted in `dropped`). Its job carries the pose alone, and
+ * whether the run starts again there (open, reset, a cut).
+ *
  * Over TLS the stream reads and writes the connection's GnuTLS session on
  * its TCP socket itself, on libmicrohttpd's thread for the connection (see
  * on_upgrade): libmicrohttpd's own forwarding of upgraded TLS connections
@@ -82,6 +88,11 @@ struct avatar {
     int64_t p_recv_ns;
     uint64_t dropped;
     int closed;
+    /* physics mode: the avatar's cloth (over its identity's rig), its job,
+     * and whether the pending pose starts the run again */
+    drape_garment_run *run;
+    draped_physics_job pjob;
+    int pfirst;
     avatar *next, *rnext;
     /* the last hist[0] + 1 poses (DRAPE_FRAME_FLOATS floats each), frame i
      * at i % that: enough for every offset of the model's history (docs/design.md §2.4) */
@@ -189,6 +200,8 @@ static avatar *find(stream_conn *sc, const drape_avatar_key *k)
 
 static void avatar_free(stream_conn *sc, avatar *a)
 {
+    if (a->run) UNCOUNT(sc->d->met.physics_avatars);
+    drape_garment_run_free(a->run); /* before the entry that holds its rig */
     drape_idcache_release(sc->d->cache, a->e);
     free(a->out);
     free(a);
@@ -209,18 +222,34 @@ static void job_done(drape_job *j, int status, const drape_error *err)
     if (write(sc->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
 }
 
+/* the job an avatar's frames go through */
+static drape_job *job_of(avatar *a) { return a->run ? &a->pjob.job : &a->job; }
+
+/* pose: the window (the model's history, t last); first: a physics run
+ * starts again at t */
 static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS], uint64_t seq,
-                   int64_t recv_ns)
+                   int64_t recv_ns, int first)
 {
-    int nf = sc->d->model->cfg.n_hist;
-    memcpy(a->jpose, pose, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)nf);
+    int nf = sc->d->model->cfg.n_hist, rc;
     a->jseq = seq;
     a->j_recv_ns = recv_ns;
-    draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->format, a->out);
-    a->job.key = (uint64_t)(uintptr_t)a;
-    a->job.done = job_done;
-    a->job.user = a;
-    if (drape_batcher_submit(sc->d->batcher, &a->job)) {
+    if (a->run) {
+        memcpy(a->pjob.pose, pose[nf - 1], sizeof a->pjob.pose);
+        a->pjob.run = a->run;
+        a->pjob.first = first;
+        a->pjob.job.frame.out = a->out;
+        a->pjob.job.done = job_done;
+        a->pjob.job.user = a;
+        rc = draped_physics_submit(sc->d->physics, &a->pjob);
+    } else {
+        memcpy(a->jpose, pose, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)nf);
+        draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->format, a->out);
+        a->job.key = (uint64_t)(uintptr_t)a;
+        a->job.done = job_done;
+        a->job.user = a;
+        rc = drape_batcher_submit(sc->d->batcher, &a->job);
+    }
+    if (rc) {
         send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down", &a->key, 1, seq);
         return;
     }
@@ -246,7 +275,12 @@ static void complete(stream_conn *sc, avatar *a)
         COUNT(d->met.frames_lost_on_close);
         return;
     }
-    if (a->status) {
+    if (a->status && a->run) {
+        /* this avatar's cloth only (the pool is fine): its next pose starts it again */
+        LOG_WARN("physics frame failed: %s", a->err.msg);
+        a->pfirst = 1;
+        send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
+    } else if (a->status) {
         atomic_store(&d->healthy, 0);
         LOG_ERROR("backend failed a batch: %s", a->err.msg);
         send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
@@ -255,7 +289,16 @@ static void complete(stream_conn *sc, avatar *a)
         float bbox[6];
         drape_timing t;
         drape_error err = {0};
-        if (draped_frame_pack(&pk, bbox, &t, &a->job, a->format, a->V, &err)) {
+        if (a->run && a->pjob.reset) {
+            /* the cloth diverged and was started again from skinning at
+             * this pose: said once, as information; the frame follows */
+            char msg[160];
+            snprintf(msg, sizeof msg, "the simulation diverged at seq %llu and was restarted from the skinned garment",
+                     (unsigned long long)a->jseq);
+            COUNT(d->met.physics_resets);
+            send_server_error(sc, a->binary, DRAPE_EC_PHYSICS_RESET, msg, &a->key, 0, 0);
+        }
+        if (draped_frame_pack(&pk, bbox, &t, job_of(a), a->format, a->V, &err)) {
             /* this avatar's pose only: the others, and this one's next pose, go on */
             draped_frame_failed(&d->met, &err);
             send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, err.msg, &a->key, 1, a->jseq);
@@ -264,6 +307,7 @@ static void complete(stream_conn *sc, avatar *a)
                 a->pending = 0;
                 a->dropped++;
                 COUNT(d->met.dropped_total);
+                if (a->run) COUNT(d->met.physics_skips);
             }
             drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
             tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
@@ -272,6 +316,10 @@ static void complete(stream_conn *sc, avatar *a)
             draped_hist_add(&d->met.compute_us, t.compute_us);
             draped_hist_add(&d->met.pack_us, t.pack_us);
             draped_hist_add(&d->met.server_us, (uint64_t)((drape_now_ns() - a->j_recv_ns) / 1000));
+            if (a->run) {
+                COUNT(d->met.physics_frames);
+                draped_hist_add(&d->met.physics_us, t.compute_us);
+            }
         }
         drape_buf_free(&pk);
         drape_buf_free(&m);
@@ -281,7 +329,16 @@ static void complete(stream_conn *sc, avatar *a)
         if (stopping)
             send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, "the server is shutting down; this pose was not computed",
                               &a->key, 1, a->pseq);
-        else submit(sc, a, a->ppose, a->pseq, a->p_recv_ns);
+        else {
+            /* a cloth cannot be dragged across more than DRAPED_PHYSICS_MAX_BEHIND s
+             * of skipped poses in one frame's substeps: it starts again from
+             * skinning at the newest pose, as after a cut */
+            int behind = a->run && !a->pfirst &&
+                         (double)(a->pseq - a->jseq) > DRAPED_PHYSICS_MAX_BEHIND * d->model->cfg.fps;
+            if (behind) COUNT(d->met.physics_catch_ups);
+            submit(sc, a, a->ppose, a->pseq, a->p_recv_ns, a->pfirst || behind);
+        }
+        a->pfirst = 0;
     }
 }
 
@@ -325,11 +382,6 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
         send_error(sc, binary, DRAPE_EC_LIMIT, msg, &m->avatar, 0, 0);
         return;
     }
-    if (m->mode == DRAPE_MODE_PHYSICS) {
-        send_error(sc, binary, DRAPE_EC_BAD_FIELD, "mode 'physics' is not served yet; use neural or lbs",
-                   &m->avatar, 0, 0);
-        return;
-    }
     drape_idcache_entry *e = NULL;
     drape_error err = {0};
     drape_errcode code = DRAPE_EC_INTERNAL;
@@ -338,16 +390,31 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
         send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
         return;
     }
+    drape_garment_run *run = NULL;
+    if (m->mode == DRAPE_MODE_PHYSICS) {
+        /* the identity's rig (made by its first physics avatar), then this
+         * avatar's cloth over it; settled at its first pose */
+        int rc = draped_physics_run_create(d->physics, d->cache, e, &run, &err);
+        if (rc) {
+            if (rc == DRAPE_ERANGE) COUNT(d->met.limits[L_CACHE]);
+            drape_idcache_release(d->cache, e);
+            send_error(sc, binary, rc == DRAPE_ERANGE ? DRAPE_EC_LIMIT : DRAPE_EC_INTERNAL, err.msg, &m->avatar, 0, 0);
+            return;
+        }
+    }
     avatar *a = calloc(1, sizeof *a + sizeof(float[DRAPE_FRAME_FLOATS]) * (size_t)(d->model->cfg.hist[0] + 1));
     int g = drape_idcache_entry_garment(e);
     int V = d->model->garments[g].V;
     if (a) a->out = malloc(sizeof(float) * 3 * (size_t)V);
     if (!a || !a->out) {
         if (a) free(a);
+        drape_garment_run_free(run);
         drape_idcache_release(d->cache, e);
         send_error(sc, binary, DRAPE_EC_INTERNAL, "out of memory", &m->avatar, 0, 0);
         return;
     }
+    a->run = run;
+    if (run) COUNT(d->met.physics_avatars);
     a->sc = sc;
     a->key = m->avatar;
     a->e = e;
@@ -390,6 +457,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     int span = c->hist[0] + 1;
     /* a cut (docs/protocol.md): the history starts again at this pose, as
      * for an avatar opened here, so a loop or a teleport is no velocity */
+    int first = a->n_seen == 0; /* for a physics run: it starts (again) here */
     if (a->n_seen > 0) {
         int cut = m->reset ? DRAPE_CUT_RESET
                 : seq > a->next_seq ? DRAPE_CUT_SEQ_GAP
@@ -398,6 +466,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
         if (cut) {
             COUNT(sc->d->met.cuts[cut]);
             a->n_seen = 0;
+            first = 1;
         }
     }
     a->next_seq = seq + 1;
@@ -409,13 +478,17 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     for (int k = 0; k < c->n_hist; k++)
         memcpy(win[k], a->ring[drape_history_index(t, c->hist[k]) % span], sizeof win[k]);
     if (!a->inflight) {
-        submit(sc, a, win, seq, now);
+        submit(sc, a, win, seq, now, first || a->pfirst);
+        a->pfirst = 0;
         return;
     }
     if (a->pending) {
         a->dropped++;
         COUNT(sc->d->met.dropped_total);
+        if (a->run) COUNT(sc->d->met.physics_skips);
     }
+    /* a start replaced by a newer pose still starts the run there */
+    a->pfirst = a->pfirst || first;
     a->pending = 1;
     memcpy(a->ppose, win, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)c->n_hist);
     a->pseq = seq;
@@ -440,6 +513,7 @@ static void on_close_avatar(stream_conn *sc, drape_msg *m, int binary)
     if (a->pending) {
         a->dropped++;
         COUNT(sc->d->met.dropped_total);
+        if (a->run) COUNT(sc->d->met.physics_skips);
     }
     if (a->inflight) a->closed = 1; /* freed when its frame comes back */
     else avatar_free(sc, a);

@@ -8,10 +8,15 @@
  * one n_free×n_free matrix with three right-hand sides; it depends on rest
  * data only and is factorized once (CHOLMOD) when the cloth is made. Every
  * step is back-substitutions into workspaces allocated at creation.
- * Everything is double precision. */
+ * Everything is double precision.
+ *
+ * What depends on rest data only (springs, masses, the factor) is a
+ * drape_cloth_system, immutable once made: any number of cloths, each its
+ * own state, can share one (the server's physics avatars of one identity). */
 #ifndef DRAPE_CLOTH_H
 #define DRAPE_CLOTH_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/status.h"
@@ -19,6 +24,7 @@
 #include "collide.h"
 
 typedef struct drape_cloth drape_cloth;
+typedef struct drape_cloth_system drape_cloth_system;
 
 typedef enum { DRAPE_MASS_UNIT = 0, DRAPE_MASS_AREA = 1 } drape_mass_mode;
 
@@ -36,6 +42,11 @@ typedef struct {
     double damping;   /* velocity scaled by (1 − damping) after every step, in [0, 1) */
     double margin;    /* collision: distance kept from the collider surface, m */
     double friction;  /* collision: Coulomb coefficient against the surface's motion, in [0, 1] */
+    /* Chebyshev semi-iteration over the local/global iterations (Wang 2015):
+     * rho, the estimated spectral radius of one iteration, in [0, 1); 0: off.
+     * From the third iteration on, each result is pushed past the last two
+     * by the Chebyshev weights, which converges in fewer iterations. */
+    double cheby;
 } drape_cloth_params;
 
 /* X [n,3] rest positions, faces [F,3]; springs are the unique triangle edges.
@@ -54,14 +65,34 @@ int drape_cloth_create_attached(drape_cloth **out, const double *X, int n, const
                                 const drape_cloth_params *p, drape_error *err);
 void drape_cloth_free(drape_cloth *c);
 
+/* The shared part alone: the arguments and checks of
+ * drape_cloth_create_attached. Read-only afterwards, so any threads may step
+ * cloths over it at once; it must outlive them. */
+int drape_cloth_system_create(drape_cloth_system **out, const double *X, int n, const int32_t *faces, int F,
+                              const int32_t *pins, int n_pins, const int32_t *attach, int n_attach,
+                              const drape_cloth_params *p, drape_error *err);
+void drape_cloth_system_free(drape_cloth_system *s);
+/* bytes the system holds (its arrays and factor) */
+size_t drape_cloth_system_bytes(const drape_cloth_system *s);
+/* A cloth over s (not owned), in the state a new drape_cloth_create_attached
+ * would be in: rest positions, zero velocity, targets at rest. */
+int drape_cloth_create_on(drape_cloth **out, const drape_cloth_system *s, drape_error *err);
+/* bytes of one cloth's state and workspaces (without its system) */
+size_t drape_cloth_bytes(const drape_cloth *c);
+const drape_cloth_system *drape_cloth_get_system(const drape_cloth *c);
+/* Back to the state of a new cloth over the same system (positions, velocities,
+ * targets, the springs' remembered directions): what follows is what a new
+ * cloth would do. The collider stays set. */
+void drape_cloth_reset(drape_cloth *c);
+
 /* targets [n_attach,3], in the order of the attach indices given at creation */
 int drape_cloth_set_targets(drape_cloth *c, const double *targets, drape_error *err);
 /* x, v [n,3] (v may be NULL: zero): the current state; pinned vertices keep
  * their rest positions and zero velocity. */
 int drape_cloth_set_state(drape_cloth *c, const double *x, const double *v, drape_error *err);
 /* Collider applied after every step (NULL: none); not owned, must outlive
- * the steps. */
-void drape_cloth_set_collider(drape_cloth *c, const drape_collider *col);
+ * the steps; one cloth's (its points' memory is this cloth's). */
+void drape_cloth_set_collider(drape_cloth *c, drape_collider *col);
 
 /* One implicit Euler step of the current state. */
 int drape_cloth_step(drape_cloth *c, drape_error *err);

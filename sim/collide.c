@@ -18,9 +18,23 @@ struct drape_collider {
     double *v, *vn;        /* [nv,3] positions, unit vertex normals */
     double *vp;            /* [nv,3] positions before the last update: the surface's step, for its velocity */
     double *lo, *hi;       /* [F,3] triangle boxes */
+    double *fn;            /* [F,4] unit normal n and n·a of each triangle's plane (warm queries' cheaper test) */
     drape_grid grid;
     int has_mesh, mesh_ready;
     double vmargin;        /* < 0: off; else kept from the nearest mesh vertex's tangent plane */
+    /* the points' memory (drape_collider_set_points) */
+    int npts, warm, track;
+    double cell;           /* > 0: the grid's cell, else the default rule */
+    int32_t *pt_face;      /* [npts] each point's nearest triangle at its last projection, −1: none within reach */
+    int32_t *pt_track;     /* [npts] the triangle it was outside of then, −1: none */
+    double *pt_prev;       /* [npts,3] where it was then */
+    double *pt_clear;      /* [npts] a bound below its distance to every triangle then, when outside; −1: none */
+    /* the last update's motion, for the bound: the body's mean step u and,
+     * per grid cell, the largest |step − u| of a corner of its triangles */
+    double u[3];
+    float *cell_move;
+    int64_t cap_move;
+    int fresh;             /* an update came since the last projection */
 };
 
 int drape_collider_create(drape_collider **out, drape_error *err)
@@ -42,9 +56,33 @@ void drape_collider_free(drape_collider *c)
 {
     if (!c) return;
     free(c->caps);
-    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi);
+    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi); free(c->fn);
+    free(c->pt_face); free(c->pt_track); free(c->pt_prev); free(c->pt_clear); free(c->cell_move);
     drape_grid_free(&c->grid);
     free(c);
+}
+
+int drape_collider_set_points(drape_collider *c, int n, int warm, int track, double cell, drape_error *err)
+{
+    if (n < 0 || !(cell >= 0) || !isfinite(cell))
+        return drape_fail(err, DRAPE_EINVAL, "collider: points must be >= 0 and the cell finite and >= 0");
+    free(c->pt_face); free(c->pt_track); free(c->pt_prev); free(c->pt_clear);
+    c->pt_face = malloc(((size_t)n + 1) * sizeof *c->pt_face);
+    c->pt_track = malloc(((size_t)n + 1) * sizeof *c->pt_track);
+    c->pt_prev = calloc((size_t)n * 3 + 1, sizeof *c->pt_prev);
+    c->pt_clear = malloc(((size_t)n + 1) * sizeof *c->pt_clear);
+    c->npts = 0;
+    if (!c->pt_face || !c->pt_track || !c->pt_prev || !c->pt_clear) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) c->pt_face[i] = c->pt_track[i] = -1, c->pt_clear[i] = -1;
+    c->npts = n, c->warm = warm != 0, c->track = track != 0, c->cell = cell;
+    return DRAPE_OK;
+}
+
+size_t drape_collider_bytes(const drape_collider *c)
+{
+    return sizeof *c + (size_t)c->F * (3 * sizeof(int32_t) + 6 * sizeof(double)) + (size_t)c->nv * 9 * sizeof(double) +
+           (size_t)(c->grid.cap_cells + c->grid.cap_items) * sizeof(int32_t) +
+           (size_t)c->npts * (2 * sizeof(int32_t) + 4 * sizeof(double)) + (size_t)c->cap_move * sizeof(float);
 }
 
 int drape_collider_add_capsule(drape_collider *c, const double a[3], const double b[3], double radius,
@@ -77,7 +115,8 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
     for (int i = 0; i < 3 * F; i++)
         if (faces[i] < 0 || faces[i] >= nv)
             return drape_fail(err, DRAPE_ERANGE, "collider: face %d refers to vertex %d of %d", i / 3, faces[i], nv);
-    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi);
+    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi); free(c->fn);
+    c->fn = malloc((size_t)F * 4 * sizeof *c->fn);
     c->faces = malloc((size_t)F * 3 * sizeof *c->faces);
     c->v = malloc((size_t)nv * 3 * sizeof *c->v);
     c->vn = malloc((size_t)nv * 3 * sizeof *c->vn);
@@ -85,11 +124,63 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
     c->lo = malloc((size_t)F * 3 * sizeof *c->lo);
     c->hi = malloc((size_t)F * 3 * sizeof *c->hi);
     c->has_mesh = c->mesh_ready = 0;
-    if (!c->faces || !c->v || !c->vn || !c->vp || !c->lo || !c->hi)
+    if (!c->faces || !c->v || !c->vn || !c->vp || !c->lo || !c->hi || !c->fn)
         return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     memcpy(c->faces, faces, (size_t)F * 3 * sizeof *faces);
     c->F = F, c->nv = nv, c->reach = reach, c->has_mesh = 1;
     return DRAPE_OK;
+}
+
+/* The last update's motion per grid cell (see the struct): what the
+ * projection's bound needs to skip points that cannot have reached the
+ * surface. The common part u is taken out of both sides of that bound, so a
+ * body walking with its garment does not use it up. */
+static int motion_bounds(drape_collider *c)
+{
+    const drape_grid *g = &c->grid;
+    int64_t cells = (int64_t)g->dim[0] * g->dim[1] * g->dim[2];
+    if (cells > c->cap_move) {
+        float *p = realloc(c->cell_move, (size_t)cells * sizeof *p);
+        if (!p) return DRAPE_ENOMEM;
+        c->cell_move = p, c->cap_move = cells;
+    }
+    double u[3] = {0, 0, 0};
+    for (int i = 0; i < c->nv; i++)
+        for (int d = 0; d < 3; d++) u[d] += c->v[3 * i + d] - c->vp[3 * i + d];
+    for (int d = 0; d < 3; d++) c->u[d] = u[d] / c->nv;
+    for (int64_t k = 0; k < cells; k++) {
+        float m = 0;
+        for (int32_t q = g->start[k]; q < g->start[k + 1]; q++) {
+            const int32_t *t = c->faces + 3 * g->items[q];
+            for (int j = 0; j < 3; j++) {
+                const double *a = c->v + 3 * t[j], *b = c->vp + 3 * t[j];
+                double e0 = a[0] - b[0] - c->u[0], e1 = a[1] - b[1] - c->u[1], e2 = a[2] - b[2] - c->u[2];
+                float s = (float)sqrt(e0 * e0 + e1 * e1 + e2 * e2) * (1 + 1e-6f);
+                if (s > m) m = s;
+            }
+        }
+        c->cell_move[k] = m;
+    }
+    return DRAPE_OK;
+}
+
+/* the largest cell_move of the cells [lo, hi] overlaps */
+static double motion_near(const drape_collider *c, const double lo[3], const double hi[3])
+{
+    const drape_grid *g = &c->grid;
+    int a[3], b[3];
+    for (int d = 0; d < 3; d++) {
+        double s = (lo[d] - g->lo[d]) / g->cell, e = (hi[d] - g->lo[d]) / g->cell;
+        a[d] = s < 0 ? 0 : s >= g->dim[d] ? g->dim[d] - 1 : (int)s;
+        b[d] = e < 0 ? 0 : e >= g->dim[d] ? g->dim[d] - 1 : (int)e;
+    }
+    float m = 0;
+    for (int z = a[2]; z <= b[2]; z++)
+        for (int y = a[1]; y <= b[1]; y++) {
+            const float *row = c->cell_move + ((int64_t)z * g->dim[1] + y) * g->dim[0];
+            for (int x = a[0]; x <= b[0]; x++) m = row[x] > m ? row[x] : m;
+        }
+    return m;
 }
 
 int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *err)
@@ -107,6 +198,9 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
         double n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
         for (int k = 0; k < 3; k++)
             for (int d = 0; d < 3; d++) c->vn[3 * t[k] + d] += n[d];
+        double nl = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), *fn = c->fn + 4 * f;
+        for (int d = 0; d < 3; d++) fn[d] = nl > 0 ? n[d] / nl : 0;
+        fn[3] = fn[0] * a[0] + fn[1] * a[1] + fn[2] * a[2];
         for (int d = 0; d < 3; d++) {
             c->lo[3 * f + d] = fmin(a[d], fmin(b[d], cc[d]));
             c->hi[3 * f + d] = fmax(a[d], fmax(b[d], cc[d]));
@@ -119,10 +213,16 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
     }
     /* cells about a triangle wide but no smaller than the reach, so a query
      * box spans at most 3 cells per axis */
-    double cell = fmax(edge / c->F, c->reach);
+    double cell = c->cell > 0 ? c->cell : fmax(edge / c->F, c->reach);
     int rc = drape_grid_build(&c->grid, c->lo, c->hi, c->F, cell);
     if (rc) return drape_fail(err, rc, rc == DRAPE_ENOMEM ? "out of memory" : "collider: the body is not finite");
+    if (c->warm && (rc = motion_bounds(c))) return drape_fail(err, rc, "out of memory");
+    /* the bounds cover one update's motion: a second one before a
+     * projection would leave the first's uncounted, so they are dropped */
+    if (c->fresh)
+        for (int i = 0; i < c->npts; i++) c->pt_clear[i] = -1;
     c->mesh_ready = 1;
+    c->fresh = 1;
     return DRAPE_OK;
 }
 
@@ -150,6 +250,11 @@ static void visit_face(void *ctx, int f)
     mesh_query *m = ctx;
     const int32_t *t = m->c->faces + 3 * f;
     if (box_gap2(m->c, f, m->p) >= m->best) return;
+    if (m->c->warm) { /* the triangle is no nearer than its plane */
+        const double *fn = m->c->fn + 4 * f;
+        double s = fn[0] * m->p[0] + fn[1] * m->p[1] + fn[2] * m->p[2] - fn[3];
+        if (s * s >= m->best) return;
+    }
     double q[3], w[3];
     double r = drape_closest_on_triangle(q, w, m->p, m->c->v + 3 * t[0], m->c->v + 3 * t[1], m->c->v + 3 * t[2]);
     if (r < m->best) {
@@ -162,11 +267,15 @@ static void visit_face(void *ctx, int f)
 /* vel (may be NULL): the surface point's velocity, its barycentric share of
  * the vertices' last step times inv_dt; *face the nearest triangle (-1: none) */
 static double mesh_distance(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
-                            double inv_dt, int *face)
+                            double inv_dt, int hint, int *face)
 {
     mesh_query m = {.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
-    double lo[3], hi[3];
-    for (int d = 0; d < 3; d++) lo[d] = p[d] - c->reach, hi[d] = p[d] + c->reach;
+    double lo[3], hi[3], half = c->reach;
+    if (hint >= 0) { /* a bound to start from: only triangles nearer than the hint's are looked at */
+        visit_face(&m, hint);
+        if (m.face >= 0) half = sqrt(m.best) * (1 + 1e-12) + 1e-15;
+    }
+    for (int d = 0; d < 3; d++) lo[d] = p[d] - half, hi[d] = p[d] + half;
     drape_grid_visit(&c->grid, lo, hi, visit_face, &m);
     *face = m.face;
     if (m.face < 0) return INFINITY;
@@ -262,7 +371,7 @@ static double capsule_distance(const capsule *k, const double p[3], double q[3],
  * still); *face (may be NULL) the mesh triangle when the mesh's is nearest,
  * else -1. */
 static double nearest(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
-                      double inv_dt, int *face)
+                      double inv_dt, int hint, int *face)
 {
     double best = INFINITY;
     if (face) *face = -1;
@@ -273,7 +382,7 @@ static double nearest(const drape_collider *c, const double p[3], double q[3], d
     }
     if (c->mesh_ready) {
         int f;
-        double qq[3], nn[3], vv[3], d = mesh_distance(c, p, qq, nn, vel ? vv : NULL, inv_dt, &f);
+        double qq[3], nn[3], vv[3], d = mesh_distance(c, p, qq, nn, vel ? vv : NULL, inv_dt, hint, &f);
         if (d < best) {
             best = d, memcpy(q, qq, sizeof qq), memcpy(n, nn, sizeof nn);
             if (face) *face = f;
@@ -285,21 +394,112 @@ static double nearest(const drape_collider *c, const double p[3], double q[3], d
 
 double drape_collider_distance(const drape_collider *c, const double p[3], double q[3], double n[3])
 {
-    return nearest(c, p, q, n, NULL, 0, NULL);
+    return nearest(c, p, q, n, NULL, 0, -1, NULL);
 }
 
-int drape_collider_project(const drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
+/* The tracked test (drape_collider_set_points' track): point p, at prev
+ * after the last projection, was outside triangle f; the triangle moved
+ * from its corners' last positions (vp; v when no update came since: moved
+ * is 0) to v. With both motions linear in the step, the point crossed f's
+ * plane when the signed distances at the two ends change sign, and it
+ * crossed f itself when the crossing point lies in the triangle then. If so
+ * the body passed over it, however near another surface (the far side of a
+ * thin limb) now is: q, n, vel and the return value as nearest()'s for the
+ * material point of f it crossed. Else +INFINITY. */
+static double tracked(const drape_collider *c, const double p[3], const double prev[3], int f, int moved, double q[3],
+                      double n[3], double vel[3], double inv_dt)
+{
+    const int32_t *t = c->faces + 3 * f;
+    const double *A1 = c->v + 3 * t[0], *B1 = c->v + 3 * t[1], *C1 = c->v + 3 * t[2];
+    const double *A0 = moved ? c->vp + 3 * t[0] : A1, *B0 = moved ? c->vp + 3 * t[1] : B1,
+                 *C0 = moved ? c->vp + 3 * t[2] : C1;
+    double n0[3], n1[3], s0 = 0, s1 = 0;
+    {
+        double e1[3], e2[3], f1[3], f2[3];
+        for (int d = 0; d < 3; d++) e1[d] = B0[d] - A0[d], e2[d] = C0[d] - A0[d], f1[d] = B1[d] - A1[d], f2[d] = C1[d] - A1[d];
+        n0[0] = e1[1] * e2[2] - e1[2] * e2[1], n0[1] = e1[2] * e2[0] - e1[0] * e2[2], n0[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        n1[0] = f1[1] * f2[2] - f1[2] * f2[1], n1[1] = f1[2] * f2[0] - f1[0] * f2[2], n1[2] = f1[0] * f2[1] - f1[1] * f2[0];
+    }
+    for (int d = 0; d < 3; d++) s0 += (prev[d] - A0[d]) * n0[d], s1 += (p[d] - A1[d]) * n1[d];
+    if (!(s0 > 0) || !(s1 < 0)) return INFINITY;
+    double tau = s0 / (s0 - s1), A[3], B[3], C[3], P[3];
+    for (int d = 0; d < 3; d++) {
+        A[d] = A0[d] + tau * (A1[d] - A0[d]), B[d] = B0[d] + tau * (B1[d] - B0[d]);
+        C[d] = C0[d] + tau * (C1[d] - C0[d]), P[d] = prev[d] + tau * (p[d] - prev[d]);
+    }
+    /* barycentric coordinates of P in ABC (P is on its plane, to first order) */
+    double v0[3], v1[3], v2[3], d00 = 0, d01 = 0, d11 = 0, d20 = 0, d21 = 0;
+    for (int d = 0; d < 3; d++) v0[d] = B[d] - A[d], v1[d] = C[d] - A[d], v2[d] = P[d] - A[d];
+    for (int d = 0; d < 3; d++)
+        d00 += v0[d] * v0[d], d01 += v0[d] * v1[d], d11 += v1[d] * v1[d], d20 += v2[d] * v0[d], d21 += v2[d] * v1[d];
+    double den = d00 * d11 - d01 * d01;
+    if (!(den > 0)) return INFINITY;
+    double wb = (d11 * d20 - d01 * d21) / den, wc = (d00 * d21 - d01 * d20) / den, wa = 1 - wb - wc;
+    const double eps = 1e-3; /* a crossing on an edge counts for both triangles */
+    if (wa < -eps || wb < -eps || wc < -eps) return INFINITY;
+    wa = fmax(wa, 0), wb = fmax(wb, 0), wc = fmax(wc, 0);
+    double ws = wa + wb + wc, w[3] = {wa / ws, wb / ws, wc / ws}, nl = 0;
+    for (int d = 0; d < 3; d++) {
+        q[d] = w[0] * A1[d] + w[1] * B1[d] + w[2] * C1[d];
+        n[d] = n1[d];
+        nl += n1[d] * n1[d];
+        vel[d] = 0;
+        if (moved)
+            for (int k = 0; k < 3; k++) vel[d] += w[k] * (c->v[3 * t[k] + d] - c->vp[3 * t[k] + d]);
+        vel[d] *= inv_dt;
+    }
+    nl = sqrt(nl);
+    if (!(nl > 0)) return INFINITY;
+    double sd = 0;
+    for (int d = 0; d < 3; d++) n[d] /= nl, sd += (p[d] - q[d]) * n[d];
+    return sd < 0 ? sd : -0.0; /* behind its plane (a sliver in front of it reads as on it) */
+}
+
+int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
                            double friction, double dt)
 {
     int contacts = 0;
     double inv_dt = dt > 0 ? 1 / dt : 0;
+    /* the points' memory applies to the points it was made for */
+    int mem = c->npts == n && c->mesh_ready, warm = mem && c->warm, track = mem && c->track;
+    /* the skip below bounds distances, which the vertex test does not use */
+    int skip = warm && c->vmargin < 0 && c->n_caps == 0;
+    double u0[3] = {0, 0, 0};
+    if (c->fresh) memcpy(u0, c->u, sizeof u0);
     for (int i = 0; i < n; i++) {
         if (mask && !mask[i]) continue;
         double *p = x + 3 * i, *u = v + 3 * i;
-        int hit = 0;
+        if (skip && c->pt_clear[i] > margin) {
+            /* It was outside, every triangle at least pt_clear away. A
+             * triangle now within R of p is in the cells around p, so it
+             * moved at most M (relative to u), and p moved |dp| (the same):
+             * every triangle is still at least R − M away. Above the margin
+             * nothing can touch p: no query. */
+            double *pv = c->pt_prev + 3 * i, dp[3] = {p[0] - pv[0] - u0[0], p[1] - pv[1] - u0[1], p[2] - pv[2] - u0[2]};
+            double R = c->pt_clear[i] - sqrt(dp[0] * dp[0] + dp[1] * dp[1] + dp[2] * dp[2]);
+            if (R > margin) {
+                R = fmin(R, 2 * c->grid.cell);
+                double lo[3] = {p[0] - R, p[1] - R, p[2] - R}, hi[3] = {p[0] + R, p[1] + R, p[2] + R};
+                double bound = R - (c->fresh ? motion_near(c, lo, hi) : 0);
+                if (bound > margin) {
+                    c->pt_clear[i] = bound;
+                    memcpy(pv, p, 3 * sizeof *p);
+                    continue;
+                }
+            }
+        }
+        int hit = 0, face = warm ? c->pt_face[i] : -1, out = 0;
+        double dist = 0;
         for (int pass = 0; pass < 3; pass++) {
-            int face;
-            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, &face), keep = margin;
+            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, warm ? face : -1, &face), keep = margin;
+            if (pass == 0 && track && c->pt_track[i] >= 0 && c->pt_track[i] != face) {
+                double tq[3], tn[3], tv[3];
+                double s = tracked(c, p, c->pt_prev + 3 * i, c->pt_track[i], c->fresh, tq, tn, tv, inv_dt);
+                if (s < INFINITY) {
+                    d = s, face = c->pt_track[i];
+                    memcpy(q, tq, sizeof q), memcpy(nn, tn, sizeof nn), memcpy(vb, tv, sizeof vb);
+                }
+            }
             if (c->vmargin >= 0 && c->mesh_ready) { /* the deeper of the two tests wins */
                 double nv[3], vv[3], s = vertex_plane(c, p, face, nv, vv, inv_dt);
                 if (c->vmargin - s > margin - d) {
@@ -307,8 +507,9 @@ int drape_collider_project(const drape_collider *c, double *x, double *v, const 
                     for (int k = 0; k < 3; k++) q[k] = p[k] - s * nv[k], nn[k] = nv[k], vb[k] = vv[k];
                 }
             }
+            out = d >= 0, dist = d;
             if (!(d < keep)) break;
-            hit = 1;
+            hit = 1, out = 1;
             for (int k = 0; k < 3; k++) p[k] = q[k] + keep * nn[k];
             /* velocity relative to the surface: an inward normal part is
              * removed; the normal speed the contact took away (that, or the
@@ -322,7 +523,21 @@ int drape_collider_project(const drape_collider *c, double *x, double *v, const 
             double s = t > friction * jn ? 1 - friction * jn / t : 0;
             for (int k = 0; k < 3; k++) u[k] = vb[k] + (un > 0 ? un : 0) * nn[k] + s * r[k];
         }
+        if (mem) {
+            c->pt_face[i] = face;
+            c->pt_track[i] = out ? face : -1;
+            /* Known outside, with every triangle at least this far: the last
+             * pass found no contact at distance d. Beyond the reach (d
+             * infinite) a point is known outside only if it was before (to
+             * have crossed the surface it would have moved more than the
+             * reach in one step); else it may be deep inside, where a later
+             * query that reaches the surface pushes it. */
+            c->pt_clear[i] = dist == INFINITY ? (c->pt_clear[i] >= 0 ? c->reach : -1)
+                           : out && dist >= margin ? dist : -1;
+            memcpy(c->pt_prev + 3 * i, p, 3 * sizeof *p);
+        }
         contacts += hit;
     }
+    c->fresh = 0;
     return contacts;
 }

@@ -11,6 +11,7 @@
 #ifndef DRAPE_COLLIDE_H
 #define DRAPE_COLLIDE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../core/status.h"
@@ -38,6 +39,29 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
  * deeper of the two tests decides each push. */
 int drape_collider_set_vertex_margin(drape_collider *c, double margin, drape_error *err);
 
+/* A memory for the n points drape_collider_project is given (the same n
+ * each time, a cloth's vertices), kept between its calls:
+ * - warm: each point's query starts from its last nearest triangle, so only
+ *   triangles nearer than that one are looked at (the same nearest, found
+ *   in fewer candidates);
+ * - track: a point that was outside a triangle and is now behind it, by no
+ *   more than that triangle's corners and the point moved since, is taken
+ *   back to that triangle's side, whatever surface is nearest now: the body
+ *   passed over it in the step (continuous collision for steps longer than
+ *   the margin);
+ * - cell > 0: the grid's cell edge (m), else a body triangle's width but at
+ *   least the reach (smaller cells suit warm queries).
+ * - with warm, a bound below each point's distance to the body, kept while
+ *   it is known outside and carried across each update by the motion of
+ *   the cells around it: a point that cannot have reached the margin is not
+ *   queried (each update must be followed by a projection for the bound to
+ *   hold: a second update first drops the bounds).
+ * With all three off the memory is kept but not used: the results are those
+ * without it. */
+int drape_collider_set_points(drape_collider *c, int n, int warm, int track, double cell, drape_error *err);
+/* bytes held (mesh, grid, the points' memory) */
+size_t drape_collider_bytes(const drape_collider *c);
+
 /* Signed distance of p to the nearest collider surface (+INFINITY if none is
  * within reach); q [3] the surface point, n [3] the outward unit normal
  * there. */
@@ -50,8 +74,8 @@ double drape_collider_distance(const drape_collider *c, const double p[3], doubl
  * friction takes up to friction × the normal speed removed (or the push over
  * dt, if larger) from its tangential part. Repeated (up to 3 passes) for
  * points that a push moved into another surface. Returns how many points
- * were in contact. */
-int drape_collider_project(const drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
+ * were in contact. Updates the points' memory (drape_collider_set_points). */
+int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_t *mask, int n, double margin,
                            double friction, double dt);
 
 #endif

@@ -11,6 +11,7 @@
 #include "cloth.h"
 #include "collide.h"
 #include "../core/clock.h"
+#include "garment_test.h"
 
 drape_garment_sim_params drape_garment_sim_defaults(void)
 {
@@ -21,13 +22,27 @@ drape_garment_sim_params drape_garment_sim_defaults(void)
     };
 }
 
+drape_garment_sim_params drape_garment_sim_realtime(void)
+{
+    /* docs/server.md ("Physics") has their cost against the teacher and the
+     * runs behind each choice */
+    drape_garment_sim_params p = drape_garment_sim_defaults();
+    p.substeps = 4;   /* 120 Hz; fewer substeps with more iterations beat more substeps with fewer */
+    p.iters = 10;
+    p.cheby = 0.9;    /* halves the edge error at 4 substeps; 0.97 overshoots */
+    p.warm = 1;       /* the same contacts found in a fraction of the candidates */
+    p.cell = 0.03;
+    p.max_stray = 1.0;
+    return p;
+}
+
 static int check_inputs(const drape_model *m, int gi, const float *poses, int T, drape_error *err)
 {
     if (gi < 0 || gi >= m->cfg.n_garments)
         return drape_fail(err, DRAPE_ENOTFOUND, "garment index %d is not in the model (%d garments)", gi,
                           m->cfg.n_garments);
     if (T > (1 << 20)) return drape_fail(err, DRAPE_EINVAL, "too many frames (%d)", T);
-    return drape_poses_check(poses, T, NULL, err);
+    return poses ? drape_poses_check(poses, T, NULL, err) : DRAPE_OK; /* NULL: the garment only */
 }
 
 /* Frame 0 of the LBS run is the zero pose at the origin: every A_k is the
@@ -35,7 +50,7 @@ static int check_inputs(const drape_model *m, int gi, const float *poses, int T,
 int drape_garment_lbs(const drape_model *m, int gi, const float *betas, int n_betas, const float *poses, int T,
                       float *rest, float *lbs, drape_error *err)
 {
-    int rc = check_inputs(m, gi, poses, T, err);
+    int rc = check_inputs(m, gi, lbs ? poses : NULL, T, err);
     if (rc) return rc;
     int V3 = 3 * m->garments[gi].V, Tn = lbs ? T + 1 : 1;
     float b[DRAPE_MAX_BETAS] = {0};
@@ -122,6 +137,9 @@ static int check_params(const drape_garment_sim_params *p, drape_error *err)
         !(p->reach > p->margin) || !isfinite(p->vertex_margin) || !(p->reach > p->vertex_margin))
         return drape_fail(err, DRAPE_EINVAL, "garment sim: max displacement and stretch must be positive, bend >= 0, "
                                              "reach greater than the margin and the vertex margin");
+    if (!(p->cell >= 0) || !isfinite(p->cell) || !(p->max_stray >= 0) || !isfinite(p->max_stray) || !(p->cheby >= 0) ||
+        !(p->cheby < 1))
+        return drape_fail(err, DRAPE_EINVAL, "garment sim: cell and max stray must be finite and >= 0, cheby in [0, 1)");
     return DRAPE_OK;
 }
 
@@ -143,39 +161,258 @@ static int pick_substeps(const drape_garment_sim_params *p, const float *body, i
     return k < 1 ? 1 : k > p->max_substeps ? p->max_substeps : k;
 }
 
-typedef struct {
-    float *rest, *lbs, *body, *body_s;
-    double *X, *tgt;
-    int32_t *att;
-    drape_cloth *cloth;
-    drape_collider *col;
-} sim_buffers;
+/* ---- the rig: what a garment's simulation shares across runs ---- */
 
-static void buffers_free(sim_buffers *b)
+struct drape_garment_rig {
+    const drape_model *m;
+    int gi, V, Nb, na, substeps;
+    float betas[DRAPE_MAX_BETAS];
+    drape_garment_sim_params p;
+    float *rest;   /* [V,3] g(β) */
+    float *v_s, J[DRAPE_JOINTS * 3]; /* the shaped body, its joints */
+    int32_t *att;  /* [na] attached vertices */
+    drape_cloth_system *sys;
+    size_t bytes;
+};
+
+void drape_garment_rig_free(drape_garment_rig *r)
 {
-    free(b->rest); free(b->lbs); free(b->body); free(b->body_s); free(b->X); free(b->tgt); free(b->att);
-    drape_cloth_free(b->cloth);
-    drape_collider_free(b->col);
+    if (!r) return;
+    drape_cloth_system_free(r->sys);
+    free(r->rest);
+    free(r->v_s);
+    free(r->att);
+    free(r);
 }
 
-/* targets = lerp(lbs_a, lbs_b, s) at the attached vertices; body likewise */
-static int move_to(sim_buffers *b, int na, int Nb, const float *lbs_a, const float *lbs_b, const float *body_a,
-                   const float *body_b, float s, drape_error *err)
+int drape_garment_rig_create(drape_garment_rig **out, const drape_model *m, int gi, const float *betas, int n_betas,
+                             const drape_garment_sim_params *p, int substeps, drape_error *err)
 {
-    for (int a = 0; a < na; a++)
+    *out = NULL;
+    int rc = check_params(p, err);
+    if (rc || (rc = check_inputs(m, gi, NULL, 0, err)) || (rc = drape_model_check_betas(m, betas, n_betas, err)))
+        return rc;
+    if (substeps < 1 || substeps > 64) return drape_fail(err, DRAPE_EINVAL, "garment sim: substeps must be in [1, 64]");
+    const drape_garment *g = &m->garments[gi];
+    drape_garment_rig *r = calloc(1, sizeof *r);
+    if (!r) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    r->m = m, r->gi = gi, r->V = g->V, r->Nb = m->Nb, r->p = *p, r->substeps = substeps;
+    if (n_betas > 0) memcpy(r->betas, betas, (size_t)n_betas * sizeof *betas);
+    int V = g->V, k = substeps;
+    r->rest = malloc((size_t)V * 3 * sizeof *r->rest);
+    r->v_s = malloc((size_t)m->Nb * 3 * sizeof *r->v_s);
+    double *X = malloc((size_t)V * 3 * sizeof *X);
+    if (!r->rest || !r->v_s || !X) rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    if (!rc) rc = drape_garment_lbs(m, gi, r->betas, m->cfg.betas, NULL, 0, r->rest, NULL, err);
+    if (!rc && drape_body_shape(r->v_s, r->J, m, r->betas)) rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    if (!rc) rc = attached_set(&r->att, &r->na, g, r->rest, p->attach_band, err);
+    if (rc) {
+        free(X);
+        drape_garment_rig_free(r);
+        return rc;
+    }
+    double l0 = 0; /* mean rest edge length: the stiffness scale */
+    for (int e = 0; e < g->n_edges; e++) {
+        const float *a = r->rest + 3 * g->edges[2 * e], *c = r->rest + 3 * g->edges[2 * e + 1];
+        l0 += sqrt((double)(c[0] - a[0]) * (c[0] - a[0]) + (double)(c[1] - a[1]) * (c[1] - a[1]) +
+                   (double)(c[2] - a[2]) * (c[2] - a[2]));
+    }
+    l0 /= g->n_edges > 0 ? g->n_edges : 1;
+    for (int i = 0; i < 3 * V; i++) X[i] = r->rest[i];
+    drape_cloth_params cp = {.dt = 1.0 / (m->cfg.fps * k), .gravity = p->gravity, .iters = p->iters,
+                             .ym = p->stretch * l0 * l0, .mass = DRAPE_MASS_AREA, .density = p->density,
+                             .bend = p->bend * l0 * l0, .attach = p->attach,
+                             /* per frame, so the drag does not grow with the substeps a motion needs */
+                             .damping = 1 - pow(1 - p->damping, 1.0 / k),
+                             .margin = p->margin, .friction = p->friction, .cheby = p->cheby};
+    rc = drape_cloth_system_create(&r->sys, X, V, g->faces, g->F, NULL, 0, r->att, r->na, &cp, err);
+    free(X);
+    if (rc) {
+        drape_garment_rig_free(r);
+        return rc;
+    }
+    r->bytes = sizeof *r + drape_cloth_system_bytes(r->sys) + (size_t)V * 3 * sizeof(float) +
+               (size_t)m->Nb * 3 * sizeof(float) + (size_t)r->na * sizeof(int32_t);
+    *out = r;
+    return DRAPE_OK;
+}
+
+size_t drape_garment_rig_bytes(const drape_garment_rig *r) { return r->bytes; }
+int drape_garment_rig_substeps(const drape_garment_rig *r) { return r->substeps; }
+int drape_garment_rig_attached(const drape_garment_rig *r) { return r->na; }
+int drape_garment_rig_vertices(const drape_garment_rig *r) { return r->V; }
+
+/* ---- a run: one simulation over a rig, fed a pose at a time ---- */
+
+struct drape_garment_run {
+    const drape_garment_rig *r;
+    drape_cloth *cloth;
+    drape_collider *col;
+    float *lbs[2], *body[2], *body_s; /* [V,3], [Nb,3]: the previous pose's (0) and this one's (1) */
+    double *X, *tgt;
+    int started, contacts;
+    size_t bytes;
+};
+
+void drape_garment_run_free(drape_garment_run *s)
+{
+    if (!s) return;
+    drape_cloth_free(s->cloth);
+    drape_collider_free(s->col);
+    for (int i = 0; i < 2; i++) free(s->lbs[i]), free(s->body[i]);
+    free(s->body_s);
+    free(s->X);
+    free(s->tgt);
+    free(s);
+}
+
+/* a new collider: the body's topology, no positions yet (so the first ones
+ * start at rest) */
+static int new_collider(drape_garment_run *s, drape_error *err)
+{
+    const drape_garment_rig *r = s->r;
+    drape_collider_free(s->col);
+    s->col = NULL;
+    int rc = drape_collider_create(&s->col, err);
+    if (!rc) rc = drape_collider_set_mesh(s->col, r->m->body_faces, r->m->Fb, r->Nb, r->p.reach, err);
+    if (!rc) rc = drape_collider_set_vertex_margin(s->col, r->p.vertex_margin, err);
+    if (!rc) rc = drape_collider_set_points(s->col, r->V, r->p.warm, r->p.track, r->p.cell, err);
+    if (!rc) drape_cloth_set_collider(s->cloth, s->col);
+    return rc;
+}
+
+int drape_garment_run_create(drape_garment_run **out, const drape_garment_rig *r, drape_error *err)
+{
+    *out = NULL;
+    drape_garment_run *s = calloc(1, sizeof *s);
+    if (!s) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    s->r = r;
+    size_t V3 = (size_t)r->V * 3, B3 = (size_t)r->Nb * 3;
+    int rc = DRAPE_OK;
+    for (int i = 0; i < 2; i++) {
+        s->lbs[i] = malloc(V3 * sizeof(float));
+        s->body[i] = malloc(B3 * sizeof(float));
+        if (!s->lbs[i] || !s->body[i]) rc = DRAPE_ENOMEM;
+    }
+    s->body_s = malloc(B3 * sizeof(float));
+    s->X = malloc(V3 * sizeof(double));
+    s->tgt = malloc(((size_t)r->na + 1) * 3 * sizeof(double));
+    if (rc || !s->body_s || !s->X || !s->tgt) rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    if (!rc) rc = drape_cloth_create_on(&s->cloth, r->sys, err);
+    if (!rc) rc = new_collider(s, err);
+    if (rc) {
+        drape_garment_run_free(s);
+        return rc;
+    }
+    s->bytes = sizeof *s + drape_cloth_bytes(s->cloth) + drape_collider_bytes(s->col) + V3 * (2 * sizeof(float) + sizeof(double)) +
+               B3 * 3 * sizeof(float) + (size_t)r->na * 3 * sizeof(double);
+    *out = s;
+    return DRAPE_OK;
+}
+
+size_t drape_garment_run_bytes(const drape_garment_run *s) { return s->bytes; }
+int drape_garment_run_contacts(const drape_garment_run *s) { return s->contacts; }
+
+/* pose [75] → the skinned garment and the posed body in slot i */
+static int pose_into(drape_garment_run *s, int i, const float *pose, drape_error *err)
+{
+    const drape_garment_rig *r = s->r;
+    float A[DRAPE_JOINTS * 12];
+    int rc = drape_poses_check(pose, 1, NULL, err);
+    if (!rc) rc = drape_skin_lbs(s->lbs[i], r->m, r->gi, r->betas, pose, 1, err);
+    if (rc) return rc;
+    drape_fk(A, pose, pose + DRAPE_POSE_DIM, r->J, r->m->parents);
+    drape_body_pose(s->body[i], r->m, r->v_s, A);
+    return DRAPE_OK;
+}
+
+/* targets = lerp(lbs_a, lbs_b, t) at the attached vertices; body likewise */
+static int move_to(drape_garment_run *s, const float *lbs_a, const float *lbs_b, const float *body_a,
+                   const float *body_b, float t, drape_error *err)
+{
+    const drape_garment_rig *r = s->r;
+    for (int a = 0; a < r->na; a++)
         for (int d = 0; d < 3; d++) {
-            int i = 3 * b->att[a] + d;
-            b->tgt[3 * a + d] = lbs_a[i] + s * (lbs_b[i] - lbs_a[i]);
+            int i = 3 * r->att[a] + d;
+            s->tgt[3 * a + d] = lbs_a[i] + t * (lbs_b[i] - lbs_a[i]);
         }
-    for (int i = 0; i < 3 * Nb; i++) b->body_s[i] = body_a[i] + s * (body_b[i] - body_a[i]);
-    int rc = drape_cloth_set_targets(b->cloth, b->tgt, err);
-    return rc ? rc : drape_collider_update_mesh(b->col, b->body_s, err);
+    for (int i = 0; i < 3 * r->Nb; i++) s->body_s[i] = body_a[i] + t * (body_b[i] - body_a[i]);
+    int rc = drape_cloth_set_targets(s->cloth, s->tgt, err);
+    return rc ? rc : drape_collider_update_mesh(s->col, s->body_s, err);
 }
 
 static void store(float *out, const drape_cloth *c, int V)
 {
     const double *x = drape_cloth_positions(c);
     for (int i = 0; i < 3 * V; i++) out[i] = (float)x[i];
+}
+
+int drape_garment_run_first(drape_garment_run *s, const float *pose, float *out, drape_error *err)
+{
+    const drape_garment_rig *r = s->r;
+    s->started = 0;
+    int rc = pose_into(s, 1, pose, err);
+    if (rc) return rc;
+    drape_cloth_reset(s->cloth);
+    if ((rc = new_collider(s, err))) return rc;
+    for (int i = 0; i < 3 * r->V; i++) s->X[i] = s->lbs[1][i]; /* start: skinned to the first pose, at rest */
+    if ((rc = drape_cloth_set_state(s->cloth, s->X, NULL, err)) ||
+        (rc = move_to(s, s->lbs[1], s->lbs[1], s->body[1], s->body[1], 0, err)))
+        return rc;
+    for (int k = 0; k < r->p.settle && !rc; k++) rc = drape_cloth_step(s->cloth, err);
+    if (rc) return rc;
+    s->contacts = drape_cloth_contacts(s->cloth);
+    store(out, s->cloth, r->V);
+    s->started = 1;
+    return DRAPE_OK;
+}
+
+/* Whether the state left the garment's reach: not finite, or a vertex
+ * farther than max_stray from its skinned place. */
+static int diverged(const drape_garment_run *s)
+{
+    const drape_garment_rig *r = s->r;
+    const double *x = drape_cloth_positions(s->cloth), *v = drape_cloth_velocities(s->cloth);
+    double lim = r->p.max_stray * r->p.max_stray;
+    for (int i = 0; i < r->V; i++) {
+        const double *p = x + 3 * i, *u = v + 3 * i;
+        const float *q = s->lbs[1] + 3 * i;
+        double d2 = (p[0] - q[0]) * (p[0] - q[0]) + (p[1] - q[1]) * (p[1] - q[1]) + (p[2] - q[2]) * (p[2] - q[2]);
+        if (!(d2 <= lim) || !isfinite(u[0] + u[1] + u[2])) return 1;
+    }
+    return 0;
+}
+
+int drape_garment_run_next(drape_garment_run *s, const float *pose, float *out, int *reset, drape_error *err)
+{
+    const drape_garment_rig *r = s->r;
+    if (reset) *reset = 0;
+    if (!s->started) return drape_garment_run_first(s, pose, out, err);
+    float *t = s->lbs[0];
+    s->lbs[0] = s->lbs[1], s->lbs[1] = t;
+    t = s->body[0];
+    s->body[0] = s->body[1], s->body[1] = t;
+    int rc = pose_into(s, 1, pose, err);
+    if (rc) { /* this pose is refused; the state stays at the previous one */
+        t = s->lbs[0], s->lbs[0] = s->lbs[1], s->lbs[1] = t;
+        t = s->body[0], s->body[0] = s->body[1], s->body[1] = t;
+        return rc;
+    }
+    int k = r->substeps;
+    for (int j = 1; j <= k && !rc; j++) {
+        rc = move_to(s, s->lbs[0], s->lbs[1], s->body[0], s->body[1], (float)j / k, err);
+        if (!rc) rc = drape_cloth_step(s->cloth, err);
+    }
+    if (rc) return rc;
+    s->contacts = drape_cloth_contacts(s->cloth);
+    if (r->p.max_stray > 0 && diverged(s)) {
+        /* back to the skinned garment at this pose, settled: the frame the
+         * caller gets is that, and it says so */
+        if (reset) *reset = 1;
+        return drape_garment_run_first(s, pose, out, err);
+    }
+    store(out, s->cloth, r->V);
+    return DRAPE_OK;
 }
 
 int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int n_betas, const float *poses, int T,
@@ -185,73 +422,54 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
     double t0 = drape_now_ms();
     int rc = check_params(p, err);
     if (rc || (rc = check_inputs(m, gi, poses, T, err))) return rc;
-    const drape_garment *g = &m->garments[gi];
-    int V = g->V, Nb = m->Nb, na = 0;
-    sim_buffers b = {0};
-    b.rest = malloc((size_t)V * 3 * sizeof *b.rest);
-    b.lbs = malloc((size_t)T * V * 3 * sizeof *b.lbs);
-    b.body = malloc((size_t)T * Nb * 3 * sizeof *b.body);
-    b.body_s = malloc((size_t)Nb * 3 * sizeof *b.body_s);
-    b.X = malloc((size_t)V * 3 * sizeof *b.X);
-    b.tgt = malloc((size_t)V * 3 * sizeof *b.tgt);
-    if (!b.rest || !b.lbs || !b.body || !b.body_s || !b.X || !b.tgt) {
-        buffers_free(&b);
-        return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    if (T < 1) return drape_fail(err, DRAPE_EINVAL, "garment sim: no frames");
+    int Nb = m->Nb, k = p->substeps;
+    if (k == 0) { /* the automatic rule looks at the whole sequence's body motion */
+        float *body = malloc((size_t)T * Nb * 3 * sizeof *body);
+        if (!body) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+        rc = drape_garment_body_frames(m, betas, n_betas, poses, T, body, err);
+        if (!rc) k = pick_substeps(p, body, Nb, T);
+        free(body);
+        if (rc) return rc;
     }
-    if ((rc = drape_garment_lbs(m, gi, betas, n_betas, poses, T, b.rest, b.lbs, err)) ||
-        (rc = drape_garment_body_frames(m, betas, n_betas, poses, T, b.body, err)) ||
-        (rc = attached_set(&b.att, &na, g, b.rest, p->attach_band, err))) {
-        buffers_free(&b);
+    drape_garment_rig *r = NULL;
+    drape_garment_run *s = NULL;
+    if ((rc = drape_garment_rig_create(&r, m, gi, betas, n_betas, p, k, err)) ||
+        (rc = drape_garment_run_create(&s, r, err))) {
+        drape_garment_rig_free(r);
         return rc;
     }
-    int k = pick_substeps(p, b.body, Nb, T);
-    double l0 = 0; /* mean rest edge length: the stiffness scale */
-    for (int e = 0; e < g->n_edges; e++) {
-        const float *a = b.rest + 3 * g->edges[2 * e], *c = b.rest + 3 * g->edges[2 * e + 1];
-        l0 += sqrt((double)(c[0] - a[0]) * (c[0] - a[0]) + (double)(c[1] - a[1]) * (c[1] - a[1]) +
-                   (double)(c[2] - a[2]) * (c[2] - a[2]));
-    }
-    l0 /= g->n_edges > 0 ? g->n_edges : 1;
-    for (int i = 0; i < 3 * V; i++) b.X[i] = b.rest[i];
-    drape_cloth_params cp = {.dt = 1.0 / (m->cfg.fps * k), .gravity = p->gravity, .iters = p->iters,
-                             .ym = p->stretch * l0 * l0, .mass = DRAPE_MASS_AREA, .density = p->density,
-                             .bend = p->bend * l0 * l0, .attach = p->attach,
-                             /* per frame, so the drag does not grow with the substeps a motion needs */
-                             .damping = 1 - pow(1 - p->damping, 1.0 / k),
-                             .margin = p->margin, .friction = p->friction};
-    if ((rc = drape_cloth_create_attached(&b.cloth, b.X, V, g->faces, g->F, NULL, 0, b.att, na, &cp, err)) ||
-        (rc = drape_collider_create(&b.col, err)) ||
-        (rc = drape_collider_set_mesh(b.col, m->body_faces, m->Fb, Nb, p->reach, err)) ||
-        (rc = drape_collider_set_vertex_margin(b.col, p->vertex_margin, err))) {
-        buffers_free(&b);
-        return rc;
-    }
-    drape_cloth_set_collider(b.cloth, b.col);
-    for (int i = 0; i < 3 * V; i++) b.X[i] = b.lbs[i]; /* start: skinned to the first pose, at rest */
-    if ((rc = drape_cloth_set_state(b.cloth, b.X, NULL, err)) ||
-        (rc = move_to(&b, na, Nb, b.lbs, b.lbs, b.body, b.body, 0, err))) {
-        buffers_free(&b);
-        return rc;
-    }
+    int V = r->V, resets = 0;
     double t1 = drape_now_ms(), contacts = 0;
-    for (int s = 0; s < p->settle && !rc; s++) rc = drape_cloth_step(b.cloth, err);
-    store(out, b.cloth, V);
+    rc = drape_garment_run_first(s, poses, out, err);
     double t2 = drape_now_ms(), c2 = (drape_cpu_ns() * 1e-6);
     for (int t = 1; t < T && !rc; t++) {
-        const float *la = b.lbs + (size_t)(t - 1) * V * 3, *ba = b.body + (size_t)(t - 1) * Nb * 3;
-        for (int s = 1; s <= k && !rc; s++) {
-            rc = move_to(&b, na, Nb, la, la + (size_t)V * 3, ba, ba + (size_t)Nb * 3, (float)s / k, err);
-            if (!rc) rc = drape_cloth_step(b.cloth, err);
-        }
-        contacts += drape_cloth_contacts(b.cloth);
-        store(out + (size_t)t * V * 3, b.cloth, V);
+        int reset = 0;
+        rc = drape_garment_run_next(s, poses + (size_t)t * DRAPE_FRAME_FLOATS, out + (size_t)t * V * 3, &reset, err);
+        resets += reset;
+        contacts += drape_garment_run_contacts(s);
     }
     double t3 = drape_now_ms(), c3 = (drape_cpu_ns() * 1e-6);
     if (stats)
-        *stats = (drape_garment_sim_stats){.substeps = k, .attached = na, .contacts = T > 1 ? contacts / (T - 1) : 0,
+        *stats = (drape_garment_sim_stats){.substeps = k, .attached = r->na, .resets = resets,
+                                           .contacts = T > 1 ? contacts / (T - 1) : 0,
                                            .setup_ms = t1 - t0, .settle_ms = t2 - t1,
                                            .ms_per_frame = T > 1 ? (t3 - t2) / (T - 1) : 0,
                                            .cpu_ms_per_frame = T > 1 ? (c3 - c2) / (T - 1) : 0};
-    buffers_free(&b);
+    drape_garment_run_free(s);
+    drape_garment_rig_free(r);
+    return rc;
+}
+
+/* sim/garment_test.h */
+int drape_garment_run_test_kick(drape_garment_run *s, const double v[3], drape_error *err)
+{
+    int V = s->r->V;
+    double *vel = malloc((size_t)V * 3 * sizeof *vel);
+    if (!vel) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    for (int i = 0; i < V; i++)
+        for (int d = 0; d < 3; d++) vel[3 * i + d] = v[d];
+    int rc = drape_cloth_set_state(s->cloth, drape_cloth_positions(s->cloth), vel, err);
+    free(vel);
     return rc;
 }

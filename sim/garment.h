@@ -6,6 +6,7 @@
 #ifndef DRAPE_GARMENT_SIM_H
 #define DRAPE_GARMENT_SIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../runtime/model.h"
@@ -29,13 +30,27 @@ typedef struct {
                              metric's test (docs/design.md §4); negative: off */
     double friction;     /* tangential velocity factor (1 − friction) on contact */
     double reach;        /* m: how deep inside the body a vertex is still found */
+    /* What the served settings add (docs/server.md, "Physics"); 0 leaves
+     * each off, the teacher's way. */
+    double cell;         /* m: the body grid's cell; 0: a body triangle's width, at least the reach */
+    int warm;            /* collider queries start from each vertex's last nearest triangle */
+    int track;           /* continuous contact: a vertex the body passed in a substep goes back to its side */
+    double cheby;        /* Chebyshev acceleration of the iterations: the spectral radius estimate; 0: off */
+    double max_stray;    /* m: a run whose vertex strays farther than this from its skinned place (or
+                            whose state is not finite) has diverged and starts again; 0: never */
 } drape_garment_sim_params;
 
-/* The defaults documented in docs/conventions.md ("Garment simulation"). */
+/* The defaults documented in docs/conventions.md ("Garment simulation"):
+ * the teacher. */
 drape_garment_sim_params drape_garment_sim_defaults(void);
+/* The served settings (`draped`'s physics mode, `drape sim garment
+ * --realtime`): fixed substeps, fewer iterations, the faster collider;
+ * docs/server.md gives their cost against the teacher. */
+drape_garment_sim_params drape_garment_sim_realtime(void);
 
 typedef struct {
     int substeps, attached;
+    int resets;          /* frames where the run diverged and started again (max_stray) */
     double contacts;     /* mean vertices in contact per frame */
     double setup_ms, settle_ms, ms_per_frame; /* wall clock */
     double cpu_ms_per_frame;                   /* this process's CPU time */
@@ -48,6 +63,40 @@ typedef struct {
 int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int n_betas, const float *poses, int T,
                            const drape_garment_sim_params *p, float *out, drape_garment_sim_stats *stats,
                            drape_error *err);
+
+/* A simulation fed one pose at a time, as a stream is (the server's physics
+ * mode; drape_garment_simulate is a loop over it).
+ *
+ * The rig is what depends on (model, garment, betas, settings, substeps)
+ * only: the shaped rest, the shaped body, the attachment set and the cloth
+ * system with its factor. Immutable once made: any number of runs on any
+ * threads share it, and it must outlive them. A run is one garment's state
+ * (cloth, body collider, the last pose's skinning) over a rig; one thread at
+ * a time. */
+typedef struct drape_garment_rig drape_garment_rig;
+typedef struct drape_garment_run drape_garment_run;
+
+int drape_garment_rig_create(drape_garment_rig **out, const drape_model *m, int gi, const float *betas, int n_betas,
+                             const drape_garment_sim_params *p, int substeps, drape_error *err);
+void drape_garment_rig_free(drape_garment_rig *r);
+size_t drape_garment_rig_bytes(const drape_garment_rig *r);
+int drape_garment_rig_substeps(const drape_garment_rig *r);
+int drape_garment_rig_attached(const drape_garment_rig *r);
+int drape_garment_rig_vertices(const drape_garment_rig *r);
+
+int drape_garment_run_create(drape_garment_run **out, const drape_garment_rig *r, drape_error *err);
+void drape_garment_run_free(drape_garment_run *s);
+size_t drape_garment_run_bytes(const drape_garment_run *s);
+/* Starts (or starts again) at pose [75]: the garment skinned there, settled
+ * for the rig's settle steps; out [V,3] that frame. */
+int drape_garment_run_first(drape_garment_run *s, const float *pose, float *out, drape_error *err);
+/* The next frame at pose [75]: the rig's substeps from the previous pose to
+ * this one (the first call is drape_garment_run_first). When the state
+ * diverges (max_stray), the run starts again at this pose and *reset (may
+ * be NULL) is 1. A pose that fails its check leaves the state as it was. */
+int drape_garment_run_next(drape_garment_run *s, const float *pose, float *out, int *reset, drape_error *err);
+/* vertices in contact in the last substep */
+int drape_garment_run_contacts(const drape_garment_run *s);
 
 /* rest [V,3]: the garment retargeted to the body shape, g(β) (docs/design.md §2.3);
  * lbs [T,V,3] (may be NULL): its plain skinning for poses [T,75], what

@@ -172,3 +172,89 @@ Test(idcache, bad_input_is_rejected_without_an_entry)
     cr_assert_eq(s.entries, 0);
     fx_close(&f);
 }
+
+/* Extras (what a caller derives from an identity, the server's physics rig):
+ * made once per identity, handed to every holder, counted in the budget,
+ * freed with the identity when it is evicted, never while it is held; one
+ * that finds no room beside the held identities is refused and nothing else
+ * is disturbed. The maker sees the identity's garment and betas. */
+typedef struct {
+    int made, freed;
+    size_t bytes;
+    float last_beta0;
+} extra_log;
+
+static extra_log xlog;
+
+static int extra_make(void **out, size_t *bytes, int garment, const float *betas, int n_betas, void *ctx,
+                      drape_error *err)
+{
+    (void)err;
+    extra_log *l = ctx;
+    cr_assert_eq(garment, 0);
+    cr_assert_geq(n_betas, 1);
+    l->made++;
+    l->last_beta0 = betas[0];
+    *out = malloc(16);
+    *bytes = l->bytes;
+    return 0;
+}
+
+static void extra_free(void *p)
+{
+    xlog.freed++;
+    free(p);
+}
+
+Test(idcache, extras_are_made_once_counted_and_go_with_their_identity)
+{
+    fx f = fx_open(4);
+    xlog = (extra_log){.bytes = f.id_bytes}; /* an extra as large as an identity */
+    drape_idcache_extra_ops ops = {extra_make, extra_free, &xlog};
+    drape_error err = {0};
+    drape_idcache_entry *a = get(&f, 0.5f, NULL), *a2 = get(&f, 0.5f, NULL);
+    void *p = NULL, *q = NULL;
+    cr_assert_eq(drape_idcache_extra(f.c, a, 0, &ops, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(drape_idcache_extra(f.c, a2, 0, &ops, &q, &err), 0, "%s", err.msg);
+    cr_assert_eq(p, q, "one extra per identity");
+    cr_assert_eq(xlog.made, 1);
+    cr_assert_float_eq(xlog.last_beta0, 0.5f, 0);
+    drape_idcache_stats s;
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.bytes, 2 * f.id_bytes, "the extra counts in the budget");
+    cr_assert_eq(s.extras[0], 1);
+    cr_assert_eq(s.extra_builds[0], 1);
+    /* held: other identities cannot push it out; with a's 2 of the 4 units
+     * held, a third and a fourth identity fit, a fifth evicts an unheld one */
+    for (int k = 1; k <= 4; k++) drape_idcache_release(f.c, get(&f, 0.1f * k, NULL));
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(xlog.freed, 0, "a held identity's extra was freed");
+    cr_assert_gt(s.evictions, 0);
+    /* a second held identity's extra does not fit beside a's: refused, a untouched */
+    drape_idcache_entry *b = get(&f, -0.5f, NULL);
+    xlog.bytes = 2 * f.id_bytes;
+    cr_assert_eq(drape_idcache_extra(f.c, b, 0, &ops, &q, &err), DRAPE_ERANGE);
+    cr_assert(strstr(err.msg, "identity cache full"), "%s", err.msg);
+    cr_assert_eq(xlog.freed, 1, "the refused extra is freed");
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.extras[0], 1);
+    cr_assert_leq(s.bytes, s.max_bytes);
+    cr_assert_eq(drape_idcache_extra(f.c, a, 0, &ops, &q, &err), 0, "%s", err.msg);
+    cr_assert_eq(q, p, "a's extra is still there");
+    drape_idcache_release(f.c, b);
+    /* released: the next identities evict a, and its extra with it */
+    drape_idcache_release(f.c, a);
+    drape_idcache_release(f.c, a2);
+    xlog.bytes = f.id_bytes;
+    for (int k = 5; k <= 9; k++) drape_idcache_release(f.c, get(&f, 0.1f * k, NULL));
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(xlog.freed, 2, "the evicted identity's extra is freed");
+    cr_assert_eq(s.extras[0], 0);
+    /* held again: made again */
+    a = get(&f, 0.5f, NULL);
+    cr_assert_eq(drape_idcache_extra(f.c, a, 0, &ops, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(xlog.made, 3);
+    drape_idcache_release(f.c, a);
+    fx_close(&f);
+    cr_assert_eq(xlog.freed, 3, "freeing the cache frees its extras");
+}

@@ -11,6 +11,7 @@
 #include "../sim/cloth.h"
 #include "../sim/collide.h"
 #include "../sim/garment.h"
+#include "../sim/garment_test.h"
 #include "../core/geom.h"
 #include "../sim/metrics.h"
 #include "util.h"
@@ -390,6 +391,10 @@ Test(sim_garment, commands_reject_bad_input)
     cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
                          "--vertex-margin 0.2", bin(), M, p), 0);
     cr_assert(strstr(out, "reach greater than the margin and the vertex margin"), "%s", out);
+    /* --realtime is one set of settings: another option would not be what draped runs */
+    cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
+                         "--realtime --iters 3", bin(), M, p), 0);
+    cr_assert(strstr(out, "--realtime runs the served settings"), "%s", out);
     cr_assert_neq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
                          "--betas 99", bin(), M, p), 0);
     cr_assert(strstr(out, "beta"), "%s", out);
@@ -401,4 +406,149 @@ Test(sim_garment, commands_reject_bad_input)
     cr_assert(strstr(out, "'cape'"), "%s", out);
     cr_assert_neq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --poses '%s'", bin(), M, p), 0);
     cr_assert(strstr(out, "usage"), "%s", out);
+}
+
+/* ---- the streaming form: a rig shared by runs fed a pose at a time ---- */
+
+#define RFRAMES 12
+
+static float *walk_poses(int T)
+{
+    float *P = malloc(sizeof(float) * 75 * T);
+    drape_garment_walk(P, T, 30);
+    return P;
+}
+
+static int same_floats(const float *a, const float *b, size_t n) { return !memcmp(a, b, n * sizeof *a); }
+
+/* drape_garment_simulate is a loop over a run: the same frames to the bit,
+ * with the teacher's settings and the served ones alike */
+Test(sim_garment, a_run_fed_pose_by_pose_is_the_simulation)
+{
+    drape_model *m = tu_load("small_random");
+    int gi = drape_model_garment(m, "skirt"), V = m->garments[gi].V;
+    float betas[2] = {0.5f, -0.5f}, *P = walk_poses(RFRAMES);
+    float *want = malloc(sizeof(float) * 3 * V * RFRAMES), *got = malloc(sizeof(float) * 3 * V * RFRAMES);
+    drape_error e = {0};
+    drape_garment_sim_params sets[2] = {drape_garment_sim_defaults(), drape_garment_sim_realtime()};
+    sets[0].substeps = 3, sets[0].settle = 10, sets[1].settle = 10;
+    for (int k = 0; k < 2; k++) {
+        drape_garment_sim_params p = sets[k];
+        cr_assert_eq(drape_garment_simulate(m, gi, betas, 2, P, RFRAMES, &p, want, NULL, &e), 0, "%s", e.msg);
+        drape_garment_rig *r;
+        drape_garment_run *s;
+        cr_assert_eq(drape_garment_rig_create(&r, m, gi, betas, 2, &p, p.substeps, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_run_create(&s, r, &e), 0, "%s", e.msg);
+        for (int t = 0; t < RFRAMES; t++) {
+            int reset = -1;
+            cr_assert_eq(drape_garment_run_next(s, P + 75 * t, got + (size_t)3 * V * t, &reset, &e), 0, "%s", e.msg);
+            cr_assert_eq(reset, 0);
+        }
+        cr_assert(same_floats(want, got, (size_t)3 * V * RFRAMES), "settings %d: the run differs from the simulation", k);
+        drape_garment_run_free(s);
+        drape_garment_rig_free(r);
+    }
+    free(want);
+    free(got);
+    free(P);
+    drape_model_free(m);
+}
+
+/* Two runs over one rig are independent (each its own state, the factor
+ * shared), and a run started again is a new run. */
+Test(sim_garment, runs_share_a_rig_and_start_again_as_new)
+{
+    drape_model *m = tu_load("small_random");
+    int gi = drape_model_garment(m, "skirt"), V = m->garments[gi].V;
+    float betas[1] = {1.0f}, *P = walk_poses(RFRAMES);
+    size_t n = (size_t)3 * V;
+    float *a = malloc(sizeof(float) * n * RFRAMES), *b = malloc(sizeof(float) * n * RFRAMES), *c = malloc(sizeof(float) * n);
+    drape_error e = {0};
+    drape_garment_sim_params p = drape_garment_sim_realtime();
+    p.settle = 10;
+    drape_garment_rig *r;
+    drape_garment_run *s1, *s2;
+    cr_assert_eq(drape_garment_rig_create(&r, m, gi, betas, 1, &p, p.substeps, &e), 0, "%s", e.msg);
+    cr_assert_gt(drape_garment_rig_bytes(r), (size_t)V * 3 * sizeof(float), "the rig counts its factor");
+    cr_assert_eq(drape_garment_run_create(&s1, r, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_create(&s2, r, &e), 0, "%s", e.msg);
+    /* interleaved: s2 lags s1 by three frames */
+    for (int t = 0; t < RFRAMES + 3; t++) {
+        if (t < RFRAMES) cr_assert_eq(drape_garment_run_next(s1, P + 75 * t, a + n * t, NULL, &e), 0, "%s", e.msg);
+        if (t >= 3) cr_assert_eq(drape_garment_run_next(s2, P + 75 * (t - 3), b + n * (t - 3), NULL, &e), 0, "%s", e.msg);
+    }
+    cr_assert(same_floats(a, b, n * RFRAMES), "two runs over one rig differ");
+    /* s1 starts again at frame 5's pose: from there it is a run opened there */
+    cr_assert_eq(drape_garment_run_first(s1, P + 75 * 5, c, &e), 0, "%s", e.msg);
+    drape_garment_run *s3;
+    cr_assert_eq(drape_garment_run_create(&s3, r, &e), 0, "%s", e.msg);
+    float *d = malloc(sizeof(float) * n);
+    cr_assert_eq(drape_garment_run_next(s3, P + 75 * 5, d, NULL, &e), 0, "%s", e.msg);
+    cr_assert(same_floats(c, d, n), "a restarted run differs from a new one at its first frame");
+    for (int t = 6; t < RFRAMES; t++) {
+        cr_assert_eq(drape_garment_run_next(s1, P + 75 * t, c, NULL, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_run_next(s3, P + 75 * t, d, NULL, &e), 0, "%s", e.msg);
+        cr_assert(same_floats(c, d, n), "frame %d: a restarted run differs from a new one", t);
+    }
+    drape_garment_run_free(s1);
+    drape_garment_run_free(s2);
+    drape_garment_run_free(s3);
+    drape_garment_rig_free(r);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    free(P);
+    drape_model_free(m);
+}
+
+/* A state that ran away (a test's kick: every vertex at 1e12 m/s) strays
+ * past max_stray in the next frame: the run says so and starts again at
+ * that pose, the frame being a new run's first there. With max_stray 0 it
+ * is not checked and the garment flies off (or its state is no longer
+ * finite). */
+Test(sim_garment, a_diverged_run_starts_again_from_skinning)
+{
+    drape_model *m = tu_load("small_random");
+    int gi = drape_model_garment(m, "skirt"), V = m->garments[gi].V;
+    float *P = walk_poses(4);
+    size_t n = (size_t)3 * V;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    drape_error e = {0};
+    drape_garment_sim_params p = drape_garment_sim_realtime();
+    p.settle = 5;
+    cr_assert_gt(p.max_stray, 0);
+    for (int checked = 1; checked >= 0; checked--) {
+        if (!checked) p.max_stray = 0;
+        drape_garment_rig *r;
+        drape_garment_run *s, *fresh;
+        cr_assert_eq(drape_garment_rig_create(&r, m, gi, NULL, 0, &p, p.substeps, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_run_create(&s, r, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_run_create(&fresh, r, &e), 0, "%s", e.msg);
+        int reset = -1;
+        cr_assert_eq(drape_garment_run_next(s, P, x, &reset, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_run_next(s, P + 75, x, &reset, &e), 0, "%s", e.msg);
+        cr_assert_eq(reset, 0, "a calm frame is no divergence");
+        cr_assert_eq(drape_garment_run_test_kick(s, (double[]){0, 1e12, 0}, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_run_next(s, P + 150, x, &reset, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_run_first(fresh, P + 150, y, &e), 0, "%s", e.msg);
+        if (checked) {
+            cr_assert_eq(reset, 1, "the kicked run was not reset");
+            cr_assert(same_floats(x, y, n), "the reset frame is not a new run's first frame at that pose");
+        } else {
+            cr_assert_eq(reset, 0);
+            int flung = 0; /* far off, or not even finite */
+            double far = 0;
+            for (size_t i = 0; i < n; i++) flung |= !(fabs(x[i] - y[i]) < 1.0), far = fmax(far, fabs(x[i] - y[i]));
+            cr_log_info("unchecked: %.3g m off", far);
+            cr_assert(flung, "the kick should have flung the garment");
+        }
+        drape_garment_run_free(s);
+        drape_garment_run_free(fresh);
+        drape_garment_rig_free(r);
+    }
+    free(x);
+    free(y);
+    free(P);
+    drape_model_free(m);
 }

@@ -107,6 +107,7 @@ done:
 typedef struct {
     drape_tool_job_args job;
     const char *out;
+    int realtime;
     drape_garment_sim_params p;
 } garment_opts;
 /* The defaults are sim/garment.c's (NULL here); the bounds are its checks'
@@ -115,6 +116,9 @@ static const drape_opt garment_opts_table[] = {
     DRAPE_TOOL_JOB_OPTS(garment_opts),
     DRAPE_OPT_P(garment_opts, out, "out", "OUT.npy", DRAPE_OPT_REQUIRED,
                 "where the vertices go: float32 [T, V, 3], as drape infer writes them"),
+    DRAPE_OPT_F(garment_opts, realtime, "realtime",
+                "draped's physics mode exactly (docs/server.md): its served settings, frame by frame; takes none "
+                "of the options below"),
     DRAPE_OPT_I(garment_opts, p.iters, "iters", NULL, 1, 1000, "N", 0, "local/global iterations per substep"),
     DRAPE_OPT_I(garment_opts, p.substeps, "substeps", NULL, 0, 64, "N", 0, "substeps per frame; 0: from the motion"),
     DRAPE_OPT_I(garment_opts, p.max_substeps, "max-substeps", NULL, 1, 64, "N", 0, "at most this many, when automatic"),
@@ -139,6 +143,16 @@ static const drape_opt garment_opts_table[] = {
     DRAPE_OPT_D_ANY(garment_opts, p.reach, "reach", NULL, "M",
                 "how deep inside the body a vertex is still found, m (> margin and vertex-margin)"),
     DRAPE_OPT_D_ANY(garment_opts, p.gravity, "gravity", NULL, "G", "m/s^2, along -y"),
+    DRAPE_OPT_D(garment_opts, p.cell, "cell", NULL, 0, 1, "M", 0,
+                "the body grid's cell, m; 0: a body triangle's width, at least the reach"),
+    DRAPE_OPT_I(garment_opts, p.warm, "warm", NULL, 0, 1, "0|1", 0,
+                "1: each vertex's collision query starts from its last nearest triangle"),
+    DRAPE_OPT_I(garment_opts, p.track, "track", NULL, 0, 1, "0|1", 0,
+                "1: a vertex the body passed over in a substep goes back to the side it was on"),
+    DRAPE_OPT_D(garment_opts, p.cheby, "cheby", NULL, 0, 1, "RHO", DRAPE_OPT_LT_MAX,
+                "Chebyshev acceleration of the iterations with this spectral radius estimate; 0: off"),
+    DRAPE_OPT_D(garment_opts, p.max_stray, "max-stray", NULL, 0, 1000, "M", 0,
+                "a vertex this far from its skinned place (or a state not finite) restarts the run there, m; 0: never"),
 };
 static const drape_cmd_spec garment_spec = {
     "sim garment",
@@ -151,6 +165,12 @@ static int cmd_garment(int argc, char **argv)
     garment_opts o = {.p = drape_garment_sim_defaults()};
     int rc = drape_opts_parse(&garment_spec, &o, argc, argv);
     if (rc) return drape_opts_status(rc);
+    if (o.realtime) { /* the served settings are one set: a changed one would not be what draped runs */
+        drape_garment_sim_params d = drape_garment_sim_defaults();
+        if (memcmp(&d, &o.p, sizeof d))
+            return drape_opts_fail(&garment_spec, "--realtime runs the served settings; it takes no simulation options");
+        o.p = drape_garment_sim_realtime();
+    }
     drape_error e = {0};
     drape_tool_job j;
     float *out = NULL;
@@ -168,10 +188,12 @@ static int cmd_garment(int argc, char **argv)
     }
     int64_t shape[3] = {T, V, 3};
     if (drape_npy_write(o.out, out, 3, shape, &e)) { drape_tool_die("sim garment", &e); goto done; }
-    printf("%s: %d vertices, %d attached; %d frames, %d substeps of %d iterations; setup %.1f ms, settle %.1f ms, "
-           "%.3f ms per frame (%.3f ms CPU), %.1f vertices in contact per frame\n",
-           g->name, V, st.attached, T, st.substeps, o.p.iters, st.setup_ms, st.settle_ms, st.ms_per_frame,
-           st.cpu_ms_per_frame, st.contacts);
+    printf("%s: %d vertices, %d attached; %d frames, %d substeps of %d iterations%s; setup %.1f ms, settle %.1f ms, "
+           "%.3f ms per frame (%.3f ms CPU), %.1f vertices in contact per frame",
+           g->name, V, st.attached, T, st.substeps, o.p.iters, o.realtime ? " (realtime)" : "", st.setup_ms,
+           st.settle_ms, st.ms_per_frame, st.cpu_ms_per_frame, st.contacts);
+    if (st.resets) printf("; %d resets (the state diverged)", st.resets);
+    printf("\n");
     rc = 0;
 done:
     free(out);

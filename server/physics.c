@@ -1,0 +1,147 @@
+#include "physics.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "../core/log.h"
+
+#define MAX_THREADS 64
+
+struct draped_physics {
+    const drape_model *m;
+    drape_garment_sim_params params;
+    drape_idcache_extra_ops ops; /* the rigs' maker, the cache's extra slot */
+    pthread_t th[MAX_THREADS];
+    int threads, started, busy, queued, stopping;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    draped_physics_job *head, *tail;
+};
+
+static int rig_make(void **out, size_t *bytes, int garment, const float *betas, int n_betas, void *ctx,
+                    drape_error *err)
+{
+    draped_physics *p = ctx;
+    drape_garment_rig *r = NULL;
+    int rc = drape_garment_rig_create(&r, p->m, garment, betas, n_betas, &p->params, p->params.substeps, err);
+    if (rc) return rc;
+    *out = r;
+    *bytes = drape_garment_rig_bytes(r);
+    return DRAPE_OK;
+}
+
+static void rig_free(void *r) { drape_garment_rig_free(r); }
+
+static void run_job(draped_physics_job *j)
+{
+    drape_error err = {0};
+    int rc;
+    j->reset = 0;
+    if (j->first) rc = drape_garment_run_first(j->run, j->pose, j->job.frame.out, &err);
+    else rc = drape_garment_run_next(j->run, j->pose, j->job.frame.out, &j->reset, &err);
+    j->err = err;
+    j->job.t_end_ns = drape_now_ns();
+    /* done() is the last use of j: the submitter may reuse it from then on */
+    j->job.done(&j->job, rc, rc ? &j->err : NULL);
+}
+
+static void *worker_main(void *arg)
+{
+    draped_physics *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+        draped_physics_job *j = p->head;
+        if (!j) break; /* stopping and drained */
+        p->head = j->next;
+        if (!p->head) p->tail = NULL;
+        p->queued--;
+        p->busy++;
+        pthread_mutex_unlock(&p->mu);
+        j->job.t_start_ns = drape_now_ns();
+        j->job.batch_size = 1;
+        run_job(j);
+        pthread_mutex_lock(&p->mu);
+        p->busy--;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int draped_physics_create(draped_physics **out, const drape_model *m, int threads, drape_error *err)
+{
+    *out = NULL;
+    if (threads < 1 || threads > MAX_THREADS)
+        return drape_fail(err, DRAPE_EINVAL, "physics: threads must be in [1, %d], got %d", MAX_THREADS, threads);
+    draped_physics *p = calloc(1, sizeof *p);
+    if (!p) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    p->m = m;
+    p->params = drape_garment_sim_realtime();
+    p->ops = (drape_idcache_extra_ops){rig_make, rig_free, p};
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    for (; p->started < threads; p->started++)
+        if (pthread_create(&p->th[p->started], NULL, worker_main, p)) {
+            draped_physics_free(p);
+            return drape_fail(err, DRAPE_ENOMEM, "physics: cannot start a worker thread");
+        }
+    p->threads = threads;
+    *out = p;
+    return DRAPE_OK;
+}
+
+void draped_physics_stop(draped_physics *p)
+{
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->started; i++) pthread_join(p->th[i], NULL);
+    p->started = 0;
+}
+
+void draped_physics_free(draped_physics *p)
+{
+    if (!p) return;
+    draped_physics_stop(p);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}
+
+int draped_physics_submit(draped_physics *p, draped_physics_job *j)
+{
+    pthread_mutex_lock(&p->mu);
+    if (p->stopping) {
+        pthread_mutex_unlock(&p->mu);
+        return DRAPE_EINVAL;
+    }
+    j->next = NULL;
+    j->job.t_submit_ns = drape_now_ns();
+    if (p->tail) p->tail->next = j;
+    else p->head = j;
+    p->tail = j;
+    p->queued++;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return DRAPE_OK;
+}
+
+void draped_physics_get_stats(draped_physics *p, draped_physics_stats *s)
+{
+    pthread_mutex_lock(&p->mu);
+    *s = (draped_physics_stats){p->threads, p->busy, p->queued};
+    pthread_mutex_unlock(&p->mu);
+}
+
+int draped_physics_run_create(draped_physics *p, drape_idcache *cache, drape_idcache_entry *e,
+                              drape_garment_run **out, drape_error *err)
+{
+    void *rig = NULL;
+    *out = NULL;
+    int rc = drape_idcache_extra(cache, e, DRAPED_PHYSICS_SLOT, &p->ops, &rig, err);
+    return rc ? rc : drape_garment_run_create(out, rig, err);
+}
+
+const drape_garment_sim_params *draped_physics_params(const draped_physics *p) { return &p->params; }

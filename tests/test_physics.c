@@ -1,0 +1,148 @@
+/* draped's physics mode (server/physics.c) end to end: a real daemon on a
+ * loopback port with the shipped model, driven by Python's websockets
+ * (tests/clients/physics_client.py) and curl. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define OUT 131072
+static char out[OUT];
+static const char *MODEL = "models/default.safetensors";
+
+static const char *py(void) { return getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3"; }
+
+static void scenario(tu_server *s, const char *args)
+{
+    int rc = tu_run(out, OUT, "%s tests/clients/physics_client.py %s %s", py(), s->ws, args);
+    cr_assert_eq(rc, 0, "scenario '%s' failed:\n%s", args, out);
+    cr_log_info("%s: %s", args, out);
+}
+
+static void metrics(tu_server *s)
+{
+    cr_assert_eq(tu_run(out, OUT, "curl -s -S '%s/metrics'", s->url), 0, "%s", out);
+}
+
+/* the value of a metric line "name value" (the first that starts with name) */
+static double metric(const char *name)
+{
+    char key[160];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(out, key);
+    cr_assert(p, "no %s in:\n%s", name, out);
+    return atof(p + strlen(key));
+}
+
+/* Two physics avatars of one identity and a skinned one, at rest: frames
+ * flow, stay near skinning, the two physics avatars agree to the bit, and
+ * the identity's rig is made once and counted once; closing them frees
+ * their cloths (the rig stays cached with its identity). /v1/model lists
+ * the mode. */
+Test(physics, frames_flow_near_skinning_and_one_rig_serves_an_identity)
+{
+    tu_server s = tu_draped_start(MODEL, "");
+    cr_assert_eq(tu_run(out, OUT, "curl -s -S '%s/v1/model'", s.url), 0, "%s", out);
+    cr_assert(strstr(out, "\"modes\":[\"neural\",\"lbs\",\"physics\"]"), "%s", out);
+    cr_assert(strstr(out, "\"physics\":{"), "%s", out);
+    metrics(&s);
+    double bytes0 = metric("drape_cache_bytes");
+    scenario(&s, "rest 20");
+    metrics(&s);
+    cr_assert_eq(metric("drape_physics_rig_builds_total"), 1, "one rig for the identity of two avatars");
+    cr_assert_eq(metric("drape_physics_rigs"), 1);
+    cr_assert_eq(metric("drape_physics_avatars"), 0, "closed avatars are gone");
+    cr_assert_eq(metric("drape_physics_frames_total"), 40);
+    cr_assert_eq(metric("drape_avatars"), 0);
+    /* the rig is in the cache's bytes: more than module B's outputs */
+    cr_assert_gt(metric("drape_cache_bytes") - bytes0, 1e6, "the rig's factor counts in --cache-bytes");
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* The served settings have a name: physics frames are `drape sim garment
+ * --realtime` on the same poses and betas, byte for byte. */
+Test(physics, frames_are_the_tools_realtime_run_to_the_bit)
+{
+    tu_server s = tu_draped_start(MODEL, "");
+    char args[600];
+    snprintf(args, sizeof args, "matches_tool '%s' 0.5,-1 24", MODEL);
+    scenario(&s, args);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* Poses faster than the cloth: it skips them (newest wins), counted in the
+ * frames' `dropped` and drape_physics_skips_total. */
+Test(physics, a_slow_cloth_skips_poses_and_counts_them)
+{
+    tu_server s = tu_draped_start(MODEL, "");
+    scenario(&s, "flood 30");
+    metrics(&s);
+    cr_assert_gt(metric("drape_physics_skips_total"), 0);
+    cr_assert_eq(metric("drape_physics_skips_total"), metric("drape_dropped_poses_total"));
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* reset: true and a detected cut settle the cloth again from skinning: the
+ * frames are a fresh avatar's from there. */
+Test(physics, a_reset_or_a_cut_settles_again_from_skinning)
+{
+    tu_server s = tu_draped_start(MODEL, "");
+    scenario(&s, "restart reset");
+    scenario(&s, "restart detect");
+    metrics(&s);
+    cr_assert(strstr(out, "drape_stream_cuts_total{reason=\"reset\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_stream_cuts_total{reason=\"speed\"} 1"), "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* A cloth flung past the divergence bound is restarted from skinning and
+ * reported (physics_reset); a neural avatar beside it is not disturbed. */
+Test(physics, a_diverged_cloth_is_reset_and_reported)
+{
+    tu_server s = tu_draped_start(MODEL, "--cut-speed 0");
+    scenario(&s, "diverge 4 4");
+    metrics(&s);
+    cr_assert_geq(metric("drape_physics_resets_total"), 1);
+    cr_assert(strstr(out, "drape_stream_errors_total{code=\"physics_reset\"} "), "%s", out);
+    cr_assert_eq(metric("drape_stream_errors_total{code=\"physics_reset\"}"), metric("drape_physics_resets_total"));
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* Physics runs on its own worker: six physics avatars flooding one worker
+ * do not hold up a neural avatar's frames on the same connection. */
+Test(physics, a_busy_cloth_does_not_delay_a_neural_avatar)
+{
+    tu_server s = tu_draped_start(MODEL, "--physics-threads 1 --max-delay-us 1000");
+    scenario(&s, "busy_neighbour 6 4");
+    metrics(&s);
+    cr_assert_gt(metric("drape_physics_skips_total"), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* A cache of about two physics identities: one streaming avatar's rig is
+ * never evicted while others come and go; a rig without room is refused
+ * with `limit`, nothing else disturbed; rigs of closed avatars are evicted
+ * and made again when needed. */
+Test(physics, eviction_under_a_small_cache_spares_avatars_in_use)
+{
+    tu_server s = tu_draped_start(MODEL, "--cache-bytes 10000000");
+    scenario(&s, "evict 3");
+    metrics(&s);
+    cr_assert_gt(metric("drape_cache_evictions_total"), 0);
+    cr_assert_gt(metric("drape_physics_rig_builds_total"), 3, "evicted rigs are made again");
+    cr_assert_leq(metric("drape_cache_bytes"), 10000000);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"cache\"} "), "%s", out);
+    cr_assert_gt(metric("drape_limit_hits_total{limit=\"cache\"}"), 0);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* --physics-threads is bounded like every option. */
+Test(physics, the_thread_count_is_bounded)
+{
+    const char *bin = getenv("DRAPED_BIN") ? getenv("DRAPED_BIN") : "build/draped";
+    cr_assert_neq(tu_run(out, OUT, "%s --physics-threads 0", bin), 0);
+    cr_assert(strstr(out, "--physics-threads: 0 is outside [1, 64]"), "%s", out);
+    cr_assert_neq(tu_run(out, OUT, "%s --physics-threads 65", bin), 0);
+}
