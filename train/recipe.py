@@ -11,7 +11,7 @@ A recipe (TOML) is a list of steps, each `name`, `tool` and its inputs:
     init      train.py init ARGS                             DIR/NAME.safetensors
     dataset   dataset.py --base FROM ARGS                    DIR/NAME/ (teacher sequences)
     fit       train.py fit --base FROM --data D1,D2 ARGS     DIR/NAME.safetensors
-    arms, refine, graft, attach
+    arms, refine, graft, attach, teacher, input-range
               edit_bundle.py TOOL --base FROM [--net-from N] ARGS
 
 `[defaults]` gives arguments every step of a tool gets before its own; `why`
@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bundle import read_bundle, write_bundle  # noqa: E402
 
-EDITS = ("arms", "refine", "graft", "attach")
+EDITS = ("arms", "refine", "graft", "attach", "teacher", "input-range")
 TOOLS = ("init", "dataset", "fit") + EDITS
 # the code each tool runs: a change to one of these files reruns its steps
 CODE = {
@@ -52,6 +52,9 @@ CODE = {
 }
 for _e in EDITS:
     CODE[_e] = ["edit_bundle.py", "assets.py", "reference.py", "bundle.py"]
+# these two read dataset plans (the teacher's flags; the frames the range is made of)
+for _e in ("teacher", "input-range"):
+    CODE[_e] += ["dataset.py", "motions.py"]
 KEY_VERSION = 1
 
 
