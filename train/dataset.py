@@ -33,6 +33,10 @@ skinned to the clip's first pose (docs/training-log.md, "A worn-in start").
 --train-seeds; the extra draws are numbered after the held-out ones (their
 names' sN), so the held-out sequences stay the same motions.
 
+A base that carries teacher settings (config "teacher", docs/design.md
+§3.3: the default model does) has `drape sim garment` start from them, the
+flags given here over them; they are part of the manifest's teacher.
+
 --held-out KIND,... holds whole motion families out: their sequences are all
 in `test` (the held-out draws on the first --test-motion-betas training
 shapes, and one draw on each test shape), none in `train`.
@@ -88,7 +92,7 @@ def teacher_of(a):
     garments it draped (their tensors only: the network's sizes and pose
     history do not change what the teacher computes, nor does a garment's
     own network, garment.<g>.net.*)."""
-    _, t = read_bundle(a.base)
+    cfg, t = read_bundle(a.base)
     h = hashlib.sha256()
     for k in sorted(t):
         if k.startswith(("body.", "garment.")) and k.split(".")[2:3] != ["net"]:
@@ -100,6 +104,8 @@ def teacher_of(a):
         t["garment_sim_args"] = a.garment_sim
     if a.prelude:  # the same
         t["garment_prelude"] = {g: f"{k}:{s}:{sec:g}" for g, (k, s, sec) in a.prelude.items()}
+    if cfg.get("teacher"):  # the base's teacher settings, under the flags given (docs/design.md §3.3)
+        t["bundle_teacher"] = cfg["teacher"]
     return t
 
 

@@ -19,7 +19,8 @@ clip, against the bundle's own teacher:
 --families is `held-out` (motions.HELD_OUT_FAMILIES), `all`, or a list. Each
 garment plays one draw of each family (seed 9000 + the family's index, none
 of the plans' seeds), and the middle --clip-seconds of each [T,75] clip in
---clips (30 fps, `drape infer`'s format; a missing folder is no clips), on
+--clips ([T,75], `drape infer`'s format, at 30 fps or the rate its
+index.json gives; a missing folder is no clips), on
 one body shape: the first training shape of --plan (dataset.py's flags;
 without it β = 0), so that only the motion is new. The teacher is `drape sim
 garment` with the bundle's teacher settings (docs/design.md §3.3; --sim-args
@@ -77,13 +78,20 @@ def family_jobs(a, cfg):
             for f in fams]
     clips = sorted(glob.glob(os.path.join(a.clips, "*.npy"))) if a.clips and os.path.isdir(a.clips) else []
     n = int(round(a.clip_seconds * cfg["fps"]))
+    try:  # the folder's index.json may give a clip's frame rate (data/motions/README.md)
+        with open(os.path.join(a.clips, "index.json")) as f:
+            index = json.load(f)
+    except (OSError, ValueError):
+        index = {}
     for p in clips:
+        name = os.path.splitext(os.path.basename(p))[0]
+        fps = index.get(name, {}).get("fps") if isinstance(index.get(name), dict) else None
         try:
-            m = motions.load(p)
+            m = motions.load(p, src_fps=fps, dst_fps=cfg["fps"]) if fps else motions.load(p)
         except ValueError as e:
             raise SystemExit(f"eval: clip {e}") from None
         start = max(0, (len(m) - n) // 2)
-        seqs.append(("clip:" + os.path.splitext(os.path.basename(p))[0], m[start:start + n]))
+        seqs.append(("clip:" + name, m[start:start + n]))
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     bad = sorted(set(garments) - set(cfg["garments"]))
     if bad:

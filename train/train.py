@@ -150,16 +150,27 @@ class Data:
 def same_teacher(bundle_teacher, data_teachers, garments):
     """Whether the bundle's teacher settings (docs/design.md §3.3) are those
     every dataset was made with, for these garments: each one's flags (the
-    common then its own, as tokens) and its prelude."""
+    common then its own, the last of a flag winning, as `drape sim garment`
+    reads them) and its prelude."""
     if bundle_teacher is None:
         return False
     def flags(args, own, g):
         return (args or "").split() + (own or {}).get(g, "").split()
+
+    def settings(tokens):  # {flag: value}, the last one given
+        out, it = {}, iter(tokens)
+        for tok in it:
+            k, eq, v = tok.partition("=")
+            out[k] = v if eq else next(it, "")
+        return out
     for t in data_teachers:
         for g in garments:
             pre = (t.get("garment_prelude") or {}).get(g)
-            if (flags(t.get("sim_args"), t.get("garment_sim_args"), g) !=
-                    flags(bundle_teacher.get("args"), bundle_teacher.get("garments"), g)
+            # the data's base may have carried teacher settings: its flags came first
+            base = t.get("bundle_teacher") or {}
+            made = flags(base.get("args"), base.get("garments"), g) + flags(t.get("sim_args"),
+                                                                               t.get("garment_sim_args"), g)
+            if (settings(made) != settings(flags(bundle_teacher.get("args"), bundle_teacher.get("garments"), g))
                     or pre != (bundle_teacher.get("prelude") or {}).get(g)):
                 return False
     return True
