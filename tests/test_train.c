@@ -736,3 +736,46 @@ Test(train, edit_bundle_teacher_and_input_range)
     rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py show --base %s", py(), fitted);
     cr_assert(rc == 0 && strstr(log_, "teacher: null"), "after the fit on another teacher's data:\n%s", log_);
 }
+
+/* eval.py --families (make eval's rows by family): a row per garment and
+ * held-out family and per clip of the folder (its frame rate from
+ * index.json), against the teacher; a folder that is not there is no clips;
+ * the teacher's outputs are kept and reused */
+Test(train, eval_by_family_and_clip)
+{
+    char clips[300], work[300], clip[400], index[400];
+    snprintf(clips, sizeof clips, "%s", tu_tmp("clips"));
+    snprintf(work, sizeof work, "%s", tu_tmp("evwork"));
+    snprintf(clip, sizeof clip, "%s/walk60.npy", clips);
+    snprintf(index, sizeof index, "%s/index.json", clips);
+    int rc = tu_run(log_, sizeof log_, "mkdir -p %s && %s train/motions.py --kind walk --seconds 0.8 --seed 2 --fps 60 --out %s",
+                    clips, py(), clip);
+    cr_assert_eq(rc, 0, "%s", log_);
+    FILE *f = fopen(index, "w");
+    cr_assert_not_null(f);
+    fputs("{\"walk60\": {\"title\": \"a walk at 60 fps\", \"fps\": 60}}\n", f);
+    fclose(f);
+    const char *run = "%s train/eval.py --model %s --families held-out --clips %s --work %s --seconds 0.4 "
+                      "--clip-seconds 0.4 --sim-args '--max-substeps 2 --iters 3' --jobs 2 --drape %s";
+    rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), clips, work, bin());
+    cr_assert_eq(rc, 0, "eval --families:\n%s", log_);
+    const char *rows[] = {"| skirt | spin (held out) |", "| skirt | random (held out) |", "| skirt | dance (held out) |",
+                          "| skirt | clip:walk60 |", "| miniskirt | spin (held out) |", "| miniskirt | clip:walk60 |"};
+    for (int i = 0; i < 6; i++) cr_assert(strstr(log_, rows[i]), "no row '%s':\n%s", rows[i], log_);
+    cr_assert(strstr(log_, "(8 sequences; teacher: --sim-args '--max-substeps 2 --iters 3' (the bundle has none)"),
+              "%s", log_);
+    /* the clip was resampled to the model's 30 fps: 0.4 s is 12 frames */
+    rc = tu_run(log_, sizeof log_, "%s -c \"import numpy as np, glob; "
+                "print('frames', np.load(glob.glob('%s/skirt-clip_walk60-*.poses.npy')[0]).shape[0])\"", py(), work);
+    cr_assert(rc == 0 && strstr(log_, "frames 12"), "%s", log_);
+    /* again: the teacher's outputs are reused (their files untouched) */
+    rc = tu_run(log_, sizeof log_, "stat -c %%Y %s/*.sim.npy | sort | tail -1 > %s/t0 && sleep 1", work, work);
+    cr_assert_eq(rc, 0, "%s", log_);
+    rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), clips, work, bin());
+    cr_assert_eq(rc, 0, "%s", log_);
+    rc = tu_run(log_, sizeof log_, "test \"$(stat -c %%Y %s/*.sim.npy | sort | tail -1)\" = \"$(cat %s/t0)\"", work, work);
+    cr_assert_eq(rc, 0, "the teacher ran again");
+    /* no such folder: the families alone */
+    rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), "/nonexistent/motions", work, bin());
+    cr_assert(rc == 0 && strstr(log_, "(6 sequences;") && !strstr(log_, "clip:"), "%s", log_);
+}
