@@ -279,10 +279,27 @@ EVAL_DATASET_ARGS ?= --garments skirt,dress,tshirt --train-betas 3 --test-betas 
                      --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 8 --max-disp 0.02 --iters 8" \
                      --garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01 --vertex-margin 0.003" \
                      --garment-prelude tshirt=walk:1
+# then rows by motion family (issue 31): the held-out families, and the real
+# clips in data/motions when that folder exists, on that plan's first
+# training shape, against the bundle's own teacher (train/eval.py --families)
+EVAL_FAMILIES ?= held-out
 eval: all
 	$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/eval-data --only test $(EVAL_DATASET_ARGS) \
 	    --drape $(BUILD)/drape --replace-stale
 	$(PYTHON) train/eval.py --model models/default.safetensors --data $(BUILD)/eval-data --drape $(BUILD)/drape
+	$(PYTHON) train/eval.py --model models/default.safetensors --families $(EVAL_FAMILIES) --clips data/motions \
+	    --work $(BUILD)/eval-families --plan '$(EVAL_DATASET_ARGS)' --jobs 2 --drape $(BUILD)/drape
+
+# issue 31's wider plan for the next model (train/dataset.py PLANS["wide"]:
+# every motion family, spin/random/dance held out whole, 8 training shapes,
+# 20 minutes of training motion per garment) with the default model's
+# teacher; `make plan` prints its minutes per garment and family
+WIDE_DATASET_ARGS ?= --plan wide --garments skirt,dress,tshirt --sim-args "--max-substeps 8 --max-disp 0.02 --iters 8" \
+                     --garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01 --vertex-margin 0.003" \
+                     --garment-prelude tshirt=walk:1
+.PHONY: plan
+plan:
+	@$(PYTHON) train/dataset.py --base models/default.safetensors --out $(BUILD)/wide-data $(WIDE_DATASET_ARGS) --summary
 
 # On a lent GPU, one command: the CUDA tests (device and host-body ones), the
 # CUDA-vs-CPU benchmark (module A per frame at batch 1..256, module B per

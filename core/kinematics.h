@@ -21,6 +21,18 @@
 
 #define HD_JOINTS 24 /* SMPL's joints (DRAPE_JOINTS) */
 
+/* ---- Bone-Net's input ---- */
+
+/* Input i from its raw value v (docs/design.md §2.4.2): first clamped to the
+ * range it had in training when the bundle carries one (lo, hi [X]; lo NULL:
+ * none, docs/design.md §3.3), then standardized. */
+static inline DRAPE_HD float hd_bone_standardize(float v, int i, const float *mean, const float *std, const float *lo,
+                                                 const float *hi)
+{
+    if (lo) v = fminf(fmaxf(v, lo[i]), hi[i]);
+    return (v - mean[i]) / std[i];
+}
+
 /* ---- rigid transforms: 3×4 row-major [R | t] ---- */
 
 /* R [9] = rodrigues(aa), float64 inside (conventions.md) */

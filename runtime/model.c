@@ -81,6 +81,55 @@ static int config_refine(drape_config *c, const json_t *r, drape_error *err)
     return DRAPE_OK;
 }
 
+/* "teacher": {"args": "FLAGS", "garments": {"<garment>": "FLAGS", ...}, ...}:
+ * the `drape sim garment` flags the bundle was trained against
+ * (docs/design.md §3.3); a garment's own after the common ones, so they win.
+ * Keys other than these two are train/'s (the prelude) and left alone.
+ * Only the strings are checked here; `drape sim garment` parses the flags. */
+static int teacher_flags(const json_t *v, const char *what, drape_error *err)
+{
+    const char *s = json_string_value(v);
+    if (!s) return drape_fail(err, DRAPE_EFORMAT, "drape.config: teacher.%s must be a string of flags", what);
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+            return drape_fail(err, DRAPE_EFORMAT, "drape.config: teacher.%s: only printable ASCII", what);
+    if (strlen(s) >= DRAPE_TEACHER_MAX / 2)
+        return drape_fail(err, DRAPE_ERANGE, "drape.config: teacher.%s: longer than %d characters", what,
+                          DRAPE_TEACHER_MAX / 2 - 1);
+    return DRAPE_OK;
+}
+
+static int config_teacher(drape_config *c, const json_t *t, drape_error *err)
+{
+    if (!t) return DRAPE_OK;
+    if (!json_is_object(t)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: 'teacher' must be an object");
+    const json_t *args = json_object_get(t, "args"), *per = json_object_get(t, "garments");
+    int rc;
+    if (args && (rc = teacher_flags(args, "args", err))) return rc;
+    if (per && !json_is_object(per))
+        return drape_fail(err, DRAPE_EFORMAT, "drape.config: teacher.garments must be an object of garments");
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)per, name, v) {
+        int g = -1;
+        for (int i = 0; i < c->n_garments; i++)
+            if (!strcmp(c->garments[i], name)) g = i;
+        if (g < 0)
+            return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: teacher.garments: '%.64s' is not a garment of the model",
+                              name);
+        char what[DRAPE_NAME_MAX + 16];
+        snprintf(what, sizeof what, "garments.%s", name);
+        if ((rc = teacher_flags(v, what, err))) return rc;
+    }
+    for (int g = 0; g < c->n_garments; g++) {
+        const char *own = json_string_value(json_object_get(per, c->garments[g]));
+        snprintf(c->teacher[g], DRAPE_TEACHER_MAX, "%s%s%s", args ? json_string_value(args) : "",
+                 args && own ? " " : "", own ? own : "");
+    }
+    c->has_teacher = 1;
+    return DRAPE_OK;
+}
+
 static int config_parse(drape_config *c, const char *text, drape_error *err)
 {
     if (!text) return drape_fail(err, DRAPE_ENOTFOUND, "__metadata__ has no 'drape.config'");
@@ -172,6 +221,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
             }
     }
     if ((rc = config_refine(c, json_object_get(o, "refine"), err))) goto out;
+    if ((rc = config_teacher(c, json_object_get(o, "teacher"), err))) goto out;
     rc = DRAPE_OK;
 out:
     json_decref(o);
@@ -239,6 +289,19 @@ static int add_mlp_ln(want_list *l, drape_mlp_ln *m, int in, int d, const char *
     return want_add(l, (const void **)&m->ln_b, 1, 1, (const int64_t[]){d}, "%s.norm.bias", prefix);
 }
 
+/* Optional: the range of Bone-Net's raw inputs in training, `in_min` and
+ * `in_max` [X] (docs/design.md §3.3), both or neither; inputs outside it are
+ * clamped to it. Without them nothing is clamped (in_min NULL). */
+static int add_in_range(want_list *l, drape_net *n, int64_t X, const drape_st *st, const char *pre)
+{
+    char lo[160], hi[160];
+    snprintf(lo, sizeof lo, "%sbonenet.in_min", pre);
+    snprintf(hi, sizeof hi, "%sbonenet.in_max", pre);
+    if (!drape_st_find(st, lo) && !drape_st_find(st, hi)) return DRAPE_OK;
+    int rc = want_add(l, (const void **)&n->in_min, 1, 1, (const int64_t[]){X}, "%s", lo);
+    return rc ? rc : want_add(l, (const void **)&n->in_max, 1, 1, (const int64_t[]){X}, "%s", hi);
+}
+
 /* The network's tensors, named `pre` + docs/design.md §3's names: "" for the shared
  * network, "garment.<g>.net." for a garment's own. An own network has the
  * shared one's shapes (its Δw hidden width is the shared one's too). */
@@ -251,6 +314,7 @@ static int build_net_wants(want_list *l, drape_net *n, const drape_config *c, co
     int64_t X = drape_bonenet_in(c);
     if ((rc = want_add(l, (const void **)&n->in_mean, 1, 1, (const int64_t[]){X}, "%sbonenet.in_mean", pre)) ||
         (rc = want_add(l, (const void **)&n->in_std, 1, 1, (const int64_t[]){X}, "%sbonenet.in_std", pre)) ||
+        (rc = add_in_range(l, n, X, st, pre)) ||
         (rc = add_linear(l, &n->bonenet[0], X, H, NAME("bonenet.0"))) ||
         (rc = add_linear(l, &n->bonenet[1], H, H, NAME("bonenet.1"))) ||
         (rc = add_linear(l, &n->bonenet[2], H, H, NAME("bonenet.2"))) ||
@@ -405,12 +469,17 @@ static int check_index(const int32_t *x, int64_t n, int hi, const char *name, dr
     return DRAPE_OK;
 }
 
-/* Bone-Net's input scale divides: every element > 0 (pre: the network's name prefix). */
+/* Bone-Net's input scale divides: every element > 0; its range, when there
+ * is one, is not empty (pre: the network's name prefix). */
 static int check_in_std(const drape_net *n, const drape_config *c, const char *pre, drape_error *err)
 {
-    for (int i = 0; i < drape_bonenet_in(c); i++)
+    for (int i = 0; i < drape_bonenet_in(c); i++) {
         if (!(n->in_std[i] > 0))
             return drape_fail(err, DRAPE_ERANGE, "tensor '%sbonenet.in_std': element %d must be > 0", pre, i);
+        if (n->in_min && !(n->in_min[i] <= n->in_max[i]))
+            return drape_fail(err, DRAPE_ERANGE, "tensor '%sbonenet.in_min': element %d = %g exceeds in_max's %g", pre,
+                              i, n->in_min[i], n->in_max[i]);
+    }
     return DRAPE_OK;
 }
 

@@ -19,6 +19,7 @@
 #define DRAPE_MAX_CONV 16
 #define DRAPE_MAX_GARMENTS 64
 #define DRAPE_NAME_MAX 64
+#define DRAPE_TEACHER_MAX 256 /* a garment's teacher flags (drape_config.teacher), with the NUL */
 /* module A's pose history (docs/design.md §2.4; docs/conventions.md): at most this
  * many frames, reaching at most DRAPE_MAX_HISTORY_SPAN - 1 frames back */
 #define DRAPE_MAX_HISTORY 8
@@ -43,6 +44,11 @@ typedef struct {
      * docs/conventions.md "The refine step"); iters 0: off */
     struct { int iters; float stiffness, margin; } refine[DRAPE_MAX_GARMENTS];
     char garments[DRAPE_MAX_GARMENTS][DRAPE_NAME_MAX];
+    /* the teacher it was trained against (docs/design.md §3.3): per garment the
+     * `drape sim garment` flags, the common ones then the garment's own;
+     * has_teacher 0: the bundle carries none */
+    int has_teacher;
+    char teacher[DRAPE_MAX_GARMENTS][DRAPE_TEACHER_MAX];
 } drape_config;
 
 /* y[n,out] = x[n,in] · wᵀ + b */
@@ -60,6 +66,8 @@ typedef struct { int begin, end; } drape_span;
 typedef struct {
     /* module A */
     const float *in_mean, *in_std; /* [drape_bonenet_in(cfg)] */
+    const float *in_min, *in_max;  /* optional (both or neither, NULL: none): the raw inputs'
+                                      range in training, which clamps them (docs/design.md §3.3) */
     drape_linear bonenet[4], pose_embed, modulator[3];
     drape_conv conv[DRAPE_MAX_CONV];
     /* module B */

@@ -22,3 +22,5 @@ Test(assets, miniskirt) { check("garment miniskirt"); }
 Test(assets, dress) { check("garment dress"); }
 Test(assets, tshirt) { check("garment tshirt"); }
 Test(assets, motions) { check("motions"); }
+/* issue 31's families: limits, speeds, the spin's rate, the held-out plan */
+Test(assets, families) { check("families"); }

@@ -1,8 +1,9 @@
 /* The C runtime against the independent PyTorch implementation in train/
  * (train/reference.py): same bundle, same random poses and betas, vertices
  * within 1e-4 m, at the tiny, small and paper-scale configurations and with
- * a longer pose history than docs/design.md §2.4's three frames, and with a garment
- * that runs a network of its own. */
+ * a longer pose history than docs/design.md §2.4's three frames, with a garment
+ * that runs a network of its own, and on the default model, whose Bone-Net
+ * inputs are clamped to their training range. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,3 +69,8 @@ Test(crosscheck, own_network_bundle_shared_garment) { crosscheck("tinyown_random
 /* the refine step after module A (runtime/refine.h) against the reference's */
 Test(crosscheck, refine_step) { crosscheck("tinyrefine_random", 0, 5, BETAS, 3, 0); }
 Test(crosscheck, longer_history_second_garment) { crosscheck("tinyhist_random", 1, 10, BETAS, 3, 0); }
+/* the default model, whose Bone-Net inputs are clamped to their training
+ * range (docs/design.md §3.3; random poses reach far past it): the shared
+ * network (the skirt), and the T-shirt's own with its refine step */
+Test(crosscheck, default_model_clamped_inputs) { crosscheck("models/default.safetensors", 0, 4, BETAS, 4, 0); }
+Test(crosscheck, default_model_own_network_clamped_inputs) { crosscheck("models/default.safetensors", 2, 4, BETAS, 4, 0); }

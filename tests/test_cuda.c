@@ -173,7 +173,15 @@ Test(cuda_host, bone_input_matches_transforms)
     float *q = malloc(sizeof(float) * 3 * B);
     for (int b = 0; b < B; b++)
         hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, g->bones + 3 * b, g->bone_joint_w + 24 * b, m->net.in_mean,
-                      m->net.in_std, b, B, 3);
+                      m->net.in_std, NULL, NULL, b, B, 3);
+    /* and with a range (docs/design.md §3.3): [−2 cm, 2 cm] about 0 */
+    float *Xc = calloc(15 * (size_t)B, sizeof(float)), *lo = malloc(sizeof(float) * 15 * B);
+    float *hi = malloc(sizeof(float) * 15 * B);
+    for (int i = 0; i < 15 * B; i++) lo[i] = -0.02f, hi[i] = 0.02f;
+    for (int b = 0; b < B; b++)
+        hd_bone_input(Xc, T_hat + 12 * b, q + 3 * b, A, Hinv, g->bones + 3 * b, g->bone_joint_w + 24 * b, m->net.in_mean,
+                      m->net.in_std, lo, hi, b, B, 3);
+    int clamped = 0;
     /* independently: blend, move, express in the heading frame */
     for (int b = 0; b < B; b++) {
         float qs[3][3];
@@ -198,9 +206,17 @@ Test(cuda_host, bone_input_matches_transforms)
                 int i = 3 * B * blk + 3 * b + d;
                 float want = (v[blk] - m->net.in_mean[i]) / m->net.in_std[i];
                 assert_close(X + i, &want, 1, 1e-4, 1e-4, "X");
+                float vc = v[blk] < -0.02f ? -0.02f : v[blk] > 0.02f ? 0.02f : v[blk];
+                clamped += vc != v[blk];
+                want = (vc - m->net.in_mean[i]) / m->net.in_std[i];
+                assert_close(Xc + i, &want, 1, 1e-4, 1e-4, "X clamped");
             }
         }
     }
+    cr_assert_gt(clamped, 3 * B, "the range clamped only %d of %d inputs", clamped, 15 * B);
+    free(Xc);
+    free(lo);
+    free(hi);
     free(X);
     free(T_hat);
     free(q);
@@ -1038,7 +1054,7 @@ static void emulate_frame(float *out, const drape_model *m, const cpu_identity *
     float *q = malloc(sizeof(float) * 3 * B);
     for (int b = 0; b < B; b++)
         hd_bone_input(X, T_hat + 12 * b, q + 3 * b, A, Hinv, id->c + 3 * b, g->bone_joint_w + 24 * b, m->net.in_mean,
-                      m->net.in_std, b, B, nf);
+                      m->net.in_std, m->net.in_min, m->net.in_max, b, B, nf);
     int ycat = 9 * B + c->pose_dim;
     float *h[2] = {malloc(sizeof(float) * H), malloc(sizeof(float) * H)}, *y = malloc(sizeof(float) * ycat);
     float *M = malloc(sizeof(float) * 12 * B), *wcat = malloc(sizeof(float) * ycat * H), *bcat = malloc(sizeof(float) * ycat);

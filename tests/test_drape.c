@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "../runtime/npy.h"
+#include "../runtime/safetensors.h"
+#include "../sim/garment.h"
 #include "util.h"
 
 static const char *bin(void)
@@ -308,4 +310,139 @@ Test(drape, default_backend_is_auto)
     cr_assert(!memcmp(a.data, b.data, (size_t)a.numel * sizeof *a.data), "default and auto disagree");
     drape_npy_free(&a);
     drape_npy_free(&b);
+}
+
+/* A copy of src whose config gets `extra` (a JSON member) before its last brace. */
+static void config_plus(const char *src, const char *dst, const char *extra)
+{
+    drape_st *st = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st, src, &e), 0, "%s", e.msg);
+    const char *cfg = drape_st_meta(st, "drape.config");
+    const char *end = strrchr(cfg, '}');
+    size_t cap = strlen(cfg) + strlen(extra) + 8;
+    char *text = malloc(cap);
+    snprintf(text, cap, "%.*s, %s}", (int)(end - cfg), cfg, extra);
+    tu_rewrite(src, dst, NULL, text, NULL);
+    free(text);
+    drape_st_free(st);
+}
+
+/* `drape sim garment` without flags simulates as the bundle's teacher did
+ * (docs/design.md §3.3): its flags, a garment's own after the common ones,
+ * the command line's over both; it says which; without them, the defaults. */
+Test(drape, sim_garment_takes_the_bundles_teacher_settings)
+{
+    static char out[16384];
+    char pin[300], pout[300], teach[300], bad[300];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("teach_poses.npy"));
+    snprintf(pout, sizeof pout, "%s", tu_tmp("teach_out.npy"));
+    snprintf(teach, sizeof teach, "%s", tu_tmp("teach.safetensors"));
+    snprintf(bad, sizeof bad, "%s", tu_tmp("teach_bad.safetensors"));
+    write_poses(pin, 3, 75, -1);
+    config_plus(tu_bundle("tiny_random"), teach,
+                "\"teacher\": {\"args\": \"--max-substeps 2 --max-disp 0.03 --iters 3\", "
+                "\"garments\": {\"skirt\": \"--iters 4 --vertex-margin 0.002\"}}");
+    const char *run = "%s sim garment --model '%s' --garment %s --poses '%s' --out '%s' --settle 2 %s";
+    cr_assert_eq(tu_run(out, sizeof out, run, bin(), teach, "skirt", pin, pout, ""), 0, "%s", out);
+    cr_assert(strstr(out, "settings: the bundle's teacher for skirt (--max-substeps 2 --max-disp 0.03 --iters 3 "
+                          "--iters 4 --vertex-margin 0.002)"), "%s", out);
+    cr_assert(strstr(out, "(at most 2, 0.03 m) of 4 iterations, vertex margin 0.002 m"), "%s", out);
+    /* the other garment has the common flags only */
+    cr_assert_eq(tu_run(out, sizeof out, run, bin(), teach, "miniskirt", pin, pout, ""), 0, "%s", out);
+    cr_assert(strstr(out, "(at most 2, 0.03 m) of 3 iterations, vertex margin -1 m"), "%s", out);
+    /* flags given win */
+    cr_assert_eq(tu_run(out, sizeof out, run, bin(), teach, "skirt", pin, pout, "--iters 6 --max-disp 0.05"), 0,
+                 "%s", out);
+    cr_assert(strstr(out, "(at most 2, 0.05 m) of 6 iterations, vertex margin 0.002 m"), "%s", out);
+    /* no teacher in the bundle: today's defaults */
+    drape_garment_sim_params d = drape_garment_sim_defaults();
+    char want[160];
+    snprintf(want, sizeof want, "(at most %d, %g m) of %d iterations, vertex margin %g m", d.max_substeps, d.max_disp,
+             d.iters, d.vertex_margin);
+    cr_assert_eq(tu_run(out, sizeof out, run, bin(), tu_bundle("tiny_random"), "skirt", pin, pout, ""), 0, "%s", out);
+    cr_assert(strstr(out, "settings: the defaults and the command line (the bundle carries no teacher settings)") &&
+                  strstr(out, want), "want '%s' in:\n%s", want, out);
+    /* teacher flags that are not the simulator's are refused, by name */
+    const char *wrong[] = {"--betas 1,2", "--bogus 3", "--iters 0", "--out x.npy"};
+    for (int i = 0; i < 4; i++) {
+        char kv[200];
+        snprintf(kv, sizeof kv, "\"teacher\": {\"args\": \"%s\"}", wrong[i]);
+        config_plus(tu_bundle("tiny_random"), bad, kv);
+        cr_assert_neq(tu_run(out, sizeof out, run, bin(), bad, "skirt", pin, pout, ""), 0, "%s", out);
+        cr_assert(strstr(out, "teacher settings for skirt are not usable") && strstr(out, wrong[i]), "%s", out);
+    }
+}
+
+/* frames [T,V,3] of `drape infer` (extra: more flags) */
+static drape_npy infer_npy(const char *model, const char *garment, const char *pin, const char *extra)
+{
+    static char out[16384];
+    const char *pout = tu_tmp("spin_out.npy");
+    cr_assert_eq(tu_run(out, sizeof out, "%s infer --backend cpu --threads 2 --model '%s' --garment %s --poses '%s' "
+                                         "--out '%s' %s", bin(), model, garment, pin, pout, extra), 0, "%s", out);
+    drape_npy a;
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_read(&a, pout, &e), 0, "%s", e.msg);
+    return a;
+}
+
+static int drop_range(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
+{
+    (void)dt, (void)nd, (void)shape, (void)data, (void)ctx;
+    size_t n = strlen(name);
+    return !(n > 6 && (!strcmp(name + n - 6, "in_min") || !strcmp(name + n - 6, "in_max")));
+}
+
+/* A spin far faster than any training motion (40 rad/s, 1.3 rad a frame;
+ * the model's spin family turns at most 12.6): with Bone-Net's inputs
+ * clamped to their training range (docs/design.md §3.3) the default model
+ * stays finite and within 10 cm of plain skinning on average and 40 cm at
+ * most, every garment; without the range it goes further (it went 8–20 cm
+ * on average and up to 89 cm when this was written; docs/training.md). */
+Test(drape, a_40_rad_s_spin_stays_near_skinning)
+{
+    enum { T = 60 };
+    const char *M = "models/default.safetensors";
+    drape_model *m = tu_load(M);
+    cr_assert(m->net.in_min, "%s carries no Bone-Net input range", M);
+    drape_model_free(m);
+    char pin[300], plain[300];
+    snprintf(pin, sizeof pin, "%s", tu_tmp("spin40.npy"));
+    snprintf(plain, sizeof plain, "%s", tu_tmp("norange.safetensors"));
+    tu_rewrite(M, plain, drop_range, NULL, NULL);
+    float *p = calloc(T * 75, sizeof *p);
+    for (int t = 0; t < T; t++) {
+        float psi = fmodf(40.0f * (float)t / 30.0f, 2 * (float)M_PI);
+        p[75 * t + 1] = psi > (float)M_PI ? psi - 2 * (float)M_PI : psi; /* the root about y */
+        p[75 * t + 3 * 16 + 2] = -1.2f, p[75 * t + 3 * 17 + 2] = 1.2f;   /* arms lowered */
+        p[75 * t + 3 * 18 + 1] = -0.3f, p[75 * t + 3 * 19 + 1] = 0.3f;   /* elbows a little bent */
+    }
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(pin, p, 2, (int64_t[]){T, 75}, &e), 0, "%s", e.msg);
+    free(p);
+    const char *garments[] = {"skirt", "dress", "tshirt"};
+    for (int g = 0; g < 3; g++) {
+        drape_npy lbs = infer_npy(M, garments[g], pin, "--lbs-only"), x = infer_npy(M, garments[g], pin, ""),
+                  y = infer_npy(plain, garments[g], pin, "");
+        int64_t nv = lbs.numel / 3;
+        double mean = 0, max = 0, mean_y = 0, max_y = 0;
+        for (int64_t v = 0; v < nv; v++) {
+            double d = 0, dy = 0;
+            for (int k = 0; k < 3; k++) {
+                cr_assert(isfinite(x.data[3 * v + k]), "%s: not finite", garments[g]);
+                d += pow(x.data[3 * v + k] - lbs.data[3 * v + k], 2);
+                dy += pow(y.data[3 * v + k] - lbs.data[3 * v + k], 2);
+            }
+            mean += sqrt(d) / (double)nv, mean_y += sqrt(dy) / (double)nv;
+            max = fmax(max, sqrt(d)), max_y = fmax(max_y, sqrt(dy));
+        }
+        cr_log_info("40 rad/s spin, %s: %.1f mm from skinning on average, %.1f at most; without the range %.1f, %.1f",
+                    garments[g], 1e3 * mean, 1e3 * max, 1e3 * mean_y, 1e3 * max_y);
+        cr_assert(mean <= 0.10 && max <= 0.40, "%s: %.1f mm from skinning on average, %.1f at most", garments[g],
+                  1e3 * mean, 1e3 * max);
+        cr_assert_gt(mean_y, 1.5 * mean, "%s: without the range %.1f mm, with it %.1f: the clamp did nothing",
+                     garments[g], 1e3 * mean_y, 1e3 * mean);
+        drape_npy_free(&lbs), drape_npy_free(&x), drape_npy_free(&y);
+    }
 }

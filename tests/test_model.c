@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../runtime/model.h"
+#include "../runtime/sequence.h"
 #include "util.h"
 
 Test(model, loads_tiny_bundle)
@@ -367,4 +368,141 @@ Test(model, rejects_bad_attach_sets)
     expect_load_fails(p, DRAPE_ERANGE, "strictly ascending");
     tu_rewrite("models/default.safetensors", p, attach_2d, NULL, NULL);
     expect_load_fails(p, DRAPE_ESHAPE, "garment.dress.attach");
+}
+
+Test(model, teacher_config_is_read_and_checked)
+{
+    const char *p = tu_tmp("teacher.safetensors");
+    char cfg[4096];
+    drape_model *m = NULL;
+    drape_error e = {0};
+    /* absent: none */
+    cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
+    cr_assert(!m->cfg.has_teacher && !m->cfg.teacher[0][0]);
+    drape_model_free(m);
+    /* the common flags, then a garment's own; train/'s prelude left alone */
+    config_with(cfg, sizeof cfg,
+                "\"teacher\": {\"args\": \"--iters 8 --max-substeps 4\", \"garments\": {\"miniskirt\": \"--iters 3\"}, "
+                "\"prelude\": {\"miniskirt\": \"walk:1:1.5\"}}");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.has_teacher);
+    cr_assert_str_eq(m->cfg.teacher[0], "--iters 8 --max-substeps 4");
+    cr_assert_str_eq(m->cfg.teacher[1], "--iters 8 --max-substeps 4 --iters 3");
+    drape_model_free(m);
+    /* an empty object: the simulator's defaults, said explicitly */
+    config_with(cfg, sizeof cfg, "\"teacher\": {}");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.has_teacher && !m->cfg.teacher[0][0] && !m->cfg.teacher[1][0]);
+    drape_model_free(m);
+    char longer[300], kv[400];
+    memset(longer, 'x', 200);
+    longer[200] = 0;
+    snprintf(kv, sizeof kv, "{\"args\": \"%s\"}", longer);
+    const struct { const char *t; int code; const char *msg; } bad[] = {
+        {"\"--iters 3\"", DRAPE_EFORMAT, "'teacher' must be an object"},
+        {"{\"args\": 3}", DRAPE_EFORMAT, "teacher.args must be a string"},
+        {"{\"garments\": {\"coat\": \"--iters 3\"}}", DRAPE_ENOTFOUND, "'coat' is not a garment"},
+        {"{\"garments\": {\"skirt\": [1]}}", DRAPE_EFORMAT, "teacher.garments.skirt must be a string"},
+        {"{\"garments\": [\"skirt\"]}", DRAPE_EFORMAT, "teacher.garments must be an object"},
+        {"{\"args\": \"--iters\\t3\"}", DRAPE_EFORMAT, "printable"},
+        {kv, DRAPE_ERANGE, "longer than"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char item[512];
+        snprintf(item, sizeof item, "\"teacher\": %s", bad[i].t);
+        config_with(cfg, sizeof cfg, item);
+        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        expect_load_fails(p, bad[i].code, bad[i].msg);
+    }
+}
+
+/* A copy of src with Bone-Net input ranges (docs/design.md §3.3) for the
+ * network `pre` ("" the shared one): in_mean ± k·in_std; which: 1 in_min
+ * only, 2 in_max only, 3 both; k < 0 gives an empty range. */
+static void with_range(const char *src, const char *dst, const char *pre, float k, int which)
+{
+    drape_st *st = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st, src, &e), 0, "%s", e.msg);
+    drape_st_writer *w = drape_st_writer_new();
+    cr_assert_eq(drape_st_writer_meta(w, "drape.config", drape_st_meta(st, "drape.config")), 0);
+    for (int i = 0; i < drape_st_count(st); i++) {
+        const drape_tensor *t = drape_st_at(st, i);
+        cr_assert_eq(drape_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data), 0);
+    }
+    char mean[160], sd[160], lo[160], hi[160];
+    snprintf(mean, sizeof mean, "%sbonenet.in_mean", pre);
+    snprintf(sd, sizeof sd, "%sbonenet.in_std", pre);
+    snprintf(lo, sizeof lo, "%sbonenet.in_min", pre);
+    snprintf(hi, sizeof hi, "%sbonenet.in_max", pre);
+    const drape_tensor *tm = drape_st_find(st, mean), *ts = drape_st_find(st, sd);
+    int64_t n = tm->numel;
+    float *mu = malloc(sizeof(float) * n), *s = malloc(sizeof(float) * n), *a = malloc(sizeof(float) * n),
+          *b = malloc(sizeof(float) * n);
+    drape_st_to_f32(mu, tm);
+    drape_st_to_f32(s, ts);
+    for (int64_t i = 0; i < n; i++) a[i] = mu[i] - k * s[i], b[i] = mu[i] + k * s[i];
+    if (which & 1) cr_assert_eq(drape_st_writer_add(w, lo, DRAPE_DT_F32, 1, &n, a), 0);
+    if (which & 2) cr_assert_eq(drape_st_writer_add(w, hi, DRAPE_DT_F32, 1, &n, b), 0);
+    cr_assert_eq(drape_st_writer_save(w, dst, &e), 0, "%s", e.msg);
+    drape_st_writer_free(w);
+    drape_st_free(st);
+    free(mu), free(s), free(a), free(b);
+}
+
+/* frames [T,V,3] of garment 0 of a bundle for random poses, on the CPU backend */
+static float *infer_frames(const char *bundle, const float *poses, int T, int *V)
+{
+    drape_model *m = tu_load(bundle);
+    drape_backend *be = tu_backend(m);
+    float betas[2] = {0.5f, -1};
+    drape_identity *id = tu_identity(be, 0, betas, 2);
+    *V = m->garments[0].V;
+    float *out = malloc(sizeof(float) * (size_t)T * *V * 3);
+    drape_error e = {0};
+    cr_assert_eq(drape_sequence_run(be, id, poses, T, 0, out, 4, &e), 0, "%s", e.msg);
+    drape_identity_free(be, id);
+    drape_backend_free(be);
+    drape_model_free(m);
+    return out;
+}
+
+Test(model, bonenet_input_range_is_optional_checked_and_clamps)
+{
+    char wide[300], narrow[300], bad[300];
+    snprintf(wide, sizeof wide, "%s", tu_tmp("wide.safetensors"));
+    snprintf(narrow, sizeof narrow, "%s", tu_tmp("narrow.safetensors"));
+    snprintf(bad, sizeof bad, "%s", tu_tmp("badrange.safetensors"));
+    drape_model *m = tu_load("tiny_random");
+    cr_assert_null(m->net.in_min, "a bundle without a range clamps nothing");
+    drape_model_free(m);
+    /* both or neither, one per network; not empty */
+    with_range(tu_bundle("tiny_random"), bad, "", 1, 1);
+    expect_load_fails(bad, DRAPE_ENOTFOUND, "bonenet.in_max");
+    with_range(tu_bundle("tiny_random"), bad, "", 1, 2);
+    expect_load_fails(bad, DRAPE_ENOTFOUND, "bonenet.in_min");
+    with_range(tu_bundle("tiny_random"), bad, "", -1, 3);
+    expect_load_fails(bad, DRAPE_ERANGE, "bonenet.in_min");
+    with_range(tu_bundle("tinyown_random"), bad, "garment.miniskirt.net.", 1, 1);
+    expect_load_fails(bad, DRAPE_ENOTFOUND, "garment.miniskirt.net.bonenet.in_max");
+    with_range(tu_bundle("tinyown_random"), bad, "garment.miniskirt.net.", 2, 3);
+    m = tu_load(bad);
+    cr_assert(!m->net.in_min && m->own[1] && m->own[1]->net.in_min && m->own[1]->net.in_max,
+              "the own network's range is its own");
+    drape_model_free(m);
+    /* a range no input reaches changes nothing; one they pass, changes the frames */
+    enum { T = 6 };
+    float poses[T * 75];
+    tu_random_poses(poses, T, 0.6f, 0.3f, 21);
+    with_range(tu_bundle("tiny_random"), wide, "", 1e6f, 3);
+    with_range(tu_bundle("tiny_random"), narrow, "", 0.05f, 3);
+    int V;
+    float *plain = infer_frames("tiny_random", poses, T, &V), *w = infer_frames(wide, poses, T, &V),
+          *n = infer_frames(narrow, poses, T, &V);
+    cr_assert_eq(tu_max_abs_diff(plain, w, (int64_t)T * V * 3), 0, "a range nothing reaches changed the output");
+    double d = tu_max_abs_diff(plain, n, (int64_t)T * V * 3);
+    cr_assert(d > 1e-4 && isfinite(d), "clamping to ±0.05 std changed the output by only %g m", d);
+    free(plain), free(w), free(n);
 }

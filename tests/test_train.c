@@ -643,6 +643,15 @@ Test(train, recipe_caches_steps_and_is_recorded)
     rc = tu_run(log_, sizeof log_, "%s train/recipe.py show %s", py(), out);
     cr_assert(rc == 0 && strstr(log_, "--steps 4 --lr 3e-3"), "the new recipe is not recorded:\n%s", log_);
 
+    /* a bundle made by the steps before the runner: the recipe recorded after the fact */
+    char base[400];
+    snprintf(base, sizeof base, "%s/base.safetensors", dir);
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py show %s", py(), base);
+    cr_assert(rc != 0 && strstr(log_, "no recipe recorded"), "a bundle without a recipe:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s && %s train/recipe.py show %s", py(), recipe, base,
+                py(), base);
+    cr_assert(rc == 0 && strstr(log_, "after the fact") && strstr(log_, "--steps 4 --lr 3e-3"), "record:\n%s", log_);
+
     /* refused by name */
     write_text(recipe, "[[step]]\nname = \"fit\"\ntool = \"fit\"\nfrom = \"base\"\ndata = [\"d\"]\n"
                        "[[step]]\nname = \"base\"\ntool = \"init\"\n");
@@ -657,4 +666,125 @@ Test(train, recipe_caches_steps_and_is_recorded)
     write_text(recipe, "[[step]]\nname = \"base\"\ntool = \"train\"\n");
     rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
     cr_assert(rc == 2 && strstr(log_, "tool 'train': expected one of init, dataset, fit"), "an unknown tool:\n%s", log_);
+}
+
+/* train/edit_bundle.py (docs/design.md §3.3): the teacher's settings from a
+ * plan, which `drape sim garment` then takes by default; the range of
+ * Bone-Net's inputs over a plan's training frames, which C and PyTorch clamp
+ * alike on poses far outside it; a fit keeps the teacher when its data was
+ * made by it and drops it otherwise, and always drops the range (it would
+ * clamp the new data to the old) */
+Test(train, edit_bundle_teacher_and_input_range)
+{
+    char base[300], edited[300], data[300], other[300], fitted[300], pin[300], pc[300], pr[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("ebase.safetensors"));
+    snprintf(edited, sizeof edited, "%s", tu_tmp("eedited.safetensors"));
+    snprintf(data, sizeof data, "%s", tu_tmp("eds"));
+    snprintf(other, sizeof other, "%s", tu_tmp("eds_other"));
+    snprintf(fitted, sizeof fitted, "%s", tu_tmp("efit.safetensors"));
+    snprintf(pin, sizeof pin, "%s", tu_tmp("ep.npy"));
+    snprintf(pc, sizeof pc, "%s", tu_tmp("ec.npy"));
+    snprintf(pr, sizeof pr, "%s", tu_tmp("er.npy"));
+    int rc = tiny_init("skirt", "--seed 4", base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    const char *teacher = "--sim-args '--max-substeps 2 --iters 3'";
+    rc = tiny_dataset(base, data, "0.4", teacher);
+    cr_assert_eq(rc, 0, "dataset:\n%s", log_);
+    rc = tiny_fit(base, data, base, "--steps 4 --frames 4 --lr 3e-3 --threads 1");
+    cr_assert_eq(rc, 0, "fit:\n%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "(%s train/edit_bundle.py teacher --base %s --out %s --from-plan \"%s\" && "
+                "%s train/edit_bundle.py input-range --base %s --out %s --plan '--garments skirt --train-betas 1 "
+                "--test-betas 1 --motions walk --train-seeds 1 --test-seeds 0 --seconds 0.4' && "
+                "%s train/edit_bundle.py show --base %s)",
+                py(), base, edited, teacher, py(), edited, edited, py(), edited);
+    cr_assert(rc == 0 && strstr(log_, "\"args\": \"--max-substeps 2 --iters 3\"") &&
+                  strstr(log_, "bonenet: input range") && strstr(log_, "range over 12 frames"),
+              "edit_bundle:\n%s", log_);
+    /* the simulator takes the teacher's flags */
+    float poses[8 * 75];
+    tu_random_poses(poses, 8, 0.8f, 0.4f, 91); /* far wider than a 0.4-s walk */
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(pin, poses, 2, (int64_t[]){8, 75}, &e), 0, "%s", e.msg);
+    rc = tu_run(log_, sizeof log_, "%s sim garment --model %s --garment skirt --poses %s --out %s --settle 2", bin(),
+                edited, pin, pc);
+    cr_assert(rc == 0 && strstr(log_, "settings: the bundle's teacher for skirt (--max-substeps 2 --iters 3)") &&
+                  strstr(log_, "(at most 2, ") && strstr(log_, "of 3 iterations"), "sim garment:\n%s", log_);
+    /* C and PyTorch clamp alike: the same frames, and not those without the range */
+    rc = tu_run(log_, sizeof log_,
+                "(%s infer --backend cpu --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s && "
+                "%s train/reference.py infer --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s)",
+                bin(), edited, pin, pc, py(), edited, pin, pr);
+    cr_assert_eq(rc, 0, "infer:\n%s", log_);
+    drape_npy c, r;
+    cr_assert_eq(drape_npy_read(&c, pc, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_npy_read(&r, pr, &e), 0, "%s", e.msg);
+    double d = tu_max_abs_diff(c.data, r.data, c.numel);
+    cr_log_info("clamped inputs: max |C − PyTorch| = %.3g m", d);
+    cr_assert_leq(d, 1e-4, "C and PyTorch differ by %g m on clamped inputs", d);
+    drape_npy_free(&r);
+    rc = tu_run(log_, sizeof log_, "%s infer --backend cpu --model %s --garment skirt --betas 0.5,-1 --poses %s --out %s",
+                bin(), base, pin, pr);
+    cr_assert_eq(rc, 0, "%s", log_);
+    cr_assert_eq(drape_npy_read(&r, pr, &e), 0, "%s", e.msg);
+    cr_assert_gt(tu_max_abs_diff(c.data, r.data, c.numel), 1e-4, "the range clamped nothing on these poses");
+    drape_npy_free(&c);
+    drape_npy_free(&r);
+    /* a fit on the teacher's own data keeps it, the range goes */
+    rc = tiny_fit(edited, data, fitted, "--steps 2 --frames 2 --threads 1");
+    cr_assert(rc == 0 && strstr(log_, "input range is dropped") && !strstr(log_, "teacher settings are not"),
+              "fit:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py show --base %s", py(), fitted);
+    cr_assert(rc == 0 && strstr(log_, "\"args\": \"--max-substeps 2 --iters 3\"") && !strstr(log_, "input range"),
+              "after the fit:\n%s", log_);
+    /* one on another teacher's drops the teacher */
+    rc = tiny_dataset(base, other, "0.4", "--sim-args '--max-substeps 3 --iters 3'");
+    cr_assert_eq(rc, 0, "dataset:\n%s", log_);
+    rc = tiny_fit(edited, other, fitted, "--steps 2 --frames 2 --threads 1");
+    cr_assert(rc == 0 && strstr(log_, "teacher settings are not the data's: dropped"), "fit:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py show --base %s", py(), fitted);
+    cr_assert(rc == 0 && strstr(log_, "teacher: null"), "after the fit on another teacher's data:\n%s", log_);
+}
+
+/* eval.py --families (make eval's rows by family): a row per garment and
+ * held-out family and per clip of the folder (its frame rate from
+ * index.json), against the teacher; a folder that is not there is no clips;
+ * the teacher's outputs are kept and reused */
+Test(train, eval_by_family_and_clip)
+{
+    char clips[300], work[300], clip[400], index[400];
+    snprintf(clips, sizeof clips, "%s", tu_tmp("clips"));
+    snprintf(work, sizeof work, "%s", tu_tmp("evwork"));
+    snprintf(clip, sizeof clip, "%s/walk60.npy", clips);
+    snprintf(index, sizeof index, "%s/index.json", clips);
+    int rc = tu_run(log_, sizeof log_, "mkdir -p %s && %s train/motions.py --kind walk --seconds 0.8 --seed 2 --fps 60 --out %s",
+                    clips, py(), clip);
+    cr_assert_eq(rc, 0, "%s", log_);
+    FILE *f = fopen(index, "w");
+    cr_assert_not_null(f);
+    fputs("{\"walk60\": {\"title\": \"a walk at 60 fps\", \"fps\": 60}}\n", f);
+    fclose(f);
+    const char *run = "%s train/eval.py --model %s --families held-out --clips %s --work %s --seconds 0.4 "
+                      "--clip-seconds 0.4 --sim-args '--max-substeps 2 --iters 3' --jobs 2 --drape %s";
+    rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), clips, work, bin());
+    cr_assert_eq(rc, 0, "eval --families:\n%s", log_);
+    const char *rows[] = {"| skirt | spin (held out) |", "| skirt | random (held out) |", "| skirt | dance (held out) |",
+                          "| skirt | clip:walk60 |", "| miniskirt | spin (held out) |", "| miniskirt | clip:walk60 |"};
+    for (int i = 0; i < 6; i++) cr_assert(strstr(log_, rows[i]), "no row '%s':\n%s", rows[i], log_);
+    cr_assert(strstr(log_, "(8 sequences; teacher: --sim-args '--max-substeps 2 --iters 3' (the bundle has none)"),
+              "%s", log_);
+    /* the clip was resampled to the model's 30 fps: 0.4 s is 12 frames */
+    rc = tu_run(log_, sizeof log_, "%s -c \"import numpy as np, glob; "
+                "print('frames', np.load(glob.glob('%s/skirt-clip_walk60-*.poses.npy')[0]).shape[0])\"", py(), work);
+    cr_assert(rc == 0 && strstr(log_, "frames 12"), "%s", log_);
+    /* again: the teacher's outputs are reused (their files untouched) */
+    rc = tu_run(log_, sizeof log_, "stat -c %%Y %s/*.sim.npy | sort | tail -1 > %s/t0 && sleep 1", work, work);
+    cr_assert_eq(rc, 0, "%s", log_);
+    rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), clips, work, bin());
+    cr_assert_eq(rc, 0, "%s", log_);
+    rc = tu_run(log_, sizeof log_, "test \"$(stat -c %%Y %s/*.sim.npy | sort | tail -1)\" = \"$(cat %s/t0)\"", work, work);
+    cr_assert_eq(rc, 0, "the teacher ran again");
+    /* no such folder: the families alone */
+    rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), "/nonexistent/motions", work, bin());
+    cr_assert(rc == 0 && strstr(log_, "(6 sequences;") && !strstr(log_, "clip:"), "%s", log_);
 }

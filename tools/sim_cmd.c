@@ -160,6 +160,43 @@ static const drape_cmd_spec garment_spec = {
     NULL, 0, garment_opts_table, sizeof garment_opts_table / sizeof *garment_opts_table,
 };
 
+/* The bundle's teacher flags for this garment (docs/design.md §3.3), the
+ * command line's over them: parsed again with them in front. Says which it
+ * used. 0, or the exit status after a message. */
+static int with_teacher(garment_opts *o, const drape_tool_job *j, int argc, char **argv)
+{
+    const char *t = j->m->cfg.teacher[j->gi];
+    if (!j->m->cfg.has_teacher) {
+        printf("settings: the defaults and the command line (the bundle carries no teacher settings)\n");
+        return 0;
+    }
+    char buf[DRAPE_TEACHER_MAX], *save = NULL, **all = malloc(((size_t)argc + DRAPE_TEACHER_MAX / 2) * sizeof *all);
+    if (!all) return fprintf(stderr, "drape sim garment: out of memory\n"), 1;
+    snprintf(buf, sizeof buf, "%s", t);
+    int n = 0, rc = 0;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        /* only the simulator's own flags: not the job's, nor --out (the table's first five) */
+        for (int k = 0; k < 5 && !rc; k++) {
+            size_t len = strlen(garment_opts_table[k].name);
+            if (!strncmp(tok, "--", 2) && !strncmp(tok + 2, garment_opts_table[k].name, len) && (tok[2 + len] == 0 || tok[2 + len] == '='))
+                rc = 2;
+        }
+        all[n++] = tok;
+    }
+    garment_opts o2 = {.p = drape_garment_sim_defaults()};
+    if (!rc) {
+        memcpy(all + n, argv, (size_t)argc * sizeof *all);
+        rc = drape_opts_status(drape_opts_parse(&garment_spec, &o2, n + argc, all));
+    }
+    free(all);
+    if (rc) return fprintf(stderr, "drape sim garment: the bundle's teacher settings for %s are not usable: '%s'\n",
+                           j->m->cfg.garments[j->gi], t), rc;
+    *o = o2;
+    printf("settings: the bundle's teacher for %s (%s), the command line's over them\n", j->m->cfg.garments[j->gi],
+           *t ? t : "none of its own");
+    return 0;
+}
+
 static int cmd_garment(int argc, char **argv)
 {
     garment_opts o = {.p = drape_garment_sim_defaults()};
@@ -175,7 +212,9 @@ static int cmd_garment(int argc, char **argv)
     drape_tool_job j;
     float *out = NULL;
     rc = drape_tool_job_open(&j, "sim garment", &o.job);
-    if (rc) goto done;
+    /* --realtime is the server's one set of settings, not the teacher's */
+    if (!rc && o.realtime) printf("settings: realtime, the settings draped's physics mode serves\n");
+    else if (rc || (rc = with_teacher(&o, &j, argc, argv))) goto done;
     rc = 1;
     const drape_garment *g = &j.m->garments[j.gi];
     int T = j.T, V = g->V;
@@ -188,10 +227,11 @@ static int cmd_garment(int argc, char **argv)
     }
     int64_t shape[3] = {T, V, 3};
     if (drape_npy_write(o.out, out, 3, shape, &e)) { drape_tool_die("sim garment", &e); goto done; }
-    printf("%s: %d vertices, %d attached; %d frames, %d substeps of %d iterations%s; setup %.1f ms, settle %.1f ms, "
-           "%.3f ms per frame (%.3f ms CPU), %.1f vertices in contact per frame",
-           g->name, V, st.attached, T, st.substeps, o.p.iters, o.realtime ? " (realtime)" : "", st.setup_ms,
-           st.settle_ms, st.ms_per_frame, st.cpu_ms_per_frame, st.contacts);
+    printf("%s: %d vertices, %d attached; %d frames, %d substeps (at most %d, %g m) of %d iterations%s, vertex margin "
+           "%g m; setup %.1f ms, settle %.1f ms, %.3f ms per frame (%.3f ms CPU), %.1f vertices in contact per frame",
+           g->name, V, st.attached, T, st.substeps, o.p.max_substeps, o.p.max_disp, o.p.iters,
+           o.realtime ? " (realtime)" : "", o.p.vertex_margin, st.setup_ms, st.settle_ms, st.ms_per_frame,
+           st.cpu_ms_per_frame, st.contacts);
     if (st.resets) printf("; %d resets (the state diverged)", st.resets);
     printf("\n");
     rc = 0;

@@ -243,8 +243,9 @@ def check_motions():
             elif kind == "turn":
                 dpsi = abs(psi[-5:].mean() - psi[:5].mean())
                 ok(dpsi > np.pi / 4, f"{tag}: heading changes by {np.degrees(dpsi):.0f}°")
-            else:  # idle, arm_swings: stays in place
+            elif kind in ("idle", "arm_swings"):  # stays in place
                 ok(np.abs(xz - xz[0]).max() < 0.1, f"{tag}: stays within 0.1 m")
+            # the wider families travel: check_families
         a, _ = motions.generate(kind, T_SEC, 0)
         b, _ = motions.generate(kind, T_SEC, 1)
         ok(not np.array_equal(a, b), f"motion {kind}: seeds 0 and 1 differ")
@@ -282,9 +283,77 @@ def check_motions():
             ok(True, "import: rejects NaN")
 
 
+def check_families():
+    """The motion families of issue 31 (train/motions.py): at least 12; each
+    deterministic per seed, finite, inside the joint limits, within the speed
+    bounds and its own root speed; the spin reaches its yaw rate; the limit
+    check catches a joint outside; and the wide dataset plan never trains on
+    a held-out family."""
+    import dataset  # noqa: E402  (train/dataset.py: the plan)
+    T_SEC = 4.0
+    fams = list(motions.KINDS)
+    ok(len(fams) >= 12, f"{len(fams)} motion families (at least 12)")
+    held = motions.HELD_OUT_FAMILIES
+    ok(len(held) >= 3 and {"spin", "random"} <= set(held) and set(held) <= set(fams),
+       f"held out whole: {', '.join(held)} (at least three, the spin and the random trajectories among them)")
+    for kind in fams:
+        seqs = []
+        for seed in range(6):
+            seq, params = motions.generate(kind, T_SEC, seed)
+            again, _ = motions.generate(kind, T_SEC, seed)
+            tag = f"{kind} seed {seed}"
+            ok(seq.dtype == np.float32 and seq.shape == (120, 75) and seq.tobytes() == again.tobytes(),
+               f"{tag}: float32 [120,75], the same bytes twice")
+            ok(np.all(np.isfinite(seq)), f"{tag}: finite")
+            bad = motions.limit_violation(seq)
+            ok(bad is None, f"{tag}: every joint inside its limits" + (f" ({bad})" if bad else ""))
+            w = motions.joint_speeds(seq).max()
+            v = (np.linalg.norm(np.diff(seq[:, [72, 74]].astype(np.float64), axis=0), axis=1) * motions.FPS).max()
+            ok(w <= motions.MAX_JOINT_SPEED and v <= motions.ROOT_SPEED[kind],
+               f"{tag}: joint speed {w:.2f} ≤ {motions.MAX_JOINT_SPEED} rad/s, root {v:.2f} ≤ "
+               f"{motions.ROOT_SPEED[kind]} m/s")
+            if "travel" in params:
+                ok(0 <= params["travel"] <= motions.ROOT_SPEED[kind], f"{tag}: root travel {params['travel']:.2f} m/s")
+            if kind == "spin":
+                rate = np.abs(np.diff(motions.heading(seq))).max() * motions.FPS
+                want = abs(params["rate"])
+                ok(np.pi - 1e-6 <= want <= 4 * np.pi + 1e-6 and abs(rate - want) <= 0.03 * want,
+                   f"{tag}: turns at {rate:.2f} rad/s, its drawn rate {want:.2f} (0.5–2 turns/s)")
+            seqs.append(seq)
+        ok(not np.array_equal(seqs[0], seqs[1]), f"{kind}: seeds 0 and 1 differ")
+    # some spin reaches 1.5 turns/s in a few draws
+    top = max(abs(motions.generate("spin", T_SEC, s)[1]["rate"]) for s in range(12))
+    ok(top >= 3 * np.pi, f"spin: the fastest of 12 draws turns at {top / (2 * np.pi):.2f} turns/s")
+    # the limit check can fail: a knee bent backwards, a root lying down
+    seq, _ = motions.generate("walk", 1.0, 0)
+    knee = seq.copy()
+    knee[5, 3 * motions.L_KNEE] = -0.8
+    ok(motions.limit_violation(knee) is not None, "limits: a knee bent backwards is caught")
+    lying = seq.copy()
+    lying[7, 0:3] = [1.4, 0, 0]
+    ok(motions.limit_violation(lying) is not None, "limits: a root tilted 80° is caught")
+    # the wide plan: held-out families only in `test`, at least 8 training
+    # shapes, at least 20 minutes of training motion per garment
+    cfg = {"betas": 10, "beta_range": [-3, 3], "garments": ["skirt", "dress", "tshirt"]}
+    ap_args = ["--base", "x", "--out", "x", "--plan", "wide", "--garments", "skirt,dress,tshirt"]
+    a = dataset.parse_args(ap_args)
+    plan = dataset.plan(cfg, a)
+    train = [s for s in plan if s["split"] == "train"]
+    ok(not any(s["kind"] in held for s in train), "wide plan: no held-out family in the training split")
+    ok({s["kind"] for s in plan if s["split"] == "test"} >= set(held), "wide plan: every held-out family is tested")
+    ok(set(motions.TRAIN_FAMILIES) == {s["kind"] for s in train}, "wide plan: every training family is trained on")
+    shapes = {tuple(s["betas"]) for s in train}
+    ok(len(shapes) >= 8, f"wide plan: {len(shapes)} training shapes")
+    for g in cfg["garments"]:
+        mins = sum(s["garment"] == g for s in train) * a.seconds / 60
+        ok(mins >= 20, f"wide plan: {mins:.0f} minutes of training motion for {g}")
+    test_shapes = {tuple(s["betas"]) for s in plan if s["test_betas"]}
+    ok(not shapes & test_shapes, "wide plan: the test shapes are not training shapes")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["body", "garment", "motions"])
+    ap.add_argument("what", choices=["body", "garment", "motions", "families"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--resolution", default="default")
     a = ap.parse_args(argv)
@@ -293,6 +362,8 @@ def main(argv=None):
             check_body()
         elif a.what == "motions":
             check_motions()
+        elif a.what == "families":
+            check_families()
         else:
             if a.name not in assets.GARMENTS:
                 ap.error(f"garment must be one of {', '.join(assets.GARMENTS)}")

@@ -32,6 +32,21 @@ skinned to the clip's first pose (docs/training-log.md, "A worn-in start").
 --kind-seeds KIND=N plays N draws of KIND on each training shape instead of
 --train-seeds; the extra draws are numbered after the held-out ones (their
 names' sN), so the held-out sequences stay the same motions.
+
+A base that carries teacher settings (config "teacher", docs/design.md
+§3.3: the default model does) has `drape sim garment` start from them, the
+flags given here over them; they are part of the manifest's teacher.
+
+--held-out KIND,... holds whole motion families out: their sequences are all
+in `test` (the held-out draws on the first --test-motion-betas training
+shapes, and one draw on each test shape), none in `train`.
+
+--plan wide sets the defaults of the wide plan (PLANS["wide"], issue 31;
+docs/training.md "Motion families"): every family of train/motions.py, three
+held out whole (motions.HELD_OUT_FAMILIES), 8 training shapes, 3 draws of 5 s
+of each training family on each: 20 minutes of training motion per garment.
+Flags given override it (--train-betas, --train-seeds and --seconds scale
+it). --summary prints the plan's minutes per garment, split and family.
 """
 import argparse
 import glob
@@ -55,6 +70,17 @@ except ImportError:  # pragma: no cover - older trees
 import assets  # noqa: E402
 
 DEFAULT_KINDS = ["walk", "run", "turn", "jump", "arm_swings", "idle", "stop"]
+# Named plans: defaults for the flags of the same names (flags given win).
+# "wide": issue 31's plan for the next default model, every family, three held
+# out whole; 10 training families x 8 shapes x 3 draws x 5 s = 20 minutes of
+# training motion per garment (x2 shapes or draws: 40). Its test split: the
+# held-out families on 2 training and 2 unseen shapes, and the training
+# families' held-out draws on the same, 5 s each.
+PLANS = {
+    "wide": {"motions": ",".join(motions.KINDS) if motions else "", "held_out":
+             ",".join(motions.HELD_OUT_FAMILIES) if motions else "", "train_betas": 8, "test_betas": 2,
+             "train_seeds": 3, "test_seeds": 1, "test_motion_betas": 2, "seconds": 5.0},
+}
 # The teacher's behaviour, bumped when `drape sim garment` changes what it
 # computes: 1 world-frame friction and damping per substep; 2 Coulomb
 # friction against the body's motion, damping per frame (docs/training-log.md).
@@ -66,7 +92,7 @@ def teacher_of(a):
     garments it draped (their tensors only: the network's sizes and pose
     history do not change what the teacher computes, nor does a garment's
     own network, garment.<g>.net.*)."""
-    _, t = read_bundle(a.base)
+    cfg, t = read_bundle(a.base)
     h = hashlib.sha256()
     for k in sorted(t):
         if k.startswith(("body.", "garment.")) and k.split(".")[2:3] != ["net"]:
@@ -78,6 +104,8 @@ def teacher_of(a):
         t["garment_sim_args"] = a.garment_sim
     if a.prelude:  # the same
         t["garment_prelude"] = {g: f"{k}:{s}:{sec:g}" for g, (k, s, sec) in a.prelude.items()}
+    if cfg.get("teacher"):  # the base's teacher settings, under the flags given (docs/design.md §3.3)
+        t["bundle_teacher"] = cfg["teacher"]
     return t
 
 
@@ -198,6 +226,10 @@ def plan(cfg, a):
         return np.round(b, 3)
     train_b, test_b = draw(a.train_betas), draw(a.test_betas)
     kinds = a.motions.split(",")
+    held = set(filter(None, a.held_out.split(",")))
+    if held - set(kinds):
+        raise SystemExit(f"dataset: --held-out {a.held_out}: {', '.join(sorted(held - set(kinds)))} not in "
+                         f"--motions ({a.motions})")
     seqs = []
     for g in a.garments.split(","):
         if g not in cfg["garments"]:
@@ -218,10 +250,33 @@ def plan(cfg, a):
                         continue
                     if m_test and not b_test and bi >= a.test_motion_betas:
                         continue
-                    seqs.append({"name": f"{g}-b{bi}{'t' if b_test else ''}-{kind}-s{s}{'t' if m_test else ''}",
-                                 "split": split, "garment": g, "betas": b.tolist(), "kind": kind,
-                                 "seed": int(seed), "test_betas": b_test, "test_motion": m_test})
+                    # a held-out family: only its held-out draws on training shapes
+                    if kind in held and not b_test and not m_test:
+                        continue
+                    seq = {"name": f"{g}-b{bi}{'t' if b_test else ''}-{kind}-s{s}{'t' if m_test else ''}",
+                           "split": "test" if kind in held else split, "garment": g, "betas": b.tolist(),
+                           "kind": kind, "seed": int(seed), "test_betas": b_test,
+                           "test_motion": m_test or kind in held}
+                    if held:  # (only then, so that older plans' manifests stay as they were)
+                        seq["held_out_family"] = kind in held
+                    seqs.append(seq)
     return seqs
+
+
+def summary(seqs, seconds):
+    """The plan's motion minutes per garment and split, and per family: lines of text."""
+    out = []
+    for g in dict.fromkeys(s["garment"] for s in seqs):
+        G = [s for s in seqs if s["garment"] == g]
+        n = {sp: sum(s["split"] == sp for s in G) for sp in ("train", "test")}
+        out.append(f"{g}: {n['train']} training sequences, {n['train'] * seconds / 60:.1f} min; "
+                   f"{n['test']} test sequences, {n['test'] * seconds / 60:.1f} min")
+        for k in dict.fromkeys(s["kind"] for s in G):
+            K = [s for s in G if s["kind"] == k]
+            tr = sum(s["split"] == "train" for s in K)
+            tag = " (held out)" if any(s.get("held_out_family") for s in K) else ""
+            out.append(f"  {k}{tag}: {tr} train ({tr * seconds / 60:.1f} min), {len(K) - tr} test")
+    return out
 
 
 def run_one(seq, a, fps):
@@ -256,10 +311,13 @@ def run_one(seq, a, fps):
     return seq["name"], "ok", time.time() - t0
 
 
-def main(argv=None):
+def parse_args(argv=None):
+    """The command line, a named plan's defaults applied, its per-garment and
+    per-kind options parsed (a.garment_sim, a.prelude, a.draws)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--plan", choices=sorted(PLANS), help="a named plan's defaults (PLANS; flags given win)")
     ap.add_argument("--garments", default="skirt")
     ap.add_argument("--train-betas", type=int, default=6)
     ap.add_argument("--test-betas", type=int, default=2)
@@ -277,6 +335,10 @@ def main(argv=None):
                     help="more teacher arguments for one garment (after --sim-args, so they win)")
     ap.add_argument("--garment-prelude", action="append", default=[], metavar="GARMENT=KIND:SEED[:SECONDS]",
                     help="that garment's teacher starts worn in: each sequence after this motion (not stored)")
+    ap.add_argument("--held-out", default="", metavar="KIND,...",
+                    help="motion families held out whole: all their sequences are test sequences")
+    ap.add_argument("--summary", action="store_true",
+                    help="print the plan's minutes per garment and family, and stop")
     ap.add_argument("--kind-seeds", default="", metavar="KIND=N[,KIND=N...]",
                     help="N training draws of KIND on each training shape instead of --train-seeds "
                          "(the held-out draws unchanged)")
@@ -286,13 +348,24 @@ def main(argv=None):
     ap.add_argument("--replace-stale", action="store_true",
                     help="delete sequences that another teacher (version, sim args, length, base) made")
     a = ap.parse_args(argv)
+    if a.plan:  # the plan's values as defaults, then the flags again over them
+        ap.set_defaults(**PLANS[a.plan])
+        a = ap.parse_args(argv)
     a.garment_sim = garment_sim_args(a)
     a.prelude = garment_preludes(a)
     a.draws = kind_seeds(a)
+    return a
+
+
+def main(argv=None):
+    a = parse_args(argv)
     cfg, _ = read_bundle(a.base)
     seqs = plan(cfg, a)
     n_test = sum(s["split"] == "test" for s in seqs)
     print(f"dataset: {len(seqs)} sequences ({len(seqs) - n_test} train, {n_test} test) in {a.out}", file=sys.stderr)
+    if a.summary:
+        print("\n".join(summary(seqs, a.seconds)))
+        return 0
     if a.dry_run:
         for s in seqs:
             print(f"{s['name']} {s['split']} {s['kind']} seed {s['seed']}")

@@ -12,20 +12,51 @@
     /usr/bin/python3 train/edit_bundle.py graft --base BASE --garment tshirt --net-from TSHIRT.safetensors --out OUT
     # a copy of BASE whose garment is refined after module A (runtime/refine.h), or no longer is (--iters 0)
     /usr/bin/python3 train/edit_bundle.py refine --base BASE --garment tshirt [--iters 10 --stiffness 1 --margin 0.003] --out OUT
+    # a copy of BASE that carries the teacher it was trained against (docs/design.md §3.3): the
+    # `drape sim garment` flags, common and per garment, and a garment's worn-in prelude (train/'s)
+    /usr/bin/python3 train/edit_bundle.py teacher --base BASE --out OUT \
+        --from-plan '--sim-args "--iters 8" --garment-sim-args "tshirt=--max-disp 0.01" --garment-prelude tshirt=walk:1'
+    # a copy of BASE with the range of Bone-Net's raw inputs over the training frames of one or
+    # more dataset plans (train/dataset.py's flags), per network (docs/design.md §3.3)
+    /usr/bin/python3 train/edit_bundle.py input-range --base BASE --out OUT --plan 'DATASET FLAGS' [--plan ...] \
+        [--margin 0.0]
+    # (teacher --none, input-range --none: without them)
+    /usr/bin/python3 train/edit_bundle.py show --base BASE   (its teacher and ranges)
 
 train/train.py trains; these steps of the pipeline (train/recipes/default.toml)
 change a bundle's data or config around the training.
+
+The teacher goes into the config as "teacher": {"args", "garments",
+"prelude"}; `drape sim garment` without flags then uses that garment's
+(common flags, then its own), and train/eval.py simulates with them and the
+prelude.
+
+The input range needs no teacher run: Bone-Net's inputs depend only on the
+poses, the body shape and the garment's bones, so every training frame of
+the plans is made again (train/motions.py, the plan's shapes) and run
+through the reference's module A (plain skinning, which computes the same
+inputs). A garment's frames count towards the network it runs in the
+bundle: its own (garment.<g>.net.bonenet.in_min/in_max) or the shared one
+(bonenet.in_min/in_max). Each dimension's [min, max] is widened by --margin
+times its width on both sides. The runtimes clamp every input to it before
+standardizing, so a pose far outside what the network saw (a 40 rad/s
+spin) reaches it as the nearest thing it did see.
 """
 import argparse
+import json
 import os
+import shlex
 import sys
 
 import numpy as np
+import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import assets  # noqa: E402
+import dataset  # noqa: E402
 import reference  # noqa: E402
 from bundle import read_bundle, write_bundle  # noqa: E402
+from reference import Drape, frame_windows, history  # noqa: E402
 
 
 def cmd_attach(a):
@@ -90,6 +121,12 @@ def cmd_graft(a):
                              f"trained on another body or garment")
     for k in names:
         t[f"garment.{g}.net.{k}"] = np.asarray(nt[src + k], np.float32)
+    # the network's input range, when its bundle has one (docs/design.md §3.3);
+    # a range of the network it replaces goes
+    for k in ("bonenet.in_min", "bonenet.in_max"):
+        t.pop(f"garment.{g}.net.{k}", None)
+        if src + k in nt:
+            t[f"garment.{g}.net.{k}"] = np.asarray(nt[src + k], np.float32)
     cfg = dict(cfg)
     cfg["own_networks"] = dict(cfg.get("own_networks", {}), **{g: ncfg.get("training", {})})
     write_bundle(a.out, cfg, t)
@@ -119,6 +156,122 @@ def cmd_refine(a):
     return 0
 
 
+def plan_args(spec, model):
+    """dataset.py's parsed flags for a plan given as one string."""
+    try:
+        return dataset.parse_args(["--base", model, "--out", "-"] + shlex.split(spec))
+    except SystemExit as e:
+        raise SystemExit(f"edit_bundle: plan {spec!r}: not dataset.py's flags ({e})") from None
+
+
+def teacher_of_plan(a):
+    """The "teacher" config entry for a dataset plan's teacher flags."""
+    t = {}
+    if a.sim_args.strip():
+        t["args"] = " ".join(a.sim_args.split())
+    if a.garment_sim:
+        t["garments"] = {g: " ".join(v.split()) for g, v in a.garment_sim.items()}
+    if a.prelude:
+        t["prelude"] = {g: f"{k}:{s}:{sec:g}" for g, (k, s, sec) in a.prelude.items()}
+    return t
+
+
+def cmd_teacher(a):
+    cfg, t = read_bundle(a.base)
+    cfg = dict(cfg)
+    if a.none:
+        cfg.pop("teacher", None)
+        write_bundle(a.out, cfg, t)
+        print(f"edit_bundle teacher: {a.out}: no teacher settings", file=sys.stderr)
+        return 0
+    if not a.from_plan:
+        raise SystemExit("edit_bundle teacher: give --from-plan FLAGS or --none")
+    p = plan_args(a.from_plan, a.base)
+    bad = sorted(set(p.garment_sim) - set(cfg["garments"]))
+    if bad:
+        raise SystemExit(f"edit_bundle teacher: {', '.join(bad)} not a garment of {a.base}")
+    cfg["teacher"] = teacher_of_plan(p)
+    write_bundle(a.out, cfg, t)
+    print(f"edit_bundle teacher: {a.out}: {json.dumps(cfg['teacher'])}", file=sys.stderr)
+    return 0
+
+
+def input_range(model, cfg, plans, margin, log=print):
+    """{network prefix: (min [X], max [X], frames)} over the training frames of the plans."""
+    lo, hi, count = {}, {}, {}
+    offsets = history(cfg)
+    for spec in plans:
+        p = plan_args(spec, "x")
+        seqs = [s for s in dataset.plan(cfg, p) if s["split"] == "train"]
+        if not seqs:
+            raise SystemExit(f"edit_bundle input-range: plan {spec!r} has no training sequences")
+        for s in seqs:
+            pre = f"garment.{s['garment']}.net." if s["garment"] in model.own else ""
+            m = dataset.make_motion(s["kind"], s["seed"], p.seconds, cfg["fps"])
+            P, Tr = frame_windows(m, offsets)
+            with torch.no_grad():
+                ident = model.identity(s["garment"], s["betas"], lbs_only=True)
+                x = model.frames(ident, P, Tr, lbs_only=True)["bonenet_in"].double().cpu().numpy()
+            lo[pre] = np.minimum(lo.get(pre, np.inf), x.min(0))
+            hi[pre] = np.maximum(hi.get(pre, -np.inf), x.max(0))
+            count[pre] = count.get(pre, 0) + len(x)
+        log(f"edit_bundle input-range: plan {spec!r}: {len(seqs)} training sequences")
+    out = {}
+    for pre in lo:
+        w = hi[pre] - lo[pre]
+        out[pre] = ((lo[pre] - margin * w).astype(np.float32), (hi[pre] + margin * w).astype(np.float32), count[pre])
+    return out
+
+
+def cmd_input_range(a):
+    cfg, t = read_bundle(a.base)
+    cfg = dict(cfg)
+    names = [k for k in t if k.endswith(("bonenet.in_min", "bonenet.in_max"))]
+    if a.none:
+        for k in names:
+            del t[k]
+        cfg.pop("input_range", None)
+        write_bundle(a.out, cfg, t)
+        print(f"edit_bundle input-range: {a.out}: no input range ({len(names)} tensors removed)", file=sys.stderr)
+        return 0
+    if not a.plan:
+        raise SystemExit("edit_bundle input-range: give --plan FLAGS (repeatable) or --none")
+    if not 0 <= a.margin <= 1:
+        raise SystemExit("edit_bundle input-range: --margin in [0, 1]")
+    torch.set_num_threads(max(1, a.threads))
+    model = Drape(cfg, t)
+    r = input_range(model, cfg, a.plan, a.margin, log=lambda s: print(s, file=sys.stderr))
+    nets = [""] + [f"garment.{g}.net." for g in model.own]
+    missing = [p or "the shared network" for p in nets if p not in r]
+    if missing:
+        raise SystemExit(f"edit_bundle input-range: no training frames for {', '.join(missing)}: "
+                         f"add a plan with its garments")
+    for k in names:
+        del t[k]
+    for pre, (lo, hi, n) in r.items():
+        t[pre + "bonenet.in_min"], t[pre + "bonenet.in_max"] = lo, hi
+        mean = np.asarray(t[pre + "bonenet.in_mean"], np.float64)
+        std = np.asarray(t[pre + "bonenet.in_std"], np.float64)
+        print(f"edit_bundle input-range: {pre or 'shared '}bonenet: range over {n} frames, in standard units "
+              f"[{((lo - mean) / std).min():.2f}, {((hi - mean) / std).max():.2f}]", file=sys.stderr)
+    cfg["input_range"] = {"plans": list(a.plan), "margin": a.margin, "frames": {p or "shared": int(v[2])
+                                                                              for p, v in r.items()}}
+    write_bundle(a.out, cfg, t)
+    print(f"edit_bundle input-range: {a.out}: {2 * len(r)} range tensors", file=sys.stderr)
+    return 0
+
+
+def cmd_show(a):
+    cfg, t = read_bundle(a.base)
+    print(f"teacher: {json.dumps(cfg.get('teacher'))}")
+    for k in sorted(k for k in t if k.endswith("bonenet.in_min")):
+        hi = t[k[:-3] + "max"]
+        print(f"{k[:-len('.in_min')]}: input range, width {float(np.mean(hi - t[k])):.4f} on average")
+    if "input_range" in cfg:
+        print(f"input_range: {json.dumps(cfg['input_range'])}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -145,8 +298,24 @@ def main(argv=None):
     p.add_argument("--stiffness", type=float, default=1.0)
     p.add_argument("--margin", type=float, default=0.003, help="m off the body's tangent planes")
     p.add_argument("--out", required=True)
+    p = sub.add_parser("teacher", help="the teacher flags the bundle was trained against")
+    p.add_argument("--base", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--from-plan", metavar="FLAGS",
+                   help="dataset.py's --sim-args, --garment-sim-args and --garment-prelude, as given to it")
+    p.add_argument("--none", action="store_true", help="remove them")
+    p = sub.add_parser("input-range", help="the range of Bone-Net's inputs over training plans")
+    p.add_argument("--base", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--plan", action="append", default=[], metavar="FLAGS", help="a dataset.py plan (repeatable)")
+    p.add_argument("--margin", type=float, default=0.0, help="widen each dimension by this times its width")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--none", action="store_true", help="remove the range (nothing is clamped)")
+    p = sub.add_parser("show", help="print the teacher and the ranges")
+    p.add_argument("--base", required=True)
     a = ap.parse_args(argv)
-    return {"attach": cmd_attach, "arms": cmd_arms, "graft": cmd_graft, "refine": cmd_refine}[a.cmd](a)
+    return {"attach": cmd_attach, "arms": cmd_arms, "graft": cmd_graft, "refine": cmd_refine, "teacher": cmd_teacher,
+            "input-range": cmd_input_range, "show": cmd_show}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -9,23 +9,54 @@ Exits 0 when every garment meets every goal, 3 when one misses one.
 
 Goals (issue 5): the model's mean vertex error ≤ 50% of plain skinning's;
 edge error ≤ 3%, area error ≤ 4%, collision ≤ 0.5% of vertices.
+
+By family (issue 31): one row per garment and motion family, and per real
+clip, against the bundle's own teacher:
+
+    /usr/bin/python3 train/eval.py --model MODEL --families held-out [--clips data/motions] --work DIR
+        [--plan 'DATASET FLAGS'] [--seconds 3.5] [--clip-seconds 4] [--jobs 2] [--sim-args FLAGS]
+
+--families is `held-out` (motions.HELD_OUT_FAMILIES), `all`, or a list. Each
+garment plays one draw of each family (seed 9000 + the family's index, none
+of the plans' seeds), and the middle --clip-seconds of each [T,75] clip in
+--clips ([T,75], `drape infer`'s format, at 30 fps or the rate its
+index.json gives; a missing folder is no clips), on
+one body shape: the first training shape of --plan (dataset.py's flags;
+without it β = 0), so that only the motion is new. The teacher is `drape sim
+garment` with the bundle's teacher settings (docs/design.md §3.3; --sim-args
+only for a bundle without them) and its worn-in prelude where it has one,
+at most --jobs at a time; its output is kept in --work and reused while the
+model's body, garment, teacher and motion are the same. Prints the table
+(model / skinning mean error, the model's mean error, edge and area error,
+collision) and exits 0.
 """
 import argparse
+import glob
+import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dataset  # noqa: E402
+import motions  # noqa: E402
+from bundle import read_bundle  # noqa: E402
+
 GOALS = {"model_over_lbs": 0.5, "edge_error": 0.03, "area_error": 0.04, "collision_pct": 0.5}
 
 
-def run(seq, a):
-    p = os.path.join(a.data, "seq", seq["name"])
+def run(seq, a, paths=None):
+    """`drape eval` of one sequence: the dataset's (a.data), or paths (poses, teacher)."""
+    if paths is None:
+        p = os.path.join(a.data, "seq", seq["name"])
+        paths = (p + ".poses.npy", p + ".sim.npy")
     cmd = [a.drape, "eval", "--model", a.model, "--garment", seq["garment"], "--betas",
-           ",".join(f"{x:g}" for x in seq["betas"]), "--poses", p + ".poses.npy", "--teacher", p + ".sim.npy",
+           ",".join(f"{x:g}" for x in seq["betas"]), "--poses", paths[0], "--teacher", paths[1],
            "--threads", "1"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
@@ -33,16 +64,143 @@ def run(seq, a):
     return dict(json.loads(r.stdout), name=seq["name"], test_betas=seq["test_betas"], test_motion=seq["test_motion"])
 
 
+FAMILY_SEED = 9000  # + the family's index: a draw no plan makes (their seeds stay below 1000 · draws)
+
+
+def family_jobs(a, cfg):
+    """The (garment, name, poses [T,75]) to judge: each family, then each clip."""
+    fams = {"held-out": list(motions.HELD_OUT_FAMILIES), "all": list(motions.KINDS)}.get(
+        a.families, [f for f in a.families.split(",") if f])
+    bad = [f for f in fams if f not in motions.KINDS]
+    if bad:
+        raise SystemExit(f"eval: --families: {', '.join(bad)} not a motion family ({', '.join(motions.KINDS)})")
+    seqs = [(f, motions.generate(f, a.seconds, FAMILY_SEED + list(motions.KINDS).index(f), fps=cfg["fps"])[0])
+            for f in fams]
+    clips = sorted(glob.glob(os.path.join(a.clips, "*.npy"))) if a.clips and os.path.isdir(a.clips) else []
+    n = int(round(a.clip_seconds * cfg["fps"]))
+    try:  # the folder's index.json may give a clip's frame rate (data/motions/README.md)
+        with open(os.path.join(a.clips, "index.json")) as f:
+            index = json.load(f)
+    except (OSError, ValueError):
+        index = {}
+    for p in clips:
+        name = os.path.splitext(os.path.basename(p))[0]
+        fps = index.get(name, {}).get("fps") if isinstance(index.get(name), dict) else None
+        try:
+            m = motions.load(p, src_fps=fps, dst_fps=cfg["fps"]) if fps else motions.load(p)
+        except ValueError as e:
+            raise SystemExit(f"eval: clip {e}") from None
+        start = max(0, (len(m) - n) // 2)
+        seqs.append(("clip:" + name, m[start:start + n]))
+    garments = a.garments.split(",") if a.garments else cfg["garments"]
+    bad = sorted(set(garments) - set(cfg["garments"]))
+    if bad:
+        raise SystemExit(f"eval: --garments: {', '.join(bad)} not in {a.model}")
+    return [(g, name, m) for g in garments for name, m in seqs]
+
+
+def teacher_settings(cfg, garment, sim_args):
+    """The flags and prelude of the garment's teacher: the bundle's (docs/design.md
+    §3.3; the flags then come from the bundle itself), else --sim-args."""
+    t = cfg.get("teacher")
+    if t is None:
+        return [], sim_args.split(), None
+    pre = t.get("prelude", {}).get(garment)
+    if pre:
+        k, s, *sec = pre.split(":")
+        pre = (k, int(s), float(sec[0]) if sec else 1.5)
+    return (t.get("args", "") + " " + t.get("garments", {}).get(garment, "")).split(), [], pre
+
+
+def family_teacher(job, a, cfg, tensors, betas):
+    """The teacher's [T,V,3] for one (garment, motion), made or reused from --work."""
+    g, name, m = job
+    shown, flags, pre = teacher_settings(cfg, g, a.sim_args)
+    h = hashlib.sha256()
+    for k in sorted(tensors):  # what the teacher reads: the body and this garment, not the networks
+        if k.startswith("body.") or (k.startswith(f"garment.{g}.") and ".net." not in k):
+            h.update(k.encode())
+            h.update(np.ascontiguousarray(tensors[k]).tobytes())
+    h.update(json.dumps([shown, flags, pre, list(betas)]).encode())
+    h.update(np.ascontiguousarray(m).tobytes())
+    base = os.path.join(a.work, f"{g}-{name.replace(':', '_')}-{h.hexdigest()[:12]}")
+    poses, sim = base + ".poses.npy", base + ".sim.npy"
+    if os.path.exists(sim) and os.path.exists(poses):
+        return poses, sim
+    np.save(poses, m)
+    sim_in, move = poses, None
+    if pre:  # worn in, as the dataset's teacher for this garment (dataset.py --garment-prelude)
+        full, move = motions.lead_in(motions.generate(pre[0], pre[2], pre[1], fps=cfg["fps"])[0], m)
+        sim_in = base + ".lead.tmp.npy"
+        np.save(sim_in, full)
+    cmd = [a.drape, "sim", "garment", "--model", a.model, "--garment", g, "--betas",
+           ",".join(f"{x:g}" for x in betas), "--poses", sim_in, "--out", sim + ".tmp.npy"] + flags
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if r.returncode:
+        raise SystemExit(f"eval: teacher of {g} {name}: {r.stderr.strip()}")
+    x = np.load(sim + ".tmp.npy")
+    if move is not None:
+        os.remove(sim_in)
+        x = x[-len(m):] - move[None, None, :]
+    np.save(sim + ".tmp.npy", x.astype(np.float32))
+    os.replace(sim + ".tmp.npy", sim)
+    return poses, sim
+
+
+def family_eval(a):
+    cfg, tensors = read_bundle(a.model)
+    betas = [0.0]
+    if a.plan:
+        p = dataset.parse_args(["--base", a.model, "--out", "-"] + shlex.split(a.plan))
+        betas = next(s["betas"] for s in dataset.plan(cfg, p) if not s["test_betas"])
+    jobs = family_jobs(a, cfg)
+    os.makedirs(a.work, exist_ok=True)
+    with ThreadPoolExecutor(max(1, min(a.jobs, 2))) as ex:  # the teacher: two processes at most
+        made = list(ex.map(lambda j: family_teacher(j, a, cfg, tensors, betas), jobs))
+    with ThreadPoolExecutor(max(1, min(a.jobs, 2))) as ex:
+        res = list(ex.map(lambda jm: dict(run({"name": jm[0][1], "garment": jm[0][0], "betas": betas,
+                                               "test_betas": False, "test_motion": True},
+                                              a, paths=jm[1]), motion=jm[0][1]), zip(jobs, made)))
+    src = "the bundle's" if "teacher" in cfg else f"--sim-args '{a.sim_args}' (the bundle has none)"
+    print(f"\n## By motion family: {a.model} ({len(res)} sequences; teacher: {src}; "
+          f"shape {','.join(f'{x:g}' for x in betas[:4])}{',...' if len(betas) > 4 else ''})\n")
+    print("| garment | motion | model / skinning | model mean err (mm) | skinning (mm) | edge err | area err | "
+          "collision % | teacher edge / area / collision |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    for r in res:
+        M, L, Tt = r["model"], r["lbs"], r["teacher"]
+        held = " (held out)" if r["motion"] in motions.HELD_OUT_FAMILIES else ""
+        print(f"| {r['garment']} | {r['motion']}{held} | {M['mean_mm'] / L['mean_mm']:.2f} | {M['mean_mm']:.1f} | "
+              f"{L['mean_mm']:.1f} | {100 * M['edge_error']:.2f}% | {100 * M['area_error']:.2f}% | "
+              f"{M['collision_pct']:.3f} | {100 * Tt['edge_error']:.2f}% / {100 * Tt['area_error']:.2f}% / "
+              f"{Tt['collision_pct']:.3f} |")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
-    ap.add_argument("--data", required=True)
+    ap.add_argument("--data", help="a dataset (train/dataset.py): its held-out sequences, per garment")
+    ap.add_argument("--families", help="held-out, all, or FAMILY,...: one row per garment and family")
+    ap.add_argument("--clips", default="", help="with --families: a folder of [T,75] clips (data/motions)")
+    ap.add_argument("--work", default="build/eval-families", help="with --families: the teacher's outputs, kept")
+    ap.add_argument("--plan", default="", help="with --families: dataset.py flags; its first training shape")
+    ap.add_argument("--seconds", type=float, default=3.5, help="with --families: each family's length")
+    ap.add_argument("--clip-seconds", type=float, default=4.0, help="with --families: the middle of each clip")
+    ap.add_argument("--sim-args", default="", help="with --families: the teacher's flags for a bundle without its own")
     ap.add_argument("--drape", default="build/drape")
     ap.add_argument("--json")
     ap.add_argument("--split", choices=("test", "train"), default="test")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--garments", default="", help="comma-separated; default: every garment of the dataset")
     a = ap.parse_args(argv)
+    if (a.data is None) == (a.families is None):
+        ap.error("give --data DIR or --families LIST")
+    if a.families is not None:
+        return family_eval(a)
     with open(os.path.join(a.data, "manifest.json")) as f:
         man = json.load(f)
     have = sorted({s["garment"] for s in man["sequences"]})

@@ -4,6 +4,8 @@
                                            [--drape build/drape] [--until STEP] [--dry-run]
     /usr/bin/python3 train/recipe.py plan train/recipes/default.toml [--dir build/train]
     /usr/bin/python3 train/recipe.py show MODEL.safetensors      (the recipe a bundle was made by)
+    /usr/bin/python3 train/recipe.py record RECIPE MODEL.safetensors   (write the recipe into a bundle its
+                                                                    steps made before the runner existed)
 
 A recipe (TOML) is a list of steps, each `name`, `tool` and its inputs:
 
@@ -11,7 +13,7 @@ A recipe (TOML) is a list of steps, each `name`, `tool` and its inputs:
     init      train.py init ARGS                             DIR/NAME.safetensors
     dataset   dataset.py --base FROM ARGS                    DIR/NAME/ (teacher sequences)
     fit       train.py fit --base FROM --data D1,D2 ARGS     DIR/NAME.safetensors
-    arms, refine, graft, attach
+    arms, refine, graft, attach, teacher, input-range
               edit_bundle.py TOOL --base FROM [--net-from N] ARGS
 
 `[defaults]` gives arguments every step of a tool gets before its own; `why`
@@ -42,7 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bundle import read_bundle, write_bundle  # noqa: E402
 
-EDITS = ("arms", "refine", "graft", "attach")
+EDITS = ("arms", "refine", "graft", "attach", "teacher", "input-range")
 TOOLS = ("init", "dataset", "fit") + EDITS
 # the code each tool runs: a change to one of these files reruns its steps
 CODE = {
@@ -52,6 +54,9 @@ CODE = {
 }
 for _e in EDITS:
     CODE[_e] = ["edit_bundle.py", "assets.py", "reference.py", "bundle.py"]
+# these two read dataset plans (the teacher's flags; the frames the range is made of)
+for _e in ("teacher", "input-range"):
+    CODE[_e] += ["dataset.py", "motions.py"]
 KEY_VERSION = 1
 
 
@@ -253,13 +258,30 @@ def cmd_run(a):
     return 0
 
 
+def cmd_record(a):
+    """The recipe's text into a bundle made by its steps by hand (the shipped
+    model's were run one by one before this runner): no keys, since no step
+    output of this runner exists for it; "recorded" says so."""
+    text, r = load(a.recipe)
+    cfg, t = read_bundle(a.model)
+    cfg = dict(cfg)
+    cfg["recipe"] = {"name": r.get("name", ""), "file": os.path.relpath(os.path.abspath(a.recipe)),
+                     "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text, "keys": None,
+                     "recorded": "after the fact: the steps were run one by one before train/recipe.py"}
+    write_bundle(a.model + ".tmp", cfg, t)
+    os.replace(a.model + ".tmp", a.model)
+    print(f"recipe: {a.model}: recorded {a.recipe}", file=sys.stderr)
+    return 0
+
+
 def cmd_show(a):
     cfg, _ = read_bundle(a.model)
     rec = cfg.get("recipe")
     if not rec:
         print(f"{a.model}: no recipe recorded (made before train/recipe.py, or by hand)", file=sys.stderr)
         return 1
-    print(f"# {a.model}: made by {rec.get('file')} (sha256 {rec.get('sha256', '')[:16]}…)")
+    print(f"# {a.model}: made by {rec.get('file')} (sha256 {rec.get('sha256', '')[:16]}…)"
+          + (f"; {rec['recorded']}" if rec.get("recorded") else ""))
     print(rec.get("text", ""), end="")
     return 0
 
@@ -278,9 +300,12 @@ def main(argv=None):
             p.add_argument("--dry-run", action="store_true", help="print what would run")
     p = sub.add_parser("show")
     p.add_argument("model")
+    p = sub.add_parser("record")
+    p.add_argument("recipe")
+    p.add_argument("model")
     a = ap.parse_args(argv)
     try:
-        return {"run": cmd_run, "plan": cmd_plan, "show": cmd_show}[a.cmd](a)
+        return {"run": cmd_run, "plan": cmd_plan, "show": cmd_show, "record": cmd_record}[a.cmd](a)
     except RecipeError as e:
         print(f"recipe: {e}", file=sys.stderr)
         return 2

@@ -97,9 +97,15 @@ class BoneNet(nn.Module):
             self.add_module(str(i), nn.Linear(a, b))
         self.register_buffer("in_mean", torch.zeros(d_in))
         self.register_buffer("in_std", torch.ones(d_in))
+        # the raw inputs' range in training (docs/design.md §3.3): optional
+        # bundle tensors, so not in the state_dict (network_names); None: no clamp
+        self.register_buffer("in_min", None, persistent=False)
+        self.register_buffer("in_max", None, persistent=False)
 
     def forward(self, x, film):
         """x [N,(2F-1)3B] raw inputs (15B for three frames), film [6H] -> (out [N,9B], h3 [N,H])."""
+        if self.in_min is not None:  # clamped to the training range first, as the runtimes do
+            x = torch.minimum(torch.maximum(x, self.in_min), self.in_max)
         h = (x - self.in_mean) / self.in_std
         for i in range(3):
             gamma = 1 + film[2 * i * self.hidden:(2 * i + 1) * self.hidden]
@@ -293,6 +299,12 @@ class Drape:
         for pre, net in [("", self.net)] + [(f"garment.{g}.net.", n) for g, n in self.own.items()]:
             state = {k: torch.from_numpy(np.asarray(t[pre + k], np.float32)) for k in net.state_dict()}
             net.load_state_dict(state)
+            lo, hi = (t.get(pre + "bonenet." + k) for k in ("in_min", "in_max"))
+            if (lo is None) != (hi is None) or (lo is not None and (lo.shape != hi.shape or lo.shape !=
+                                                                    tuple(net.bonenet.in_mean.shape))):
+                raise BundleError(f"{pre}bonenet.in_min and in_max: both or neither, each of the inputs' size")
+            net.bonenet.in_min = None if lo is None else torch.from_numpy(np.asarray(lo, np.float32))
+            net.bonenet.in_max = None if hi is None else torch.from_numpy(np.asarray(hi, np.float32))
             net.to(self.device).eval()
 
     def net_for(self, garment):

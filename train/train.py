@@ -130,10 +130,11 @@ class Data:
     def __init__(self, roots, split, garments):
         # roots: one dataset directory, or several joined by commas (their
         # sequences pooled: more shapes from another plan's --seed)
-        self.seqs = []
+        self.seqs, self.teachers = [], []
         for root in roots.split(","):
             with open(os.path.join(root, "manifest.json")) as f:
                 man = json.load(f)
+            self.teachers.append(man.get("teacher", {}))
             for s in man["sequences"]:
                 if s["split"] != split or s["garment"] not in garments:
                     continue
@@ -144,6 +145,35 @@ class Data:
                 self.seqs.append(s)
         if not self.seqs:
             raise SystemExit(f"train: no finished '{split}' sequences in {roots}")
+
+
+def same_teacher(bundle_teacher, data_teachers, garments):
+    """Whether the bundle's teacher settings (docs/design.md §3.3) are those
+    every dataset was made with, for these garments: each one's flags (the
+    common then its own, the last of a flag winning, as `drape sim garment`
+    reads them) and its prelude."""
+    if bundle_teacher is None:
+        return False
+    def flags(args, own, g):
+        return (args or "").split() + (own or {}).get(g, "").split()
+
+    def settings(tokens):  # {flag: value}, the last one given
+        out, it = {}, iter(tokens)
+        for tok in it:
+            k, eq, v = tok.partition("=")
+            out[k] = v if eq else next(it, "")
+        return out
+    for t in data_teachers:
+        for g in garments:
+            pre = (t.get("garment_prelude") or {}).get(g)
+            # the data's base may have carried teacher settings: its flags came first
+            base = t.get("bundle_teacher") or {}
+            made = flags(base.get("args"), base.get("garments"), g) + flags(t.get("sim_args"),
+                                                                               t.get("garment_sim_args"), g)
+            if (settings(made) != settings(flags(bundle_teacher.get("args"), bundle_teacher.get("garments"), g))
+                    or pre != (bundle_teacher.get("prelude") or {}).get(g)):
+                return False
+    return True
 
 
 def laplacian(x, edges, deg):
@@ -287,7 +317,8 @@ def losses(model, seq, P, Tr, tgt, idx, a, tables):
 
 
 def export(model, base_t, cfg, path, info):
-    t = dict(base_t)
+    # no input range: the base's would be stale after training (cmd_fit)
+    t = {k: v for k, v in base_t.items() if not k.endswith(("bonenet.in_min", "bonenet.in_max"))}
     for k, v in model.network_tensors().items():
         t[k] = v.detach().cpu().numpy().astype(np.float32)
     cfg = dict(cfg, weights_init="trained", training=info)
@@ -316,11 +347,26 @@ def cmd_fit(a):
     device = a.device if a.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     cfg, base_t = read_bundle(a.base)
     model = Drape(cfg, base_t, device)
+    # a range of Bone-Net's inputs (docs/design.md §3.3) is what the base saw:
+    # training on more would clamp the new motions to it; it goes, and
+    # train/edit_bundle.py input-range makes the trained bundle's own
+    ranged = [n for n in [model.net, *model.own.values()] if n.bonenet.in_min is not None]
+    for n in ranged:
+        n.bonenet.in_min = n.bonenet.in_max = None
+    if ranged:
+        print("train: the base's Bone-Net input range is dropped (train/edit_bundle.py input-range makes the "
+              "trained bundle's)", file=sys.stderr)
+    cfg = {k: v for k, v in cfg.items() if k != "input_range"}
     print(f"train: fitting on {device}" + (f" ({torch.cuda.get_device_name()})" if device.startswith("cuda") else
                                           f" ({torch.get_num_threads()} threads)"), file=sys.stderr)
     garments = a.garments.split(",") if a.garments else cfg["garments"]
     train = Data(a.data, "train", garments)
     print(f"train: {len(train.seqs)} training sequences from {a.data}", file=sys.stderr)
+    if "teacher" in cfg and not same_teacher(cfg["teacher"], train.teachers, garments):
+        # trained against another teacher now: the base's settings would be wrong
+        cfg = {k: v for k, v in cfg.items() if k != "teacher"}
+        print("train: the base's teacher settings are not the data's: dropped (train/edit_bundle.py teacher "
+              "writes them)", file=sys.stderr)
     a.term_scales = term_scales(a.term_scale, garments)
     a.robust_garments = robust_garments(a.pos_loss, garments)
     refined = sorted(g for g in garments if cfg.get("refine", {}).get(g, {}).get("iters", 0) > 0)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../core/kinematics.h"
 #include "../../runtime/body.h"
 #include "cpu_backend.h"
 #include "ops.h"
@@ -55,7 +56,8 @@ static void frame_bones(float *X, float *T_hat, float *q_t, float *Hf, const dra
     for (int F = 0; F < t; F++)
         for (int i = 0; i < 3 * B; i++)
             X[(size_t)3 * B * (nf + F) + i] = X[(size_t)3 * B * (F + 1) + i] - X[(size_t)3 * B * F + i];
-    for (int i = 0; i < drape_bonenet_in(c); i++) X[i] = (X[i] - m->net.in_mean[i]) / m->net.in_std[i];
+    for (int i = 0; i < drape_bonenet_in(c); i++)
+        X[i] = hd_bone_standardize(X[i], i, m->net.in_mean, m->net.in_std, m->net.in_min, m->net.in_max);
 }
 
 /* Steps 7–9: displacement δ [V,3] from the conv stack over the UV atlas. */

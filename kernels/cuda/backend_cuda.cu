@@ -860,7 +860,8 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
     /* steps 1–2, then Bone-Net over the batch (FiLM + ReLU fused) */
     cu_fk(be->A, be->Hf, be->Hinv, be->d_poses, be->d_frames, be->d_parents, n, c->n_hist, s);
     cu_bone_input(be->X, be->T_hat, be->q, be->A, be->Hinv, be->d_frames, be->d_garments, dev_f(be, m->net.in_mean),
-                  dev_f(be, m->net.in_std), n, B, c->n_hist, s);
+                  dev_f(be, m->net.in_std), m->net.in_min ? dev_f(be, m->net.in_min) : NULL,
+                  m->net.in_min ? dev_f(be, m->net.in_max) : NULL, n, B, c->n_hist, s);
     LAUNCHED();
     const float *in = be->X;
     float *hs2[2] = {be->h1, be->h2};

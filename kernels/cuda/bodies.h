@@ -27,12 +27,12 @@
 /* One thread per (frame, bone b) — docs/design.md §2.4 steps 1–2. A [nf][24,12] the
  * skinning transforms of the frame's nf history frames (oldest first, t
  * last), Hinv [12] its inverse heading, c_b [3] the retargeted bone, w_b
- * [24] its joint weights. Writes bone b's entries of the normalized
+ * [24] its joint weights; lo, hi the inputs' range (NULL: none). Writes bone b's entries of the normalized
  * Bone-Net input X [(2nf−1)·3B] (nf positions, then nf − 1 differences),
  * T̂_b [12] and q_b [3]. */
 static inline DRAPE_HD void hd_bone_input(float *X, float *T_hat_b, float *q_b, const float *A, const float *Hinv,
                                           const float *c_b, const float *w_b, const float *mean, const float *std,
-                                          int b, int B, int nf)
+                                          const float *lo, const float *hi, int b, int B, int nf)
 {
     float q[HD_MAX_HISTORY][3];
     for (int F = 0; F < nf; F++) {
@@ -48,7 +48,7 @@ static inline DRAPE_HD void hd_bone_input(float *X, float *T_hat_b, float *q_b, 
         for (int blk = 0; blk < 2 * nf - 1; blk++) {
             float v = blk < nf ? q[blk][d] : q[blk - nf + 1][d] - q[blk - nf][d];
             int i = 3 * B * blk + 3 * b + d;
-            X[i] = (v - mean[i]) / std[i];
+            X[i] = hd_bone_standardize(v, i, mean, std, lo, hi);
         }
         q_b[d] = q[nf - 1][d];
     }

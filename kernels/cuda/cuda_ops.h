@@ -66,7 +66,8 @@ void cu_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame 
            int nf, cudaStream_t s);
 /* X [n,(2nf−1)·3B], T_hat [n,B,12], q [n,B,3] from A, Hinv; gs [n_garments] */
 void cu_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
-                   const cu_garment *gs, const float *mean, const float *std, int n, int B, int nf, cudaStream_t s);
+                   const cu_garment *gs, const float *mean, const float *std, const float *lo, const float *hi, int n,
+                   int B, int nf, cudaStream_t s);
 /* y [n,d] ← y + b (ReLU if relu) */
 void cu_bias_act(float *y, const float *b, int n, int d, int relu, cudaStream_t s);
 /* Bone-Net's output layer and the pose embedding are one GEMM, y_cat [n,

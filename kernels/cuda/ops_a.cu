@@ -32,21 +32,24 @@ void cu_fk(float *A, float *Hf, float *Hinv, const float *poses, const cu_frame 
 
 /* X [n,(2nf−1)·3B], T_hat [n,B,12], q [n,B,3]: one thread per (frame, bone) */
 __global__ void k_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
-                             const cu_garment *gs, const float *mean, const float *std, int n, int B, int nf)
+                             const cu_garment *gs, const float *mean, const float *std, const float *lo,
+                             const float *hi, int n, int B, int nf)
 {
     FOR_EACH(i, (int64_t)n * B) {
         int f = (int)(i / B), b = (int)(i % B);
         const cu_frame *x = &fr[f];
         hd_bone_input(X + (size_t)f * (2 * nf - 1) * 3 * B, T_hat + 12 * i, q + 3 * i,
                       A + (size_t)f * nf * HD_JOINTS * 12, Hinv + 12 * f, x->c + 3 * b,
-                      gs[x->garment].bone_joint_w + (size_t)b * HD_JOINTS, mean, std, b, B, nf);
+                      gs[x->garment].bone_joint_w + (size_t)b * HD_JOINTS, mean, std, lo, hi, b, B, nf);
     }
 }
 
 void cu_bone_input(float *X, float *T_hat, float *q, const float *A, const float *Hinv, const cu_frame *fr,
-                   const cu_garment *gs, const float *mean, const float *std, int n, int B, int nf, cudaStream_t s)
+                   const cu_garment *gs, const float *mean, const float *std, const float *lo, const float *hi, int n,
+                   int B, int nf, cudaStream_t s)
 {
-    k_bone_input<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(X, T_hat, q, A, Hinv, fr, gs, mean, std, n, B, nf);
+    k_bone_input<<<blocks_for((int64_t)n * B), THREADS, 0, s>>>(X, T_hat, q, A, Hinv, fr, gs, mean, std, lo, hi, n, B,
+                                                                 nf);
 }
 
 __global__ void k_bias_act(float *y, const float *b, int n, int d, int relu)
