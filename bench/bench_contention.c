@@ -154,14 +154,7 @@ static int start_draped(const char *draped, const char *model, pid_t *pid)
         _exit(127);
     }
     close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[256];
-    int port = 0;
-    while (!port && fgets(line, sizeof line, f)) {
-        char *p = strstr(line, "listening on ");
-        if (p && (p = strrchr(p, ':'))) port = atoi(p + 1);
-    }
-    fclose(f);
+    int port = bench_draped_port(fds[0]);
     return port;
 }
 

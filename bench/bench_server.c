@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
 #include "../runtime/omp_env.h"
@@ -186,14 +187,7 @@ static int start_draped(const char *draped, const char *bundle, int threads, con
         _exit(127);
     }
     close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[256];
-    int port = 0;
-    while (!port && fgets(line, sizeof line, f)) {
-        char *p = strstr(line, "listening on ");
-        if (p && (p = strrchr(p, ':'))) port = atoi(p + 1);
-    }
-    fclose(f);
+    int port = bench_draped_port(fds[0]);
     if (!port) die("draped", "did not start");
     return port;
 }

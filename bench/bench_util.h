@@ -3,7 +3,9 @@
 #ifndef DRAPE_BENCH_UTIL_H
 #define DRAPE_BENCH_UTIL_H
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../core/clock.h"
@@ -29,6 +31,21 @@ static inline float rnd(unsigned *s)
 {
     *s = *s * 1103515245u + 12345u;
     return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* The port a draped started with --port 0 names on the stream fd (its
+ * stdout: "... listening on HOST:PORT"); 0 when it exits first. Closes fd. */
+static inline int bench_draped_port(int fd)
+{
+    FILE *f = fdopen(fd, "r");
+    char line[256];
+    int port = 0;
+    while (f && !port && fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "listening on ");
+        if (p && (p = strrchr(p, ':'))) port = atoi(p + 1);
+    }
+    if (f) fclose(f);
+    return port;
 }
 
 #endif

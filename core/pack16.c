@@ -3,9 +3,8 @@
 
 #include "status.h"
 
-int drape_pack16(uint8_t *dst, float bbox[6], int fmt, const float *xyz, int n)
+int drape_pack_bbox(float bbox[6], const float *xyz, int n)
 {
-    if (n < 0 || (fmt != DRAPE_PACK_F16 && fmt != DRAPE_PACK_Q16) || (n && (!xyz || !dst))) return DRAPE_EINVAL;
     for (int k = 0; k < 6; k++) bbox[k] = 0;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < 3; k++) {
@@ -14,6 +13,14 @@ int drape_pack16(uint8_t *dst, float bbox[6], int fmt, const float *xyz, int n)
             if (i == 0 || x < bbox[k]) bbox[k] = x;
             if (i == 0 || x > bbox[3 + k]) bbox[3 + k] = x;
         }
+    return 0;
+}
+
+int drape_pack16(uint8_t *dst, float bbox[6], int fmt, const float *xyz, int n)
+{
+    if (n < 0 || (fmt != DRAPE_PACK_F16 && fmt != DRAPE_PACK_Q16) || (n && (!xyz || !dst))) return DRAPE_EINVAL;
+    int rc = drape_pack_bbox(bbox, xyz, n);
+    if (rc) return rc;
     /* ascending: element e's two bytes (at 2e) land on floats already read */
     for (size_t e = 0; e < 3 * (size_t)n; e++) {
         float x = xyz[e];

@@ -71,6 +71,11 @@ static inline DRAPE_HD void hd_bbox_pick(float *v, int *i, float v2, int i2, int
     }
 }
 
+/* bbox [6] (min xyz, max xyz) of xyz [n,3] by the rule above; all 0 when
+ * n is 0. DRAPE_ENONFINITE when a coordinate is NaN or infinite. Every
+ * host packer (drape_pack16, proto/pack.c's drape_pack) starts here. */
+int drape_pack_bbox(float bbox[6], const float *xyz, int n);
+
 /* The host packer: bbox [6] (min xyz, max xyz) of xyz [n,3], then its 6n
  * little-endian bytes in fmt (DRAPE_PACK_F16 or _Q16) into dst. dst may be
  * xyz itself (the bytes of vertex i are written after it is read, and before

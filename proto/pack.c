@@ -60,14 +60,8 @@ static void quantize_all(uint16_t *q, int stride, const float *xyz, int n, const
 int drape_pack(drape_buf *out, float bbox[6], int fmt, const float *xyz, int n)
 {
     if (n < 0 || fmt < 0 || fmt >= DRAPE_FMT_COUNT || (n && !xyz)) return DRAPE_EINVAL;
-    for (int k = 0; k < 6; k++) bbox[k] = 0;
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < 3; k++) {
-            float x = xyz[3 * (size_t)i + k];
-            if (!isfinite(x)) return DRAPE_ENONFINITE;
-            if (i == 0 || x < bbox[k]) bbox[k] = x;
-            if (i == 0 || x > bbox[3 + k]) bbox[3 + k] = x;
-        }
+    int rc = drape_pack_bbox(bbox, xyz, n);
+    if (rc) return rc;
     size_t nv = (size_t)n;
     switch (fmt) {
     case DRAPE_FMT_F32: {
