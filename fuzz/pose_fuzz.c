@@ -2,7 +2,8 @@
  * limits (runtime/sequence.h), through the real inference path (module A,
  * skinning, the refine step where a garment asks for it) of every garment
  * of a bundle. Each frame's output must be finite, and each frame's CPU
- * time at most MULTIPLE times the median of calm frames of the same garment
+ * time (the best of three when the first is over) at most MULTIPLE times
+ * the median of calm frames of the same garment
  * measured in the same run (docs/server.md, "Limits and abuse").
  *
  *   drape_pose_fuzz BUNDLE [SECONDS per garment (5)] [SEED (1)]
@@ -132,6 +133,14 @@ int main(int argc, char **argv)
             }
             double ms = run_frame(be, id, win, H, out);
             if (ms < 0) return 1;
+            /* a frame over the bound is timed twice more and keeps its best:
+             * a pose that really costs more stays over, a page fault or a
+             * cache refill on a shared machine does not */
+            for (int r = 0; r < 2 && ms > MULTIPLE * med; r++) {
+                double again = run_frame(be, id, win, H, out);
+                if (again < 0) return 1;
+                ms = again < ms ? again : ms;
+            }
             worst = ms > worst ? ms : worst;
             for (size_t i = 0; i < V3 && finite; i++)
                 if (!isfinite(out[i])) finite = 0;
