@@ -3,7 +3,7 @@
 #                   (installs nothing; `make deps` does)
 #   make deps       install what is missing (scripts/deps.sh: Debian packages, npm)
 #   make test       deps, build, run every test (CI runs this)
-#   make test-unit  deps, build, the tests but the browser, nginx and Python ones (under a minute)
+#   make test-unit  deps, build, the tests but the browser, nginx and Python ones (about 2 minutes)
 #   make check      the same tests under AddressSanitizer + UBSan; fails on any report
 #   make fuzz       each libFuzzer harness (fuzz/) for FUZZ_SECONDS (60); a table of executions
 #   make bench      module A/B latency, C runtime vs the PyTorch reference
@@ -206,7 +206,7 @@ test: all $(BUNDLES)
 
 # everything but the browser (web), nginx (routing, deploy) and Python
 # suites (train; assets and crosscheck, which run the asset generator and
-# the PyTorch reference): under a minute on 2 cores
+# the PyTorch reference): about 2 minutes on 2 cores
 UNIT_FILTER := !(web|routing|deploy|train|assets|crosscheck)/*
 test-unit: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS) --filter '$(UNIT_FILTER)'
