@@ -22,7 +22,10 @@ of the plans' seeds), and the middle --clip-seconds of each [T,75] clip in
 --clips ([T,75], `drape infer`'s format, at 30 fps or the rate its
 index.json gives; a missing folder is no clips), on
 one body shape: the first training shape of --plan (dataset.py's flags;
-without it β = 0), so that only the motion is new. The teacher is `drape sim
+without it β = 0), so that only the motion is new; `--shape test` takes its
+first unseen shape instead. --family-seed and --draws choose other draws:
+`make eval-final` (the final set, looked at only to report) uses seeds 9500
+and up, two draws, an unseen shape and the clips of data/motions-final. The teacher is `drape sim
 garment` with the bundle's teacher settings (docs/design.md §3.3; --sim-args
 only for a bundle without them) and its worn-in prelude where it has one,
 at most --jobs at a time; its output is kept in --work and reused while the
@@ -74,8 +77,9 @@ def family_jobs(a, cfg):
     bad = [f for f in fams if f not in motions.KINDS]
     if bad:
         raise SystemExit(f"eval: --families: {', '.join(bad)} not a motion family ({', '.join(motions.KINDS)})")
-    seqs = [(f, motions.generate(f, a.seconds, FAMILY_SEED + list(motions.KINDS).index(f), fps=cfg["fps"])[0])
-            for f in fams]
+    seqs = [(f if a.draws == 1 else f"{f}#{d}",
+             motions.generate(f, a.seconds, a.family_seed + 100 * d + list(motions.KINDS).index(f), fps=cfg["fps"])[0])
+            for f in fams for d in range(a.draws)]
     clips = sorted(glob.glob(os.path.join(a.clips, "*.npy"))) if a.clips and os.path.isdir(a.clips) else []
     n = int(round(a.clip_seconds * cfg["fps"]))
     try:  # the folder's index.json may give a clip's frame rate (data/motions/README.md)
@@ -152,7 +156,8 @@ def family_eval(a):
     betas = [0.0]
     if a.plan:
         p = dataset.parse_args(["--base", a.model, "--out", "-"] + shlex.split(a.plan))
-        betas = next(s["betas"] for s in dataset.plan(cfg, p) if not s["test_betas"])
+        want_test = a.shape == "test"
+        betas = next(s["betas"] for s in dataset.plan(cfg, p) if bool(s["test_betas"]) == want_test)
     jobs = family_jobs(a, cfg)
     os.makedirs(a.work, exist_ok=True)
     with ThreadPoolExecutor(max(1, min(a.jobs, 2))) as ex:  # the teacher: two processes at most
@@ -169,7 +174,7 @@ def family_eval(a):
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for r in res:
         M, L, Tt = r["model"], r["lbs"], r["teacher"]
-        held = " (held out)" if r["motion"] in motions.HELD_OUT_FAMILIES else ""
+        held = " (held out)" if r["motion"].split("#")[0] in motions.HELD_OUT_FAMILIES else ""
         print(f"| {r['garment']} | {r['motion']}{held} | {M['mean_mm'] / L['mean_mm']:.2f} | {M['mean_mm']:.1f} | "
               f"{L['mean_mm']:.1f} | {100 * M['edge_error']:.2f}% | {100 * M['area_error']:.2f}% | "
               f"{M['collision_pct']:.3f} | {100 * Tt['edge_error']:.2f}% / {100 * Tt['area_error']:.2f}% / "
@@ -189,6 +194,11 @@ def main(argv=None):
     ap.add_argument("--work", default="build/eval-families", help="with --families: the teacher's outputs, kept")
     ap.add_argument("--plan", default="", help="with --families: dataset.py flags; its first training shape")
     ap.add_argument("--seconds", type=float, default=3.5, help="with --families: each family's length")
+    ap.add_argument("--family-seed", type=int, default=FAMILY_SEED,
+                    help="with --families: the first draw's seed base (+ the family's index; + 100 per draw)")
+    ap.add_argument("--draws", type=int, default=1, help="with --families: draws per family")
+    ap.add_argument("--shape", choices=("train", "test"), default="train",
+                    help="with --families: --plan's first training shape, or its first unseen one")
     ap.add_argument("--clip-seconds", type=float, default=4.0, help="with --families: the middle of each clip")
     ap.add_argument("--sim-args", default="", help="with --families: the teacher's flags for a bundle without its own")
     ap.add_argument("--drape", default="build/drape")
