@@ -23,13 +23,14 @@
  *      frame of `drape sim garment --realtime` (the served settings) against
  *      its teacher, `drape sim garment` with the bundle's own settings (the
  *      peer), alternating in this run; then one physics avatar at 30 fps on
- *      draped (--physics-threads 1): the server's CPU ms per frame delivered
- *      and the avatars a core serves at 30 fps from it, delivered fps and
- *      latency. Each row once on a quiet machine and once next to a busy
+ *      draped (--physics-threads 1): the server's CPU ms per physics frame
+ *      and the avatars a core serves at 30 fps from it, delivered fps,
+ *      skips, catch-ups and latency. Each row once on a quiet machine and once next to a busy
  *      loop (a competing load, as drape_bench --contention's rows).
  *
- *   drape_bench_server [--physics] BUNDLE DRAPED DRAPE    env DRAPE_BENCH_THREADS (2)
- *   (--physics: only 6) */
+ *   drape_bench_server BUNDLE DRAPED DRAPE              1-5
+ *   drape_bench_server --physics BUNDLE DRAPED DRAPE    6 (make bench: the default model's)
+ *   env DRAPE_BENCH_THREADS (2) */
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -331,39 +332,56 @@ static double proc_cpu_s(pid_t pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-typedef struct { double cpu_ms, fps, p50, p99; long long skipped, sent; } phys_served;
+/* a counter of draped's /metrics (curl), or -1 */
+static double metric(int port, const char *name)
+{
+    char cmd[256], line[512];
+    snprintf(cmd, sizeof cmd, "curl -s http://127.0.0.1:%d/metrics", port);
+    FILE *p = popen(cmd, "r");
+    double v = -1;
+    size_t n = strlen(name);
+    while (p && fgets(line, sizeof line, p))
+        if (!strncmp(line, name, n) && line[n] == ' ') v = atof(line + n + 1);
+    if (p) pclose(p);
+    return v;
+}
 
-/* one physics avatar at 30 fps on a fresh draped: its CPU per frame delivered */
+typedef struct { double cpu_ms, fps, p50, p99, catch_ups; long long skipped, sent; } phys_served;
+
+/* One physics avatar at 30 fps on a fresh draped, PHYS_WARM_S then
+ * PHYS_SECONDS: the server's CPU time over the frames it simulated in the
+ * second part (its physics frame counter), so the avatar's first frame,
+ * which settles the cloth, is not in it; the client's figures are over
+ * both. */
 static phys_served physics_on_draped(const char *draped, const char *drape, const char *bundle, const char *garment)
 {
     pid_t pid;
     int port = start_draped(draped, bundle, 1, NULL, NULL, &pid);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s load --url ws://127.0.0.1:%d/v1/stream --avatars 1 --fps 30 --duration %g "
-                              "--garment %s --mode physics --format f32 --json >/dev/null",
-             drape, port, PHYS_WARM_S, garment);
-    if (system(cmd) != 0) die("drape load", cmd);
-    double c0 = proc_cpu_s(pid);
-    snprintf(cmd, sizeof cmd, "%s load --url ws://127.0.0.1:%d/v1/stream --avatars 1 --fps 30 --duration %g "
                               "--garment %s --mode physics --format f32 --json",
-             drape, port, PHYS_SECONDS, garment);
+             drape, port, PHYS_WARM_S + PHYS_SECONDS, garment);
     FILE *p = popen(cmd, "r");
+    if (!p) die("drape load", cmd);
+    usleep((useconds_t)(PHYS_WARM_S * 1e6));
+    double c0 = proc_cpu_s(pid), f0 = metric(port, "drape_physics_frames_total"),
+           k0 = metric(port, "drape_physics_catch_ups_total");
     static char buf[8192];
-    size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
     buf[n] = 0;
-    if (p) pclose(p);
-    double c1 = proc_cpu_s(pid);
+    pclose(p);
+    double c1 = proc_cpu_s(pid), f1 = metric(port, "drape_physics_frames_total"),
+           k1 = metric(port, "drape_physics_catch_ups_total");
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     json_error_t je;
     json_t *j = json_loads(buf, 0, &je);
     if (!j) die("drape load", buf);
     json_t *l = json_object_get(j, "latency_ms");
-    double got = num(j, "received");
     phys_served r = {.fps = num(j, "throughput_fps"), .p50 = num(l, "p50"), .p99 = num(l, "p99"),
                      .skipped = json_integer_value(json_object_get(j, "dropped")),
-                     .sent = json_integer_value(json_object_get(j, "sent"))};
-    r.cpu_ms = got > 0 ? 1e3 * (c1 - c0) / got : -1;
+                     .sent = json_integer_value(json_object_get(j, "sent")), .catch_ups = k1 - k0};
+    r.cpu_ms = f1 > f0 && f0 >= 0 ? 1e3 * (c1 - c0) / (f1 - f0) : -1;
     json_decref(j);
     return r;
 }
@@ -381,8 +399,8 @@ static void physics_rows(const char *bundle, const char *draped, const char *dra
            "draped: 1 physics avatar x 30 fps, --physics-threads 1, %g s after %g s)\n\n",
            bundle, PHYS_FRAMES, PHYS_ROUNDS, PHYS_SECONDS, PHYS_WARM_S);
     printf("| load | garment | teacher CPU ms/frame | served CPU ms/frame | teacher / served | draped CPU ms/frame "
-           "delivered | avatars per core at 30 fps | delivered fps | skipped / sent | latency p50 / p99 ms |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "| avatars per core at 30 fps | delivered fps | skipped / sent | catch-ups | latency p50 / p99 ms |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int busy = 0; busy < 2; busy++) {
         pid_t nb = busy ? bench_busy_start() : 0;
         if (busy) usleep(500000); /* the neighbour alone first */
@@ -394,16 +412,19 @@ static void physics_rows(const char *bundle, const char *draped, const char *dra
                 served += sim_cpu_ms(drape, bundle, gn, poses, 1) / PHYS_ROUNDS;
             }
             phys_served d = physics_on_draped(draped, drape, bundle, gn);
-            printf("| %s | %s | %.1f | %.1f | %.1fx | %.1f | %.1f | %.1f | %lld / %lld | %.1f / %.1f |\n",
+            printf("| %s | %s | %.1f | %.1f | %.1fx | %.1f | %.1f | %.1f | %lld / %lld | %.0f | %.1f / %.1f |\n",
                    busy ? "one busy loop" : "quiet", gn, teach, served, teach / served, d.cpu_ms,
-                   d.cpu_ms > 0 ? 1e3 / (30.0 * d.cpu_ms) : 0.0, d.fps, d.skipped, d.sent, d.p50, d.p99);
+                   d.cpu_ms > 0 ? 1e3 / (30.0 * d.cpu_ms) : 0.0, d.fps, d.skipped, d.sent, d.catch_ups, d.p50,
+                   d.p99);
             fflush(stdout);
         }
         bench_busy_stop(nb);
     }
-    printf("\nCPU times are the process's own (`drape sim garment`'s, draped's over the frames it delivered: the "
-           "stream and packing included), so a busy neighbour moves them less than the wall-clock columns; "
-           "avatars per core = 1000 / (30 x draped's CPU ms per frame).\n");
+    printf("\nThe teacher runs the bundle's own settings (its config's teacher, as drape sim garment without flags); "
+           "CPU times are the process's own (`drape sim garment`'s; draped's over the physics frames of the last %g s, "
+           "the stream and packing included), so a busy neighbour moves them less than the wall-clock columns; "
+           "avatars per core = 1000 / (30 x draped's CPU ms per frame); catch-ups: the avatar fell 0.25 s behind "
+           "and started again from skinning (a settle, docs/server.md).\n", PHYS_SECONDS);
     snprintf(out, sizeof out, "%s.out.npy", poses);
     unlink(out);
     unlink(poses);
@@ -463,6 +484,5 @@ int main(int argc, char **argv)
     split_rows(bundle, threads);
     refine_rows(bundle, threads);
     tls_rows(bundle, threads, argv[2], argv[3]);
-    physics_rows(bundle, argv[2], argv[3]);
     return 0;
 }

@@ -25,9 +25,13 @@ static int get(drape_npy *a, const uint8_t *z, size_t len, const char *name, int
     snprintf(entry, sizeof entry, "%s.npy", name);
     int rc = drape_npz_array_num(a, z, len, entry, DRAPE_BODY_MAX_ARRAY, err);
     if (rc == DRAPE_ENOTFOUND) return drape_fail(err, rc, "no array '%s' (" LAYOUT ")", name);
-    if (rc == DRAPE_EDTYPE && !strcmp(name, "J_regressor"))
+    if (rc == DRAPE_EDTYPE && !strcmp(name, "J_regressor")) {
+        char why[DRAPE_ERRMSG_MAX]; /* the reader's "npz:J_regressor.npy: dtype ..." */
+        const char *d = strstr(err->msg, "dtype");
+        snprintf(why, sizeof why, "%s", d ? d : err->msg);
         return drape_fail(err, rc, "J_regressor: %s; only a dense [24, N] array is read (a scipy sparse matrix "
-                                   "saved as an object is not: save J_regressor.toarray())", err->msg);
+                                   "saved as an object is not: save J_regressor.toarray())", why);
+    }
     if (rc) return rc;
     if (want_int && a->kind == 'f')
         return drape_fail(err, DRAPE_EDTYPE, "%s: dtype float, expected an integer type (indices)", name);
