@@ -102,6 +102,10 @@ int drape_smpl_read(drape_smpl_body *b, const uint8_t *z, size_t len, int betas,
     int rc;
     if (betas < 1 || betas > DRAPE_MAX_BETAS)
         return drape_fail(err, DRAPE_EINVAL, "betas: %d, expected 1 to %d", betas, DRAPE_MAX_BETAS);
+    /* SMPL ships .pkl files (pickled, with chumpy objects): name it */
+    if (len >= 2 && z[0] == 0x80 && z[1] >= 2 && z[1] <= 5)
+        return drape_fail(err, DRAPE_EFORMAT, "a Python pickle (SMPL's .pkl?), not an .npz: convert it with numpy "
+                                              "first (docs/body.md)");
     /* the joint tree first: a file of another skeleton is refused by name
      * before its large arrays are read */
     if ((rc = get(&kt, z, len, "kintree_table", 1, 2, err)) || (rc = check_kintree(&kt, err))) goto out;
@@ -468,7 +472,21 @@ int drape_body_import(const char *in, const drape_smpl_body *b, const char *sour
 #undef ADD
         if (rc) goto nomem;
     }
-    rc = drape_st_writer_save(w, out, err);
+    /* written beside and renamed: a failed write leaves whatever was at out
+     * (the input itself, when out is in) as it was */
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp) {
+        rc = drape_fail(err, DRAPE_EINVAL, "output path too long");
+        goto out;
+    }
+    if ((rc = drape_st_writer_save(w, tmp, err))) {
+        remove(tmp);
+        goto out;
+    }
+    if (rename(tmp, out)) {
+        remove(tmp);
+        rc = drape_fail(err, DRAPE_EIO, "cannot write %s", out);
+    }
     goto out;
 nomem:
     rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");

@@ -390,6 +390,19 @@ Test(body_import, refuses_a_missing_array)
     refused("del d['kintree_table']", 10, DRAPE_ENOTFOUND, "no array 'kintree_table'");
 }
 
+Test(body_import, refuses_a_pickle_by_name)
+{
+    char pkl[300], out[300], log[4096];
+    snprintf(pkl, sizeof pkl, "%s", tu_tmp("smpl.pkl"));
+    snprintf(out, sizeof out, "%s", tu_tmp("never.safetensors"));
+    cr_assert_eq(tu_run(log, sizeof log, "%s -c \"import pickle; pickle.dump({'v_template': [[0, 0, 0]]}, "
+                                         "open('%s', 'wb'), protocol=2)\"", py(), pkl), 0, "%s", log);
+    cr_assert_eq(tu_run(log, sizeof log, "%s body import %s --model %s --out %s", drape_bin(), pkl,
+                        tu_bundle("tiny_random"), out), 1, "%s", log);
+    cr_assert(strstr(log, "a Python pickle (SMPL's .pkl?), not an .npz"), "%s", log);
+    cr_assert_neq(access(out, F_OK), 0, "the bundle was written");
+}
+
 Test(body_import, refuses_nan)
 {
     refused("d['v_template'][7, 1] = np.nan", 10, DRAPE_ENONFINITE, "v_template: element 22 is not finite");
