@@ -19,8 +19,18 @@
  *      each on its own draped with the same flags, in this run: p50 and p99
  *      (goal: wss within 1 ms of ws at p50). Skipped without openssl for a
  *      self-signed certificate.
+ *   6. the physics mode per garment (docs/server.md, "Physics"): CPU ms per
+ *      frame of `drape sim garment --realtime` (the served settings) against
+ *      its teacher, `drape sim garment` with the bundle's own settings (the
+ *      peer), alternating in this run; then one physics avatar at 30 fps on
+ *      draped (--physics-threads 1): the server's CPU ms per physics frame
+ *      and the avatars a core serves at 30 fps from it, delivered fps,
+ *      skips, catch-ups and latency. Each row once on a quiet machine and once next to a busy
+ *      loop (a competing load, as drape_bench --contention's rows).
  *
- *   drape_bench_server BUNDLE DRAPED DRAPE    env DRAPE_BENCH_THREADS (2) */
+ *   drape_bench_server BUNDLE DRAPED DRAPE              1-5
+ *   drape_bench_server --physics BUNDLE DRAPED DRAPE    6 (make bench: the default model's)
+ *   env DRAPE_BENCH_THREADS (2) */
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
@@ -34,6 +44,7 @@
 #include "bench_util.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
+#include "../runtime/npy.h"
 #include "../runtime/omp_env.h"
 #include "../core/clock.h"
 
@@ -260,10 +271,177 @@ static void tls_rows(const char *bundle, int threads, const char *draped, const 
            fabs(p50[1] - p50[0]) <= 1.0 ? "meets" : "MISSES");
 }
 
+/* ---- 6: the physics mode ---- */
+
+#define PHYS_FRAMES 30    /* frames of each `drape sim garment` run */
+#define PHYS_ROUNDS 2     /* teacher and served runs per row, alternating */
+#define PHYS_WARM_S 2.0   /* a physics avatar streams this long before it is measured (its first frame settles) */
+#define PHYS_SECONDS 6.0  /* then this long, measured */
+
+/* A walk at 1.2 m/s, one stride a second: hips and knees swing, the pelvis
+ * rolls a little (float32 [T, 75], the pose file of drape sim garment). */
+static void write_walk(const char *path, int T)
+{
+    float *p = calloc((size_t)T * 75, sizeof *p);
+    for (int t = 0; t < T; t++) {
+        float *f = p + 75 * t, ph = 2.0f * (float)M_PI * (float)t / 30.0f;
+        f[2] = 0.05f * sinf(ph);                      /* pelvis roll */
+        f[3 * 1] = 0.45f * sinf(ph);                  /* l_hip, about x */
+        f[3 * 2] = -0.45f * sinf(ph);                 /* r_hip */
+        f[3 * 4] = 0.5f * fmaxf(0.0f, -sinf(ph));     /* l_knee bends as the leg swings back */
+        f[3 * 5] = 0.5f * fmaxf(0.0f, sinf(ph));      /* r_knee */
+        f[74] = 1.2f * (float)t / 30.0f;              /* forward along z */
+    }
+    drape_error e = {0};
+    if (drape_npy_write(path, p, 2, (const int64_t[]){T, 75}, &e)) die("walk", e.msg);
+    free(p);
+}
+
+/* `drape sim garment` (realtime: the served settings) on the walk: its
+ * printed CPU ms per frame */
+static double sim_cpu_ms(const char *drape, const char *bundle, const char *garment, const char *poses, int realtime)
+{
+    char cmd[1024], line[1024];
+    snprintf(cmd, sizeof cmd, "%s sim garment --model %s --garment %s --poses %s --out %s.out.npy%s 2>&1", drape,
+             bundle, garment, poses, poses, realtime ? " --realtime" : "");
+    FILE *p = popen(cmd, "r");
+    double ms = -1;
+    while (p && fgets(line, sizeof line, p)) {
+        const char *at = strstr(line, " ms CPU)");
+        if (!at) continue;
+        while (at > line && at[-1] != '(') at--;
+        ms = atof(at);
+    }
+    if (!p || pclose(p) || ms < 0) die("drape sim garment", cmd);
+    return ms;
+}
+
+/* user + system seconds of a process so far (/proc/PID/stat) */
+static double proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    const char *q = strrchr(buf, ')'); /* the name may hold spaces; the fields follow its ')' */
+    unsigned long long ut = 0, st = 0;
+    if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        die("proc", "cannot read the server's CPU time");
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* a counter of draped's /metrics (curl), or -1 */
+static double metric(int port, const char *name)
+{
+    char cmd[256], line[512];
+    snprintf(cmd, sizeof cmd, "curl -s http://127.0.0.1:%d/metrics", port);
+    FILE *p = popen(cmd, "r");
+    double v = -1;
+    size_t n = strlen(name);
+    while (p && fgets(line, sizeof line, p))
+        if (!strncmp(line, name, n) && line[n] == ' ') v = atof(line + n + 1);
+    if (p) pclose(p);
+    return v;
+}
+
+typedef struct { double cpu_ms, fps, p50, p99, catch_ups; long long skipped, sent; } phys_served;
+
+/* One physics avatar at 30 fps on a fresh draped, PHYS_WARM_S then
+ * PHYS_SECONDS: the server's CPU time over the frames it simulated in the
+ * second part (its physics frame counter), so the avatar's first frame,
+ * which settles the cloth, is not in it; the client's figures are over
+ * both. */
+static phys_served physics_on_draped(const char *draped, const char *drape, const char *bundle, const char *garment)
+{
+    pid_t pid;
+    int port = start_draped(draped, bundle, 1, NULL, NULL, &pid);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s load --url ws://127.0.0.1:%d/v1/stream --avatars 1 --fps 30 --duration %g "
+                              "--garment %s --mode physics --format f32 --json",
+             drape, port, PHYS_WARM_S + PHYS_SECONDS, garment);
+    FILE *p = popen(cmd, "r");
+    if (!p) die("drape load", cmd);
+    usleep((useconds_t)(PHYS_WARM_S * 1e6));
+    double c0 = proc_cpu_s(pid), f0 = metric(port, "drape_physics_frames_total"),
+           k0 = metric(port, "drape_physics_catch_ups_total");
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = 0;
+    pclose(p);
+    double c1 = proc_cpu_s(pid), f1 = metric(port, "drape_physics_frames_total"),
+           k1 = metric(port, "drape_physics_catch_ups_total");
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    json_error_t je;
+    json_t *j = json_loads(buf, 0, &je);
+    if (!j) die("drape load", buf);
+    json_t *l = json_object_get(j, "latency_ms");
+    phys_served r = {.fps = num(j, "throughput_fps"), .p50 = num(l, "p50"), .p99 = num(l, "p99"),
+                     .skipped = json_integer_value(json_object_get(j, "dropped")),
+                     .sent = json_integer_value(json_object_get(j, "sent")), .catch_ups = k1 - k0};
+    r.cpu_ms = f1 > f0 && f0 >= 0 ? 1e3 * (c1 - c0) / (f1 - f0) : -1;
+    json_decref(j);
+    return r;
+}
+
+static void physics_rows(const char *bundle, const char *draped, const char *drape)
+{
+    drape_error e = {0};
+    drape_model *m;
+    if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
+    char dir[] = "/tmp/drape-bench-phys-XXXXXX", poses[96], out[128];
+    if (!mkdtemp(dir)) die("mkdtemp", dir);
+    snprintf(poses, sizeof poses, "%s/walk.npy", dir);
+    write_walk(poses, PHYS_FRAMES);
+    printf("\n## The physics mode (%s; a walk, %d frames per simulation run, %d runs each, alternating; "
+           "draped: 1 physics avatar x 30 fps, --physics-threads 1, %g s after %g s)\n\n",
+           bundle, PHYS_FRAMES, PHYS_ROUNDS, PHYS_SECONDS, PHYS_WARM_S);
+    printf("| load | garment | teacher CPU ms/frame | served CPU ms/frame | teacher / served | draped CPU ms/frame "
+           "| avatars per core at 30 fps | delivered fps | skipped / sent | catch-ups | latency p50 / p99 ms |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int busy = 0; busy < 2; busy++) {
+        pid_t nb = busy ? bench_busy_start() : 0;
+        if (busy) usleep(500000); /* the neighbour alone first */
+        for (int g = 0; g < m->cfg.n_garments; g++) {
+            const char *gn = m->cfg.garments[g];
+            double teach = 0, served = 0;
+            for (int r = 0; r < PHYS_ROUNDS; r++) {
+                teach += sim_cpu_ms(drape, bundle, gn, poses, 0) / PHYS_ROUNDS;
+                served += sim_cpu_ms(drape, bundle, gn, poses, 1) / PHYS_ROUNDS;
+            }
+            phys_served d = physics_on_draped(draped, drape, bundle, gn);
+            printf("| %s | %s | %.1f | %.1f | %.1fx | %.1f | %.1f | %.1f | %lld / %lld | %.0f | %.1f / %.1f |\n",
+                   busy ? "one busy loop" : "quiet", gn, teach, served, teach / served, d.cpu_ms,
+                   d.cpu_ms > 0 ? 1e3 / (30.0 * d.cpu_ms) : 0.0, d.fps, d.skipped, d.sent, d.catch_ups, d.p50,
+                   d.p99);
+            fflush(stdout);
+        }
+        bench_busy_stop(nb);
+    }
+    printf("\nThe teacher runs the bundle's own settings (its config's teacher, as drape sim garment without flags); "
+           "CPU times are the process's own (`drape sim garment`'s; draped's over the physics frames of the last %g s, "
+           "the stream and packing included), so a busy neighbour moves them less than the wall-clock columns; "
+           "avatars per core = 1000 / (30 x draped's CPU ms per frame); catch-ups: the avatar fell 0.25 s behind "
+           "and started again from skinning (a settle, docs/server.md).\n", PHYS_SECONDS);
+    snprintf(out, sizeof out, "%s.out.npy", poses);
+    unlink(out);
+    unlink(poses);
+    rmdir(dir);
+    drape_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
     drape_blas_threads_init();
-    if (argc < 4) die("usage", "drape_bench_server BUNDLE DRAPED DRAPE");
+    int physics_only = argc > 1 && !strcmp(argv[1], "--physics");
+    argc -= physics_only, argv += physics_only;
+    if (argc < 4) die("usage", "drape_bench_server [--physics] BUNDLE DRAPED DRAPE");
+    if (physics_only) {
+        physics_rows(argv[1], argv[2], argv[3]);
+        return 0;
+    }
     int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : 2;
     const char *bundle = argv[1];
     double raw_fps, batch_ms;

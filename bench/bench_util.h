@@ -3,10 +3,14 @@
 #ifndef DRAPE_BENCH_UTIL_H
 #define DRAPE_BENCH_UTIL_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../core/clock.h"
 
@@ -46,6 +50,30 @@ static inline int bench_draped_port(int fd)
     }
     if (f) fclose(f);
     return port;
+}
+
+/* A busy loop in a process group of its own that dies with the benchmark
+ * (PR_SET_PDEATHSIG): a competing load. Stop it with bench_busy_stop. */
+static inline pid_t bench_busy_start(void)
+{
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(0);
+        for (volatile unsigned long x = 0;; x++) {}
+    }
+    if (pid > 0) setpgid(pid, pid);
+    return pid;
+}
+
+static inline void bench_busy_stop(pid_t pid)
+{
+    if (pid <= 0) return;
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
 }
 
 #endif

@@ -304,6 +304,19 @@ def motions():
                                         "mocap_framerate": rate}, True))
     put("npz", "no_rate.npz", npz_bytes({"poses": poses, "trans": trans}, False))
     put("npz", "truncated.npz", npz_bytes(arrays, True)[:-30])
+    # an SMPL-layout body (runtime/body_import.c): a tetrahedron on the root
+    # joint, SMPL's tree with its uint32 -1, int64 and uint32 indices
+    parents = [-1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 12, 13, 14, 16, 17, 18, 19, 20, 21]
+    tet = [0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]
+    body = {"v_template": npy((4, 3), struct.pack("<12d", *tet), descr="<f8"),
+            "shapedirs": npy((4, 3, 2), struct.pack("<24f", *[0.01 * i for i in range(24)])),
+            "J_regressor": npy((24, 4), struct.pack("<96f", *[0.25] * 96)),
+            "weights": npy((4, 24), struct.pack("<96d", *([1.0] + [0.0] * 23) * 4), descr="<f8"),
+            "kintree_table": npy((2, 24), struct.pack("<48q", *([4294967295] + parents[1:] + list(range(24)))),
+                                 descr="<i8"),
+            "f": npy((4, 3), struct.pack("<12I", 0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3), descr="<u4")}
+    put("npz", "smpl_body.npz", npz_bytes(body, False))
+    put("npz", "smpl_body_deflate.npz", npz_bytes(body, True))
 
 
 def main():

@@ -130,6 +130,25 @@ static int config_teacher(drape_config *c, const json_t *t, drape_error *err)
     return DRAPE_OK;
 }
 
+/* A set of garments by name, e.g. "stale_networks": ["skirt", ...]: flag[g]
+ * is 1 for each one listed; absent: none. */
+static int config_garment_set(const drape_config *c, const json_t *o, const char *key, int *flag, drape_error *err)
+{
+    const json_t *a = json_object_get(o, key);
+    if (!a) return DRAPE_OK;
+    if (!json_is_array(a)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: '%s' must be an array of garment names", key);
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        int g = -1;
+        for (int k = 0; s && k < c->n_garments; k++)
+            if (!strcmp(c->garments[k], s)) g = k;
+        if (g < 0)
+            return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: %s[%zu] is not a garment of the model", key, i);
+        flag[g] = 1;
+    }
+    return DRAPE_OK;
+}
+
 static int config_parse(drape_config *c, const char *text, drape_error *err)
 {
     if (!text) return drape_fail(err, DRAPE_ENOTFOUND, "__metadata__ has no 'drape.config'");
@@ -222,6 +241,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
     }
     if ((rc = config_refine(c, json_object_get(o, "refine"), err))) goto out;
     if ((rc = config_teacher(c, json_object_get(o, "teacher"), err))) goto out;
+    if ((rc = config_garment_set(c, o, "stale_networks", c->stale_net, err))) goto out;
     rc = DRAPE_OK;
 out:
     json_decref(o);

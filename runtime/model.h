@@ -49,6 +49,9 @@ typedef struct {
      * has_teacher 0: the bundle carries none */
     int has_teacher;
     char teacher[DRAPE_MAX_GARMENTS][DRAPE_TEACHER_MAX];
+    /* 1: the garment's network was trained on another body (the config's
+     * "stale_networks", set by `drape body import`; docs/body.md) */
+    int stale_net[DRAPE_MAX_GARMENTS];
 } drape_config;
 
 /* y[n,out] = x[n,in] · wᵀ + b */

@@ -22,8 +22,34 @@ static const char *dict_value(const char *h, const char *key)
     return p;
 }
 
-/* f64_ok: float64 ('<f8') is read too and converted (AMASS's arrays) */
-static int npy_fread(drape_npy *out, FILE *f, const char *path, int f64_ok, drape_error *err)
+/* What a reader accepts besides float32: float64 ('<f8', AMASS's arrays),
+ * and little-endian integers (SMPL's faces and kintree_table), all converted
+ * to float32. */
+enum { NPY_F64 = 1, NPY_INT = 2 };
+
+typedef struct { const char *descr; size_t size; char kind; } npy_dtype;
+static const npy_dtype npy_dtypes[] = {
+    {"'<f4'", 4, 'f'}, {"'<f8'", 8, 'f'}, {"'<i4'", 4, 'i'}, {"'<i8'", 8, 'i'},
+    {"'<u4'", 4, 'u'}, {"'<u8'", 8, 'u'}, {"'|u1'", 1, 'u'}, {"'<i2'", 2, 'i'}, {"'<u2'", 2, 'u'},
+};
+
+/* one element of dtype t at p as a float (integers past 2^24 round) */
+static float npy_elem(const unsigned char *p, const npy_dtype *t)
+{
+    if (t->kind == 'f') {
+        if (t->size == 4) { float v; memcpy(&v, p, 4); return v; }
+        double v;
+        memcpy(&v, p, 8);
+        return (float)v;
+    }
+    uint64_t u = 0;
+    for (size_t i = 0; i < t->size; i++) u |= (uint64_t)p[i] << (8 * i);
+    if (t->kind == 'u') return (float)u;
+    if (t->size < 8 && (u >> (8 * t->size - 1)) & 1) u |= ~(uint64_t)0 << (8 * t->size); /* sign-extend */
+    return (float)(int64_t)u;
+}
+
+static int npy_fread(drape_npy *out, FILE *f, const char *path, int accept, drape_error *err)
 {
     memset(out, 0, sizeof *out);
     unsigned char pre[10];
@@ -51,15 +77,22 @@ static int npy_fread(drape_npy *out, FILE *f, const char *path, int f64_ok, drap
     if (fread(h, 1, hlen, f) != hlen) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated header", path); goto out; }
     const char *d = dict_value(h, "descr"), *fo = dict_value(h, "fortran_order"), *s = dict_value(h, "shape");
     if (!d || !fo || !s) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: header lacks descr, fortran_order or shape", path); goto out; }
-    size_t esize = 4;
-    if (f64_ok && !strncmp(d, "'<f8'", 5)) esize = 8;
-    else if (strncmp(d, "'<f4'", 5)) {
+    const npy_dtype *dt = NULL;
+    for (size_t i = 0; i < sizeof npy_dtypes / sizeof *npy_dtypes; i++) {
+        const npy_dtype *t = &npy_dtypes[i];
+        if (strncmp(d, t->descr, 5)) continue;
+        if (i == 0 || (t->kind == 'f' && (accept & NPY_F64)) || (t->kind != 'f' && (accept & NPY_INT))) dt = t;
+    }
+    if (!dt) {
         char got[16] = {0};
         for (int i = 0; i < 15 && d[i] && d[i] != ','; i++) got[i] = d[i];
         rc = drape_fail(err, DRAPE_EDTYPE, "%s: dtype %s, expected %s", path, got,
-                        f64_ok ? "float32 or float64 ('<f4', '<f8')" : "float32 ('<f4')");
+                        accept & NPY_INT ? "float32, float64 or a little-endian integer"
+                        : accept & NPY_F64 ? "float32 or float64 ('<f4', '<f8')" : "float32 ('<f4')");
         goto out;
     }
+    size_t esize = dt->size;
+    out->kind = dt->kind;
     if (strncmp(fo, "False", 5)) { rc = drape_fail(err, DRAPE_EFORMAT, "%s: Fortran order is not supported", path); goto out; }
     if (*s != '(') { rc = drape_fail(err, DRAPE_EFORMAT, "%s: bad shape", path); goto out; }
     s++;
@@ -94,17 +127,17 @@ static int npy_fread(drape_npy *out, FILE *f, const char *path, int f64_ok, drap
     }
     out->data = malloc((size_t)(out->numel ? out->numel : 1) * sizeof(float));
     if (!out->data) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory"); goto out; }
-    if (esize == 4 && fread(out->data, sizeof(float), (size_t)out->numel, f) != (size_t)out->numel) {
+    if (esize == 4 && dt->kind == 'f' && fread(out->data, sizeof(float), (size_t)out->numel, f) != (size_t)out->numel) {
         rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
         goto out;
     }
-    for (int64_t i = 0; esize == 8 && i < out->numel; i++) {
-        double v;
-        if (fread(&v, 8, 1, f) != 1) {
+    for (int64_t i = 0; (esize != 4 || dt->kind != 'f') && i < out->numel; i++) {
+        unsigned char v[8];
+        if (fread(v, esize, 1, f) != 1) {
             rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
             goto out;
         }
-        out->data[i] = (float)v;
+        out->data[i] = npy_elem(v, dt);
     }
     rc = DRAPE_OK;
 out:
@@ -120,7 +153,12 @@ int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
 
 int drape_npy_fread_f64(drape_npy *out, FILE *f, const char *path, drape_error *err)
 {
-    return npy_fread(out, f, path, 1, err);
+    return npy_fread(out, f, path, NPY_F64, err);
+}
+
+int drape_npy_fread_num(drape_npy *out, FILE *f, const char *path, drape_error *err)
+{
+    return npy_fread(out, f, path, NPY_F64 | NPY_INT, err);
 }
 
 int drape_npy_read(drape_npy *out, const char *path, drape_error *err)

@@ -16,6 +16,7 @@ typedef struct {
     int64_t shape[DRAPE_NPY_MAX_DIMS];
     int64_t numel;
     float *data;
+    char kind; /* the file's: 'f' float, 'i' signed or 'u' unsigned integer */
 } drape_npy;
 
 int drape_npy_read(drape_npy *out, const char *path, drape_error *err);
@@ -25,6 +26,9 @@ int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err)
 /* The same, also taking float64 ('<f8') and converting it to float32 (a
  * value past float's range becomes ±Inf: callers check finiteness). */
 int drape_npy_fread_f64(drape_npy *out, FILE *f, const char *path, drape_error *err);
+/* The same, also taking little-endian integers (int16, int32, int64, uint8 to uint64),
+ * converted to float32 (exact up to 2^24); kind says which it was. */
+int drape_npy_fread_num(drape_npy *out, FILE *f, const char *path, drape_error *err);
 int drape_npy_write(const char *path, const float *data, int ndim, const int64_t *shape, drape_error *err);
 void drape_npy_free(drape_npy *a);
 

@@ -92,8 +92,15 @@ static int find_entry(const uint8_t *z, size_t len, const char *name, zip_entry 
     return DRAPE_ENOTFOUND;
 }
 
-int drape_npz_array(drape_npy *out, const uint8_t *z, size_t len, const char *name, size_t max_bytes,
-                    drape_error *err)
+int drape_npz_has(const uint8_t *zip, size_t len, const char *name)
+{
+    zip_entry ze;
+    drape_error e = {0};
+    return find_entry(zip, len, name, &ze, &e) == DRAPE_OK;
+}
+
+static int npz_array(drape_npy *out, const uint8_t *z, size_t len, const char *name, size_t max_bytes, int ints,
+                     drape_error *err)
 {
     memset(out, 0, sizeof *out);
     zip_entry ze;
@@ -151,8 +158,20 @@ int drape_npz_array(drape_npy *out, const uint8_t *z, size_t len, const char *na
     }
     char path[80];
     snprintf(path, sizeof path, "npz:%.64s", name);
-    rc = drape_npy_fread_f64(out, f, path, err);
+    rc = ints ? drape_npy_fread_num(out, f, path, err) : drape_npy_fread_f64(out, f, path, err);
     fclose(f);
     free(buf);
     return rc;
+}
+
+int drape_npz_array(drape_npy *out, const uint8_t *zip, size_t len, const char *name, size_t max_bytes,
+                    drape_error *err)
+{
+    return npz_array(out, zip, len, name, max_bytes, 0, err);
+}
+
+int drape_npz_array_num(drape_npy *out, const uint8_t *zip, size_t len, const char *name, size_t max_bytes,
+                        drape_error *err)
+{
+    return npz_array(out, zip, len, name, max_bytes, 1, err);
 }

@@ -282,6 +282,15 @@ const char *drape_st_meta(const drape_st *st, const char *key)
     return st->meta ? json_string_value(json_object_get(st->meta, key)) : NULL;
 }
 
+int drape_st_meta_count(const drape_st *st) { return st->meta ? (int)json_object_size(st->meta) : 0; }
+
+const char *drape_st_meta_key(const drape_st *st, int i)
+{
+    void *it = st->meta ? json_object_iter(st->meta) : NULL;
+    for (; it && i > 0; i--) it = json_object_iter_next(st->meta, it);
+    return it ? json_object_iter_key(it) : NULL;
+}
+
 void drape_st_to_f32(float *out, const drape_tensor *t)
 {
     if (t->dtype == DRAPE_DT_F32) {

@@ -50,6 +50,9 @@ const drape_tensor *drape_st_find(const drape_st *st, const char *name);
 /* String value of a __metadata__ key, or NULL. */
 const char *drape_st_meta(const drape_st *st, const char *key);
 size_t drape_st_data_bytes(const drape_st *st);
+/* The __metadata__ keys, 0 <= i < count (a bundle rewritten keeps them all). */
+int drape_st_meta_count(const drape_st *st);
+const char *drape_st_meta_key(const drape_st *st, int i);
 
 /* Copies a tensor's values out as float32 (F32, F16) or int32 (I32). */
 void drape_st_to_f32(float *out, const drape_tensor *t);

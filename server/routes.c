@@ -77,6 +77,12 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     char digest[17];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
     json_object_set_new(j, "digest", json_string(digest));
+    /* per garment, what its network was trained for: "other_body" after
+     * `drape body import` until it is retrained (docs/body.md) */
+    json_t *nets = json_object();
+    for (int i = 0; i < cfg->n_garments; i++)
+        json_object_set_new(nets, cfg->garments[i], json_string(cfg->stale_net[i] ? "other_body" : "trained"));
+    json_object_set_new(j, "networks", nets);
     const drape_garment_sim_params *pp = draped_physics_params(d->physics); /* what mode physics runs */
     json_object_set_new(j, "physics", json_pack("{s:i,s:i,s:i}", "threads", (int)d->cfg.physics_threads, "substeps",
                                                 pp->substeps, "iterations", pp->iters));

@@ -89,3 +89,37 @@ Test(npy, short_data_is_refused_before_its_size_is_allocated)
     fclose(f);
     unlink(path);
 }
+
+/* drape_npy_fread_num: little-endian integers of every width it takes,
+ * signed ones sign-extended, as floats; refused by the float-only readers */
+Test(npy, integers_are_read_as_floats_by_the_numeric_reader)
+{
+    static const struct { const char *descr; int size; unsigned char bytes[8]; float want; char kind; } cases[] = {
+        {"<i2", 2, {0xfe, 0xff}, -2, 'i'},
+        {"<i4", 4, {0xff, 0xff, 0xff, 0xff}, -1, 'i'},
+        {"<i8", 8, {0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00}, 4294967296.0f, 'i'},
+        {"<u4", 4, {0xff, 0xff, 0xff, 0xff}, 4294967295.0f, 'u'},
+        {"|u1", 1, {0xff}, 255, 'u'},
+        {"<u2", 2, {0x34, 0x12}, 0x1234, 'u'},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char dict[128];
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (1,), }", cases[c].descr);
+        const char *path = tu_tmp("int.npy");
+        write_npy(path, dict, 0);
+        FILE *f = fopen(path, "ab");
+        cr_assert(f);
+        fwrite(cases[c].bytes, 1, (size_t)cases[c].size, f);
+        fclose(f);
+        drape_npy a;
+        drape_error err = {0};
+        f = fopen(path, "rb");
+        cr_assert_eq(drape_npy_fread_num(&a, f, path, &err), 0, "%s: %s", cases[c].descr, err.msg);
+        fclose(f);
+        cr_assert_eq(a.data[0], cases[c].want, "%s: %g", cases[c].descr, a.data[0]);
+        cr_assert_eq(a.kind, cases[c].kind);
+        drape_npy_free(&a);
+        cr_assert_eq(drape_npy_read(&a, path, &err), DRAPE_EDTYPE, "%s", cases[c].descr);
+        cr_assert(strstr(err.msg, "expected float32 ('<f4')"), "%s", err.msg);
+    }
+}
