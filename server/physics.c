@@ -37,7 +37,9 @@ static void run_job(draped_physics_job *j)
     drape_error err = {0};
     int rc;
     j->reset = 0;
-    if (j->first) rc = drape_garment_run_first(j->run, j->pose, j->job.frame.out, &err);
+    if (j->first && j->catch_up)
+        rc = drape_garment_run_restart(j->run, j->pose, drape_garment_run_substeps(j->run), j->job.frame.out, &err);
+    else if (j->first) rc = drape_garment_run_first(j->run, j->pose, j->job.frame.out, &err);
     else rc = drape_garment_run_next(j->run, j->pose, j->job.frame.out, &j->reset, &err);
     j->err = err;
     j->job.t_end_ns = drape_now_ns();

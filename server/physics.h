@@ -36,6 +36,8 @@ typedef struct {
     drape_garment_run *run;
     float pose[DRAPE_FRAME_FLOATS]; /* the pose, then the translation */
     int first;               /* start the run again here (open, reset, a cut) */
+    int catch_up;            /* with first: a late avatar's restart, settled for one
+                                frame's substeps only (DRAPED_PHYSICS_MAX_BEHIND) */
     int reset;               /* set by the worker: the state diverged, the run started again here */
     drape_error err;
     void *next;              /* private */

@@ -226,9 +226,9 @@ static void job_done(drape_job *j, int status, const drape_error *err)
 static drape_job *job_of(avatar *a) { return a->run ? &a->pjob.job : &a->job; }
 
 /* pose: the window (the model's history, t last); first: a physics run
- * starts again at t */
+ * starts again at t; catch_up: it does so because it fell behind */
 static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS], uint64_t seq,
-                   int64_t recv_ns, int first)
+                   int64_t recv_ns, int first, int catch_up)
 {
     int nf = sc->d->model->cfg.n_hist, rc;
     a->jseq = seq;
@@ -236,7 +236,8 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS]
     if (a->run) {
         memcpy(a->pjob.pose, pose[nf - 1], sizeof a->pjob.pose);
         a->pjob.run = a->run;
-        a->pjob.first = first;
+        a->pjob.first = first || catch_up;
+        a->pjob.catch_up = catch_up && !first;
         a->pjob.job.frame.out = a->out;
         a->pjob.job.done = job_done;
         a->pjob.job.user = a;
@@ -332,11 +333,13 @@ static void complete(stream_conn *sc, avatar *a)
         else {
             /* a cloth cannot be dragged across more than DRAPED_PHYSICS_MAX_BEHIND s
              * of skipped poses in one frame's substeps: it starts again from
-             * skinning at the newest pose, as after a cut */
+             * skinning at the newest pose, settled for one frame's substeps
+             * only (a full settle costs more than the lag it cures on a loaded
+             * machine, and the avatar would restart again and again) */
             int behind = a->run && !a->pfirst &&
                          (double)(a->pseq - a->jseq) > DRAPED_PHYSICS_MAX_BEHIND * d->model->cfg.fps;
             if (behind) COUNT(d->met.physics_catch_ups);
-            submit(sc, a, a->ppose, a->pseq, a->p_recv_ns, a->pfirst || behind);
+            submit(sc, a, a->ppose, a->pseq, a->p_recv_ns, a->pfirst, behind);
         }
         a->pfirst = 0;
     }
@@ -478,7 +481,7 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     for (int k = 0; k < c->n_hist; k++)
         memcpy(win[k], a->ring[drape_history_index(t, c->hist[k]) % span], sizeof win[k]);
     if (!a->inflight) {
-        submit(sc, a, win, seq, now, first || a->pfirst);
+        submit(sc, a, win, seq, now, first || a->pfirst, 0);
         a->pfirst = 0;
         return;
     }

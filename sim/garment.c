@@ -349,6 +349,13 @@ static void store(float *out, const drape_cloth *c, int V)
 
 int drape_garment_run_first(drape_garment_run *s, const float *pose, float *out, drape_error *err)
 {
+    return drape_garment_run_restart(s, pose, s->r->p.settle, out, err);
+}
+
+int drape_garment_run_substeps(const drape_garment_run *s) { return s->r->substeps; }
+
+int drape_garment_run_restart(drape_garment_run *s, const float *pose, int settle, float *out, drape_error *err)
+{
     const drape_garment_rig *r = s->r;
     s->started = 0;
     int rc = pose_into(s, 1, pose, err);
@@ -359,7 +366,7 @@ int drape_garment_run_first(drape_garment_run *s, const float *pose, float *out,
     if ((rc = drape_cloth_set_state(s->cloth, s->X, NULL, err)) ||
         (rc = move_to(s, s->lbs[1], s->lbs[1], s->body[1], s->body[1], 0, err)))
         return rc;
-    for (int k = 0; k < r->p.settle && !rc; k++) rc = drape_cloth_step(s->cloth, err);
+    for (int k = 0; k < settle && !rc; k++) rc = drape_cloth_step(s->cloth, err);
     if (rc) return rc;
     s->contacts = drape_cloth_contacts(s->cloth);
     store(out, s->cloth, r->V);

@@ -90,6 +90,12 @@ size_t drape_garment_run_bytes(const drape_garment_run *s);
 /* Starts (or starts again) at pose [75]: the garment skinned there, settled
  * for the rig's settle steps; out [V,3] that frame. */
 int drape_garment_run_first(drape_garment_run *s, const float *pose, float *out, drape_error *err);
+/* The same with settle steps of the caller's choosing (settle >= 0): a
+ * server catching a late avatar up settles for about one frame's cost, not
+ * the full settle, which on a loaded machine would leave it late again. */
+int drape_garment_run_restart(drape_garment_run *s, const float *pose, int settle, float *out, drape_error *err);
+/* the run's substeps per frame */
+int drape_garment_run_substeps(const drape_garment_run *s);
 /* The next frame at pose [75]: the rig's substeps from the previous pose to
  * this one (the first call is drape_garment_run_first). When the state
  * diverges (max_stray), the run starts again at this pose and *reset (may
