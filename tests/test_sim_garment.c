@@ -552,3 +552,51 @@ Test(sim_garment, a_diverged_run_starts_again_from_skinning)
     free(P);
     drape_model_free(m);
 }
+
+/* A catch-up restart (drape_garment_run_restart) with the rig's settle is
+ * drape_garment_run_first; with fewer steps it is a run whose rig settles
+ * that many; with 0 it is the skinned garment at that pose, attached. */
+Test(sim_garment, a_restart_settles_the_steps_it_is_given)
+{
+    drape_model *m = tu_load("small_random");
+    int gi = drape_model_garment(m, "skirt"), V = m->garments[gi].V;
+    float *P = walk_poses(3);
+    size_t n = (size_t)3 * V;
+    float *x = malloc(sizeof(float) * n), *y = malloc(sizeof(float) * n);
+    drape_error e = {0};
+    drape_garment_sim_params p = drape_garment_sim_realtime();
+    p.settle = 12;
+    drape_garment_rig *r, *r4;
+    drape_garment_run *s, *s4;
+    cr_assert_eq(drape_garment_rig_create(&r, m, gi, NULL, 0, &p, p.substeps, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_create(&s, r, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_substeps(s), p.substeps);
+    cr_assert_eq(drape_garment_run_next(s, P, x, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_restart(s, P + 75, p.settle, x, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_first(s, P + 75, y, &e), 0, "%s", e.msg);
+    cr_assert(same_floats(x, y, n), "a restart with the rig's settle is not run_first");
+    p.settle = 4;
+    cr_assert_eq(drape_garment_rig_create(&r4, m, gi, NULL, 0, &p, p.substeps, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_create(&s4, r4, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_restart(s, P + 150, 4, x, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_first(s4, P + 150, y, &e), 0, "%s", e.msg);
+    cr_assert(same_floats(x, y, n), "a 4-step restart is not a 4-step settle");
+    /* the next frame goes on from the short settle as the 4-step run does */
+    cr_assert_eq(drape_garment_run_next(s, P + 75, x, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_next(s4, P + 75, y, NULL, &e), 0, "%s", e.msg);
+    cr_assert(same_floats(x, y, n), "the frame after a short restart differs");
+    /* 0 steps: the garment as skinned at that pose, moved by nothing */
+    cr_assert_eq(drape_garment_run_restart(s, P + 150, 0, x, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_restart(s4, P + 150, 12, y, &e), 0, "%s", e.msg);
+    double moved = 0;
+    for (size_t i = 0; i < n; i++) moved = fmax(moved, fabs(x[i] - y[i]));
+    cr_assert_gt(moved, 1e-6, "settling 12 steps moved nothing from the 0-step restart");
+    drape_garment_run_free(s);
+    drape_garment_run_free(s4);
+    drape_garment_rig_free(r);
+    drape_garment_rig_free(r4);
+    free(x);
+    free(y);
+    free(P);
+    drape_model_free(m);
+}
