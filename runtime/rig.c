@@ -338,7 +338,7 @@ int drape_rig_attach_top(int32_t **out, int *n, const float *rest, int V, double
 }
 
 int drape_rig_attach_shoulders(int32_t **out, int *n, const float *rest, int V, const float *body_v,
-                                   const float *body_w, int Nb, const int32_t *body_faces, int Fb, double band)
+                               const float *J_regressor, int Nb, const int32_t *body_faces, int Fb, double band)
 {
     *n = 0;
     *out = malloc(sizeof **out * (size_t)V);
@@ -350,16 +350,19 @@ int drape_rig_attach_shoulders(int32_t **out, int *n, const float *rest, int V, 
     if (!*out || !dist || !x || !bv || !normals || !nn) goto done;
     for (int i = 0; i < 3 * V; i++) x[i] = rest[i];
     for (int i = 0; i < 3 * Nb; i++) bv[i] = body_v[i];
+    /* the rest joints that bound the shoulders: spine3 (9) below, the shoulder joints (16, 17) at the sides */
+    double J[JOINTS][3] = {{0}};
+    for (int j = 0; j < JOINTS; j++)
+        for (int i = 0; i < Nb; i++)
+            for (int d = 0; d < 3; d++) J[j][d] += (double)J_regressor[(size_t)j * Nb + i] * bv[3 * i + d];
+    double xlo = fmin(J[16][0], J[17][0]), xhi = fmax(J[16][0], J[17][0]);
     drape_mesh_normals(normals, body_v, Nb, body_faces, Fb);
     if (nearest_all(nn, x, V, bv, Nb) || drape_rig_body_distance(dist, rest, V, body_v, Nb, body_faces, Fb))
         goto done;
     for (int v = 0; v < V; v++) {
-        const float *w = body_w + JOINTS * (size_t)nn[v];
-        int top = 0;
-        for (int j = 1; j < JOINTS; j++)
-            if (w[j] > w[top]) top = j;
-        int shoulder = top == 9 || top == 12 || top == 13 || top == 14; /* spine3, neck, the collars */
-        if (dist[v] <= band && normals[3 * nn[v] + 1] >= 0.5f && shoulder) (*out)[(*n)++] = v;
+        const double *p = x + 3 * v;
+        if (dist[v] <= band && normals[3 * nn[v] + 1] >= 0.5f && p[1] >= J[9][1] && p[0] >= xlo && p[0] <= xhi)
+            (*out)[(*n)++] = v;
     }
     rc = DRAPE_OK;
 done:

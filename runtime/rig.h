@@ -62,11 +62,12 @@ int drape_rig_body_distance(double *dist, const float *rest, int V, const float 
 /* train/assets.py attach_vertices(): the vertices within band of the
  * highest rest vertex (the waist of a skirt, the neckline of a dress). */
 int drape_rig_attach_top(int32_t **out, int *n, const float *rest, int V, double band);
-/* The vertices that rest on the shoulders: within band of the body surface,
- * whose nearest body vertex faces up (normal y >= 0.5) and is skinned
- * mostly to the upper spine, the neck or a collar (SMPL joints 9, 12, 13,
- * 14): the top of the shoulders and the base of the neck, not the arms. */
+/* The vertices that rest on the shoulders: within band of the body's
+ * surface, over body surface that faces up (the nearest body vertex's
+ * normal has y >= 0.5), above the upper spine joint (SMPL 9) and between
+ * the shoulder joints (16, 17) in x: the tops of the shoulders and the
+ * base of the neck, not the arms. J_regressor [24,Nb] places the joints. */
 int drape_rig_attach_shoulders(int32_t **out, int *n, const float *rest, int V, const float *body_v,
-                                   const float *body_w, int Nb, const int32_t *body_faces, int Fb, double band);
+                               const float *J_regressor, int Nb, const int32_t *body_faces, int Fb, double band);
 
 #endif

@@ -205,6 +205,11 @@ static int cmd_infer(int argc, char **argv)
     rc = drape_tool_job_open(&j, "infer", &o.job);
     if (rc) goto done;
     rc = 1;
+    if (j.m->cfg.untrained[j.gi] && !o.lbs_only) { /* as draped refuses mode neural for it */
+        fprintf(stderr, "drape infer: garment '%s' has no trained network (it runs with --lbs-only, or in drape sim "
+                        "garment); train it first (docs/garments.md)\n", o.job.garment);
+        goto done;
+    }
     drape_backend_opts bo = {.threads = o.threads};
     if (drape_backend_create(&be, drape_tool_backends[o.backend], j.m, &bo, &e) ||
         drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e)) {

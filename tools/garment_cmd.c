@@ -1,7 +1,7 @@
 /* `drape garment add`: a garment of one's own into a bundle (docs/garments.md).
  *   drape garment add --model IN.safetensors --mesh G.obj|G.glb --name NAME --out OUT.safetensors
- *                     [--attach waist|shoulders|FILE] [--band 0.01] [--shoulder-band 0.03]
- *                     [--max-distance 0.3] [--max-nonmanifold 0.001] [--max-uv-overlap 0.01]
+ *                     [--attach waist|shoulders|FILE] [--band 0.01] [--shoulder-band 0.06]
+ *                     [--max-distance 0.5] [--max-nonmanifold 0.001] [--max-uv-overlap 0.01]
  * Reads the mesh (runtime/garment_mesh.h), judges it (each refusal names what
  * is wrong and the tolerance it broke), makes its rig as the built-in
  * garments' is made (runtime/rig.h), and writes the input bundle
@@ -46,9 +46,9 @@ static const drape_opt add_opts_table[] = {
                 "the vertices the simulator holds: waist (within --band of the top), shoulders (those resting on "
                 "the shoulders), or a file of 0-based vertex indices"),
     DRAPE_OPT_D(add_opts, band, "band", "0.01", 0, 1, "M", DRAPE_OPT_GT_MIN, "--attach waist: meters below the top"),
-    DRAPE_OPT_D(add_opts, shoulder_band, "shoulder-band", "0.03", 0, 0.2, "M", DRAPE_OPT_GT_MIN,
+    DRAPE_OPT_D(add_opts, shoulder_band, "shoulder-band", "0.06", 0, 0.2, "M", DRAPE_OPT_GT_MIN,
                 "--attach shoulders: meters from the body's surface"),
-    DRAPE_OPT_D(add_opts, max_distance, "max-distance", "0.3", 0, 2, "M", DRAPE_OPT_GT_MIN,
+    DRAPE_OPT_D(add_opts, max_distance, "max-distance", "0.5", 0, 2, "M", DRAPE_OPT_GT_MIN,
                 "refuse a mesh with a vertex farther than this from the rest body's surface"),
     DRAPE_OPT_D(add_opts, max_nonmanifold, "max-nonmanifold", "0.001", 0, 1, "FRACTION", 0,
                 "refuse a mesh with more than this share of its edges in three or more faces"),
@@ -294,7 +294,7 @@ static int cmd_add(int argc, char **argv)
     if (!strcmp(o.attach, "waist")) {
         if (drape_rig_attach_top(&attach, &n_attach, g.v, g.V, o.band)) { FAIL("out of memory"); goto done; }
     } else if (!strcmp(o.attach, "shoulders")) {
-        if (drape_rig_attach_shoulders(&attach, &n_attach, g.v, g.V, m->v_template, m->weights, m->Nb,
+        if (drape_rig_attach_shoulders(&attach, &n_attach, g.v, g.V, m->v_template, m->J_regressor, m->Nb,
                                            m->body_faces, m->Fb, o.shoulder_band)) {
             FAIL("out of memory");
             goto done;
