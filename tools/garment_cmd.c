@@ -104,9 +104,10 @@ static int read_attach_file(const char *path, int V, int32_t **out, int *n)
         if (++bytes > GARMENT_MAX_ATTACH_BYTES) { rc = FAIL("--attach %s: over %u bytes", path, GARMENT_MAX_ATTACH_BYTES); break; }
         if (c >= '0' && c <= '9') {
             val = (val < 0 ? 0 : val) * 10 + (c - '0');
-            if (val >= V) { rc = FAIL("--attach %s:%d: vertex %lld is not in the mesh (%d vertices)", path, line, val, V); break; }
+            if (val > 1000000000000LL) val = 1000000000000LL; /* past any mesh; no overflow */
             continue;
         }
+        if (val >= V) { rc = FAIL("--attach %s:%d: vertex %lld is not in the mesh (%d vertices)", path, line, val, V); break; }
         if (val >= 0) seen[val] = 1, val = -1;
         if (c == EOF) break;
         if (c == '#') {
