@@ -472,3 +472,20 @@ Test(garment, attach_shoulders_takes_the_tops_of_the_shoulders)
     drape_model_free(n);
     drape_model_free(m);
 }
+
+/* The viewer offers the added garment only its modes (web/viewer.js, with
+ * /v1/model's garment_modes): side by side lbs and physics, alone lbs; a
+ * trained garment all three. In headless Chromium (tests/js/viewer_modes.mjs). */
+Test(garment, viewer_offers_only_the_garments_modes, .timeout = 180)
+{
+    const char *chromium = getenv("CHROMIUM") ? getenv("CHROMIUM") : "/usr/bin/chromium";
+    if (access("web/node_modules/playwright-core", R_OK)) cr_skip_test("web/node_modules is missing (make deps)");
+    if (access(chromium, X_OK)) cr_skip_test("%s is missing (apt-get install chromium)", chromium);
+    const char *path = added_bundle();
+    tu_server s = tu_draped_start(path, "--web-root web");
+    int rc = tu_run(out, OUT, "node tests/js/viewer_modes.mjs %s longskirt skirt", s.url);
+    int stop = tu_draped_stop(&s);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_log_info("%s", out);
+    cr_assert_eq(stop, 0);
+}
