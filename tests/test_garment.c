@@ -3,7 +3,9 @@
  * as a GLB) from the shipped model's skirt goes in; the bundle loads, its
  * rig is train/assets.py garment_rig()'s, `drape sim garment` runs it, a
  * real draped streams it in lbs and physics modes over a real WebSocket and
- * refuses neural with mode_unavailable; each refusal has its message. */
+ * refuses neural with mode_unavailable; each refusal has its message. The
+ * check against Python is in suite `assets` and the browser's in `web`, as
+ * their kinds are elsewhere (make test-unit leaves those suites out). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -147,7 +149,7 @@ Test(garment, add_writes_a_bundle_that_loads_with_the_garment_untrained)
  * (float32, as the bundle holds it) gives the same bones, nearest bones and
  * body vertices, and W0 within float rounding. On the shipped skirt, a
  * built-in garment, made into an OBJ as it is. */
-Test(garment, rig_is_train_assets_garment_rig)
+Test(assets, garment_add_rig_is_garment_rig)
 {
     drape_model *m = tu_load(MODEL);
     const drape_garment *g = &m->garments[drape_model_garment(m, "skirt")];
@@ -476,7 +478,7 @@ Test(garment, attach_shoulders_takes_the_tops_of_the_shoulders)
 /* The viewer offers the added garment only its modes (web/viewer.js, with
  * /v1/model's garment_modes): side by side lbs and physics, alone lbs; a
  * trained garment all three. In headless Chromium (tests/js/viewer_modes.mjs). */
-Test(garment, viewer_offers_only_the_garments_modes, .timeout = 180)
+Test(web, viewer_offers_an_added_garment_only_its_modes, .timeout = 180)
 {
     const char *chromium = getenv("CHROMIUM") ? getenv("CHROMIUM") : "/usr/bin/chromium";
     if (access("web/node_modules/playwright-core", R_OK)) cr_skip_test("web/node_modules is missing (make deps)");
