@@ -403,6 +403,26 @@ Test(garment, refuses_bad_names_and_names_taken)
     const char *obj = write_obj("names.obj", &(obj_recipe){.scale = 1});
     refused(obj, "skirt", NULL, "--name skirt: the bundle already has a garment of that name");
     refused(obj, "'my cape'", NULL, "--name 'my cape': a garment's name is 1-63 characters of A-Z a-z 0-9 _ -");
+    /* a bundle that holds a tensor under the name, though no garment of its config has it */
+    drape_st *st = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st, MODEL, &e), 0, "%s", e.msg);
+    drape_st_writer *w = drape_st_writer_new();
+    for (int i = 0; i < drape_st_count(st); i++) {
+        const drape_tensor *t = drape_st_at(st, i);
+        cr_assert_eq(drape_st_writer_add(w, t->name, t->dtype, t->ndim, t->shape, t->data), 0);
+    }
+    cr_assert_eq(drape_st_writer_meta(w, "drape.config", drape_st_meta(st, "drape.config")), 0);
+    cr_assert_eq(drape_st_writer_add(w, "garment.ghost.rest", DRAPE_DT_F32, 2, (const int64_t[]){1, 3},
+                                     (const float[]){0, 1, 0}), 0);
+    const char *ghost = tmp("ghost.safetensors"), *o = tmp("ghost_out.safetensors");
+    cr_assert_eq(drape_st_writer_save(w, ghost, &e), 0, "%s", e.msg);
+    drape_st_writer_free(w);
+    drape_st_free(st);
+    cr_assert_eq(tu_run(out, OUT, "%s garment add --model %s --mesh %s --name ghost --out %s", drape_bin(), ghost, obj, o),
+                 1, "%s", out);
+    cr_assert(strstr(out, "--name ghost: ") && strstr(out, "already holds a tensor 'garment.ghost.rest'"), "%s", out);
+    cr_assert_eq(access(o, F_OK), -1);
 }
 
 Test(garment, refuses_degenerate_faces_nan_loose_vertices_and_uvs_outside_the_square)

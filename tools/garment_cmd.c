@@ -316,6 +316,14 @@ static int cmd_add(int argc, char **argv)
         goto done;
     }
     if (drape_st_open(&in, o.model, &e)) { drape_tool_die("garment add", &e); goto done; }
+    char prefix[DRAPE_NAME_MAX + 16];
+    snprintf(prefix, sizeof prefix, "garment.%s.", o.name);
+    for (int i = 0; i < drape_st_count(in); i++) /* a tensor left over under that name: ours would clash */
+        if (!strncmp(drape_st_at(in, i)->name, prefix, strlen(prefix))) {
+            FAIL("--name %s: %s already holds a tensor '%s' (not a garment of its config); remove it or choose "
+                 "another name", o.name, o.model, drape_st_at(in, i)->name);
+            goto done;
+        }
     /* written beside OUT, loaded back, then renamed over it: OUT is whole or untouched */
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", o.out, (long)getpid());
     if (write_bundle(&o, in, &g, &r, attach, n_attach, tmp, &e)) { drape_tool_die("garment add", &e); goto done; }
