@@ -242,6 +242,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
     if ((rc = config_refine(c, json_object_get(o, "refine"), err))) goto out;
     if ((rc = config_teacher(c, json_object_get(o, "teacher"), err))) goto out;
     if ((rc = config_garment_set(c, o, "stale_networks", c->stale_net, err))) goto out;
+    if ((rc = config_garment_set(c, o, "untrained", c->untrained, err))) goto out;
     rc = DRAPE_OK;
 out:
     json_decref(o);

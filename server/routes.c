@@ -77,11 +77,19 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     char digest[17];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
     json_object_set_new(j, "digest", json_string(digest));
-    /* per garment, what its network was trained for: "other_body" after
-     * `drape body import` until it is retrained (docs/body.md) */
-    json_t *nets = json_object();
-    for (int i = 0; i < cfg->n_garments; i++)
-        json_object_set_new(nets, cfg->garments[i], json_string(cfg->stale_net[i] ? "other_body" : "trained"));
+    /* per garment, what its network was trained for: "untrained" for a garment
+     * added without one (docs/garments.md), "other_body" after `drape body
+     * import` until it is retrained (docs/body.md) */
+    json_t *nets = json_object(), *modes = json_object();
+    for (int i = 0; i < cfg->n_garments; i++) {
+        json_object_set_new(nets, cfg->garments[i], json_string(cfg->untrained[i]   ? "untrained"
+                                                                : cfg->stale_net[i] ? "other_body"
+                                                                                    : "trained"));
+        /* the modes it runs in: no neural without a trained network (docs/garments.md) */
+        json_object_set_new(modes, cfg->garments[i], cfg->untrained[i] ? json_pack("[s,s]", "lbs", "physics")
+                                                                       : json_pack("[s,s,s]", "neural", "lbs", "physics"));
+    }
+    json_object_set_new(j, "garment_modes", modes);
     json_object_set_new(j, "networks", nets);
     const drape_garment_sim_params *pp = draped_physics_params(d->physics); /* what mode physics runs */
     json_object_set_new(j, "physics", json_pack("{s:i,s:i,s:i}", "threads", (int)d->cfg.physics_threads, "substeps",
@@ -264,6 +272,14 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
     if (rc) {
         if (*code == DRAPE_EC_LIMIT) COUNT(d->met.limits[L_CACHE]);
         return snprintf(msg, cap, "%.250s", err.msg), -1;
+    }
+    char why[DRAPE_ERRMSG_MAX];
+    if (draped_mode_refused(d, drape_idcache_entry_garment(it->e), it->req.lbs ? DRAPE_MODE_LBS : DRAPE_MODE_NEURAL,
+                            why, sizeof why)) {
+        drape_idcache_release(d->cache, it->e);
+        it->e = NULL;
+        *code = DRAPE_EC_MODE_UNAVAILABLE;
+        return snprintf(msg, cap, "%.250s", why), -1;
     }
     return 0;
 }
