@@ -20,7 +20,7 @@ JOBS   ?= 2
 
 ifeq ($(DRAPE_DEPS_OK),)
 
-.PHONY: all test test-unit check bench clean deps bundles run eval eval-final model gpu-check fuzz fuzz-smoke
+.PHONY: all test test-unit check bench clean deps bundles run eval model gpu-check fuzz fuzz-smoke
 all:
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 test test-unit check bench bundles run eval model gpu-check fuzz fuzz-smoke: deps
