@@ -41,7 +41,7 @@ static int cfg_int_array(const json_t *o, const char *key, int min_n, int max_n,
     return DRAPE_OK;
 }
 
-static int name_ok(const char *s)
+int drape_model_name_ok(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n >= DRAPE_NAME_MAX) return 0;
@@ -205,7 +205,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
     }
     for (size_t i = 0; i < json_array_size(g); i++) {
         const char *s = json_string_value(json_array_get(g, i));
-        if (!s || !name_ok(s)) {
+        if (!s || !drape_model_name_ok(s)) {
             rc = drape_fail(err, DRAPE_EFORMAT, "drape.config: garments[%zu] must be a name of 1-%d characters [A-Za-z0-9_-]",
                             i, DRAPE_NAME_MAX - 1);
             goto out;

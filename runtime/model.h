@@ -157,6 +157,8 @@ static inline const struct drape_model *drape_model_for_garment(const struct dra
 }
 /* index of a garment by name, or DRAPE_ENOTFOUND */
 int drape_model_garment(const drape_model *m, const char *name);
+/* a garment name a bundle may hold: 1-63 of [A-Za-z0-9_-] */
+int drape_model_name_ok(const char *s);
 /* Validates betas for this model: count <= S, finite, within beta_range. */
 int drape_model_check_betas(const drape_model *m, const float *betas, int n, drape_error *err);
 

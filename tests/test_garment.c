@@ -37,6 +37,20 @@ static const char *tmp(const char *name)
     return p;
 }
 
+/* a bundle's garment written out as an OBJ, as it is */
+static void write_garment_obj(const char *path, const drape_garment *g)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "%s", path);
+    for (int v = 0; v < g->V; v++) fprintf(f, "v %.9g %.9g %.9g\n", g->rest[3 * v], g->rest[3 * v + 1], g->rest[3 * v + 2]);
+    for (int t = 0; t < g->Nuv; t++) fprintf(f, "vt %.9g %.9g\n", g->uv[2 * t], g->uv[2 * t + 1]);
+    for (int i = 0; i < g->F; i++) {
+        const int32_t *a = g->faces + 3 * i, *t = g->uv_faces + 3 * i;
+        fprintf(f, "f %d/%d %d/%d %d/%d\n", a[0] + 1, t[0] + 1, a[1] + 1, t[1] + 1, a[2] + 1, t[2] + 1);
+    }
+    fclose(f);
+}
+
 /* How the OBJ is made from the shipped skirt. */
 typedef struct {
     double scale;      /* all coordinates (100: centimetres) */
@@ -154,14 +168,7 @@ Test(assets, garment_add_rig_is_garment_rig)
     drape_model *m = tu_load(MODEL);
     const drape_garment *g = &m->garments[drape_model_garment(m, "skirt")];
     const char *obj = tmp("skirt_as_is.obj");
-    FILE *f = fopen(obj, "w");
-    for (int v = 0; v < g->V; v++) fprintf(f, "v %.9g %.9g %.9g\n", g->rest[3 * v], g->rest[3 * v + 1], g->rest[3 * v + 2]);
-    for (int t = 0; t < g->Nuv; t++) fprintf(f, "vt %.9g %.9g\n", g->uv[2 * t], g->uv[2 * t + 1]);
-    for (int i = 0; i < g->F; i++) {
-        const int32_t *a = g->faces + 3 * i, *t = g->uv_faces + 3 * i;
-        fprintf(f, "f %d/%d %d/%d %d/%d\n", a[0] + 1, t[0] + 1, a[1] + 1, t[1] + 1, a[2] + 1, t[2] + 1);
-    }
-    fclose(f);
+    write_garment_obj(obj, g);
     const char *path = tmp("with_skirt2.safetensors");
     cr_assert_eq(add(obj, "skirt2", path, NULL), 0, "%s", out);
     drape_model *n = tu_load(path);
@@ -469,14 +476,7 @@ Test(garment, attach_shoulders_takes_the_tops_of_the_shoulders)
     drape_model *m = tu_load(MODEL);
     const drape_garment *g = &m->garments[drape_model_garment(m, "tshirt")];
     const char *obj = tmp("tshirt.obj");
-    FILE *f = fopen(obj, "w");
-    for (int v = 0; v < g->V; v++) fprintf(f, "v %.9g %.9g %.9g\n", g->rest[3 * v], g->rest[3 * v + 1], g->rest[3 * v + 2]);
-    for (int t = 0; t < g->Nuv; t++) fprintf(f, "vt %.9g %.9g\n", g->uv[2 * t], g->uv[2 * t + 1]);
-    for (int i = 0; i < g->F; i++) {
-        const int32_t *a = g->faces + 3 * i, *t = g->uv_faces + 3 * i;
-        fprintf(f, "f %d/%d %d/%d %d/%d\n", a[0] + 1, t[0] + 1, a[1] + 1, t[1] + 1, a[2] + 1, t[2] + 1);
-    }
-    fclose(f);
+    write_garment_obj(obj, g);
     const char *o = tmp("shoulders.safetensors");
     cr_assert_eq(add(obj, "top", o, "--attach shoulders"), 0, "%s", out);
     drape_model *n = tu_load(o);

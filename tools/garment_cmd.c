@@ -76,17 +76,6 @@ static int FAIL(const char *fmt, ...)
     return 1;
 }
 
-static int name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n >= DRAPE_NAME_MAX) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
-              s[i] == '_' || s[i] == '-'))
-            return 0;
-    return 1;
-}
-
 /* FILE: vertex indices separated by white space or commas; '#' starts a
  * comment. Sorted and deduplicated into *out. */
 static int read_attach_file(const char *path, int V, int32_t **out, int *n)
@@ -270,7 +259,7 @@ static int cmd_add(int argc, char **argv)
     add_opts o = {0};
     int rc = drape_opts_parse(&add_spec, &o, argc, argv);
     if (rc) return drape_opts_status(rc);
-    if (!name_ok(o.name))
+    if (!drape_model_name_ok(o.name))
         return FAIL("--name '%s': a garment's name is 1-%d characters of A-Z a-z 0-9 _ -", o.name, DRAPE_NAME_MAX - 1);
     drape_error e = {0};
     drape_model *m = NULL, *check = NULL;
