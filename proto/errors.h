@@ -32,6 +32,8 @@
     XX(INTERNAL, "internal", "a server failure", 500, STREAM)                                                      \
     XX(PHYSICS_RESET, "physics_reset", "a physics avatar's cloth diverged and was restarted from skinning", 500,     \
        STREAM)                                                                                                     \
+    XX(MODE_UNAVAILABLE, "mode_unavailable", "a mode the garment does not have (neural before its network is trained)", \
+       400, STREAM)                                                                                                \
     XX(NOT_FOUND, "not_found", "no such route or file", 404, NONE)                                                 \
     XX(UNAUTHORIZED, "unauthorized", "a valid API key is required", 401, NONE)                                     \
     XX(METHOD_NOT_ALLOWED, "method_not_allowed", "the route does not take this method", 405, NONE)              \

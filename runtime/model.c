@@ -130,6 +130,24 @@ static int config_teacher(drape_config *c, const json_t *t, drape_error *err)
     return DRAPE_OK;
 }
 
+/* "untrained": ["<garment>", ...]: the garments no network was trained for
+ * (docs/garments.md); absent: none */
+static int config_untrained(drape_config *c, const json_t *u, drape_error *err)
+{
+    if (!u) return DRAPE_OK;
+    if (!json_is_array(u)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: 'untrained' must be an array of garments");
+    for (size_t i = 0; i < json_array_size(u); i++) {
+        const char *s = json_string_value(json_array_get(u, i));
+        int g = -1;
+        for (int k = 0; s && k < c->n_garments; k++)
+            if (!strcmp(c->garments[k], s)) g = k;
+        if (g < 0)
+            return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: untrained[%zu] is not a garment of the model", i);
+        c->untrained[g] = 1;
+    }
+    return DRAPE_OK;
+}
+
 static int config_parse(drape_config *c, const char *text, drape_error *err)
 {
     if (!text) return drape_fail(err, DRAPE_ENOTFOUND, "__metadata__ has no 'drape.config'");
@@ -222,6 +240,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
     }
     if ((rc = config_refine(c, json_object_get(o, "refine"), err))) goto out;
     if ((rc = config_teacher(c, json_object_get(o, "teacher"), err))) goto out;
+    if ((rc = config_untrained(c, json_object_get(o, "untrained"), err))) goto out;
     rc = DRAPE_OK;
 out:
     json_decref(o);

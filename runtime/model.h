@@ -49,6 +49,10 @@ typedef struct {
      * has_teacher 0: the bundle carries none */
     int has_teacher;
     char teacher[DRAPE_MAX_GARMENTS][DRAPE_TEACHER_MAX];
+    /* the config's "untrained": 1 for a garment no network was trained for
+     * (`drape garment add`, docs/garments.md): it runs in lbs and physics
+     * modes, never neural */
+    int untrained[DRAPE_MAX_GARMENTS];
 } drape_config;
 
 /* y[n,out] = x[n,in] · wᵀ + b */

@@ -282,6 +282,18 @@ const char *drape_st_meta(const drape_st *st, const char *key)
     return st->meta ? json_string_value(json_object_get(st->meta, key)) : NULL;
 }
 
+const char *drape_st_meta_key(const drape_st *st, int i)
+{
+    if (!st->meta || i < 0) return NULL;
+    const char *key;
+    json_t *v;
+    int n = 0;
+    json_object_foreach(st->meta, key, v) {
+        if (n++ == i) return key;
+    }
+    return NULL;
+}
+
 void drape_st_to_f32(float *out, const drape_tensor *t)
 {
     if (t->dtype == DRAPE_DT_F32) {

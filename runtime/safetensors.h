@@ -49,6 +49,9 @@ const drape_tensor *drape_st_at(const drape_st *st, int i);
 const drape_tensor *drape_st_find(const drape_st *st, const char *name);
 /* String value of a __metadata__ key, or NULL. */
 const char *drape_st_meta(const drape_st *st, const char *key);
+/* The i-th __metadata__ key in the file's order, NULL past the last (to copy
+ * a bundle's metadata whole). */
+const char *drape_st_meta_key(const drape_st *st, int i);
 size_t drape_st_data_bytes(const drape_st *st);
 
 /* Copies a tensor's values out as float32 (F32, F16) or int32 (I32). */

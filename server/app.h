@@ -67,6 +67,11 @@ void draped_streams_shutdown(draped *d);
  * stream/HTTP error code on failure (proto/errors.h). */
 int draped_identity_resolve(draped *d, const char *id, const char *garment, const float *betas, int n_betas,
                             drape_idcache_entry **out, drape_errcode *code, drape_error *err);
+/* identity.c: whether garment g runs in mode (DRAPE_MODE_*): neural needs a
+ * trained network (the config's "untrained" lists those without,
+ * docs/garments.md). 0, or 1 with msg naming the garment and its modes (the
+ * caller answers DRAPE_EC_MODE_UNAVAILABLE). */
+int draped_mode_refused(const draped *d, int g, int mode, char *msg, size_t cap);
 
 /* http.c: whether a request carries a valid API key (the Authorization
  * header, or the ?token= of GET /v1/stream); always, with auth off */

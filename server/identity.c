@@ -3,6 +3,7 @@
  * With both, the id is used when this replica knows it, and otherwise the
  * recipe re-creates it (after checking that it hashes to that id): a client
  * moved to another replica by failover keeps its id. */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -51,4 +52,12 @@ int draped_identity_resolve(draped *d, const char *id, const char *garment, cons
     rc = drape_idcache_acquire(d->cache, out, g, betas, n_betas, NULL, err);
     if (rc == DRAPE_ERANGE) *code = DRAPE_EC_LIMIT;
     return rc;
+}
+
+int draped_mode_refused(const draped *d, int g, int mode, char *msg, size_t cap)
+{
+    if (mode != DRAPE_MODE_NEURAL || !d->model->cfg.untrained[g]) return 0;
+    snprintf(msg, cap, "garment '%s' has no trained network: it runs in modes lbs and physics, not neural",
+             d->model->garments[g].name);
+    return 1;
 }

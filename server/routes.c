@@ -51,12 +51,16 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
 {
     (void)rq;
     const drape_config *cfg = &d->model->cfg;
-    json_t *g = json_array();
+    json_t *g = json_array(), *modes = json_object(), *nets = json_object();
     for (int i = 0; i < cfg->n_garments; i++) {
         const drape_garment *gm = &d->model->garments[i];
         json_array_append_new(g, json_pack("{s:s,s:i,s:i,s:b,s:b}", "name", gm->name, "vertices", gm->V, "faces", gm->F,
                                            "own_network", d->model->own[i] != NULL, "refined",
                                            cfg->refine[i].iters > 0));
+        /* the modes each garment runs in, and whether it has a trained network (docs/server.md) */
+        json_object_set_new(modes, gm->name, cfg->untrained[i] ? json_pack("[s,s]", "lbs", "physics")
+                                                               : json_pack("[s,s,s]", "neural", "lbs", "physics"));
+        json_object_set_new(nets, gm->name, json_string(cfg->untrained[i] ? "untrained" : "trained"));
     }
     json_t *conv = json_array();
     for (int i = 0; i < cfg->n_conv; i++) json_array_append_new(conv, json_integer(cfg->conv[i]));
@@ -77,6 +81,8 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     char digest[17];
     snprintf(digest, sizeof digest, "%016llx", (unsigned long long)d->digest);
     json_object_set_new(j, "digest", json_string(digest));
+    json_object_set_new(j, "garment_modes", modes);
+    json_object_set_new(j, "networks", nets);
     const drape_garment_sim_params *pp = draped_physics_params(d->physics); /* what mode physics runs */
     json_object_set_new(j, "physics", json_pack("{s:i,s:i,s:i}", "threads", (int)d->cfg.physics_threads, "substeps",
                                                 pp->substeps, "iterations", pp->iters));
@@ -258,6 +264,14 @@ static int parse_item(draped *d, json_t *o, http_item *it, char *msg, size_t cap
     if (rc) {
         if (*code == DRAPE_EC_LIMIT) COUNT(d->met.limits[L_CACHE]);
         return snprintf(msg, cap, "%.250s", err.msg), -1;
+    }
+    char why[DRAPE_ERRMSG_MAX];
+    if (draped_mode_refused(d, drape_idcache_entry_garment(it->e), it->req.lbs ? DRAPE_MODE_LBS : DRAPE_MODE_NEURAL,
+                            why, sizeof why)) {
+        drape_idcache_release(d->cache, it->e);
+        it->e = NULL;
+        *code = DRAPE_EC_MODE_UNAVAILABLE;
+        return snprintf(msg, cap, "%.250s", why), -1;
     }
     return 0;
 }

@@ -390,6 +390,12 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
         send_error(sc, binary, code, err.msg, &m->avatar, 0, 0);
         return;
     }
+    char why[DRAPE_ERRMSG_MAX];
+    if (draped_mode_refused(d, drape_idcache_entry_garment(e), m->mode, why, sizeof why)) {
+        drape_idcache_release(d->cache, e);
+        send_error(sc, binary, DRAPE_EC_MODE_UNAVAILABLE, why, &m->avatar, 0, 0);
+        return;
+    }
     drape_garment_run *run = NULL;
     if (m->mode == DRAPE_MODE_PHYSICS) {
         /* the identity's rig (made by its first physics avatar), then this

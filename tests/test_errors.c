@@ -27,6 +27,7 @@ static const struct {
     {DRAPE_EC_LIMIT, "limit", 503, 1},
     {DRAPE_EC_INTERNAL, "internal", 500, 1},
     {DRAPE_EC_PHYSICS_RESET, "physics_reset", 500, 1},
+    {DRAPE_EC_MODE_UNAVAILABLE, "mode_unavailable", 400, 1},
     {DRAPE_EC_NOT_FOUND, "not_found", 404, 0},
     {DRAPE_EC_UNAUTHORIZED, "unauthorized", 401, 0},
     {DRAPE_EC_METHOD_NOT_ALLOWED, "method_not_allowed", 405, 0},

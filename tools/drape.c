@@ -7,6 +7,7 @@
  *   drape eval ...                (tools/eval_cmd.c)
  *   drape load --url ws://HOST:PORT/v1/stream ...   (tools/load_cmd.c)
  *   drape motion import IN --out OUT.npy ...        (tools/motion_cmd.c)
+ *   drape garment add --model IN --mesh G.obj --name NAME --out OUT   (tools/garment_cmd.c)
  * Options are read by one parser from a table per command (tools/options.h);
  * `drape --help` lists the commands, `drape CMD --help` a command's options.
  * Every failure prints one clear line to stderr and exits non-zero: 2 for a
@@ -65,6 +66,7 @@ static int cmd_info(int argc, char **argv)
                100.0 * g->active_texels[1] / T);
         if (g->n_attach) printf(", %d attached in simulation", g->n_attach);
         if (m->own[i]) printf(", its own network");
+        printf(c->untrained[i] ? ", network untrained (modes lbs, physics)" : ", network trained (modes neural, lbs, physics)");
         if (c->refine[i].iters)
             printf(", refined (%d sweeps, stiffness %g, margin %g m)", c->refine[i].iters, c->refine[i].stiffness,
                    c->refine[i].margin);
@@ -203,6 +205,11 @@ static int cmd_infer(int argc, char **argv)
     rc = drape_tool_job_open(&j, "infer", &o.job);
     if (rc) goto done;
     rc = 1;
+    if (j.m->cfg.untrained[j.gi] && !o.lbs_only) { /* as draped refuses mode neural for it */
+        fprintf(stderr, "drape infer: garment '%s' has no trained network (it runs with --lbs-only, or in drape sim "
+                        "garment); train it first (docs/garments.md)\n", o.job.garment);
+        goto done;
+    }
     drape_backend_opts bo = {.threads = o.threads};
     if (drape_backend_create(&be, drape_tool_backends[o.backend], j.m, &bo, &e) ||
         drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e)) {
@@ -239,6 +246,7 @@ static const drape_subcmd commands[] = {
     {"eval", "the model, plain skinning and the physics teacher on the same motion", drape_cmd_eval},
     {"load", "an open-loop load generator for draped's /v1/stream", drape_cmd_load},
     {"motion", "motion files in: a BVH or AMASS npz to a pose file (motion import)", drape_cmd_motion},
+    {"garment", "a garment of one's own into a bundle (garment add)", drape_cmd_garment},
 };
 
 int main(int argc, char **argv)

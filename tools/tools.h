@@ -11,6 +11,7 @@ int drape_cmd_metrics(int argc, char **argv); /* metrics_cmd.c */
 int drape_cmd_load(int argc, char **argv);    /* load_cmd.c */
 int drape_cmd_eval(int argc, char **argv);    /* eval_cmd.c */
 int drape_cmd_motion(int argc, char **argv);  /* motion_cmd.c */
+int drape_cmd_garment(int argc, char **argv); /* garment_cmd.c */
 
 /* Shared by the subcommands (drape.c); each prints its one-line message to
  * stderr, prefixed "drape CMD: ". */
