@@ -205,9 +205,9 @@ test: all $(BUNDLES)
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/drape_pose_fuzz $(RUN_MODEL) 2
 
 # everything but the browser (web), nginx (routing, deploy) and Python
-# suites (train; assets and crosscheck, which run the asset generator and
-# the PyTorch reference): about 2 minutes on 2 cores
-UNIT_FILTER := !(web|routing|deploy|train|assets|crosscheck)/*
+# suites (train and garment_train; assets and crosscheck, which run the
+# asset generator and the PyTorch reference): about 2 minutes on 2 cores
+UNIT_FILTER := !(web|routing|deploy|train|garment_train|assets|crosscheck)/*
 test-unit: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS) --filter '$(UNIT_FILTER)'
 
