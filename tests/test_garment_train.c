@@ -13,6 +13,7 @@
 
 #include "../proto/client.h"
 #include "../proto/errors.h"
+#include "../proto/pack.h"
 #include "util.h"
 
 #define OUT 65536
