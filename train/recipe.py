@@ -54,7 +54,7 @@ sys.path.insert(0, HERE)
 from bundle import read_bundle, write_bundle  # noqa: E402
 
 EDITS = ("arms", "refine", "graft", "attach", "teacher", "input-range")
-TOOLS = ("input", "init", "dataset", "fit") + EDITS
+TOOLS = ("init", "dataset", "fit") + EDITS + ("input",)
 # the code each tool runs: a change to one of these files reruns its steps
 CODE = {
     "input": [],
