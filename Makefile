@@ -230,7 +230,7 @@ check:
 # `make fuzz` runs each for FUZZ_SECONDS and prints executions per harness;
 # `make test` runs each for FUZZ_SMOKE_SECONDS over its committed corpus
 # (fuzz-smoke). Either fails when a harness finds a crash, leak or UB.
-FUZZERS := ws msg_json msg_msgpack http safetensors npy obj bvh npz
+FUZZERS := ws msg_json msg_msgpack http safetensors npy obj bvh npz gmesh
 FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 3
 FUZZ_BUILD := build-fuzz

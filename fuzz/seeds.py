@@ -231,6 +231,61 @@ def objs():
     put("obj", "no_newline.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3")
 
 
+# ---- garment meshes: OBJ with UVs and binary glTF (runtime/garment_mesh.c) ----
+
+def glb(positions, uvs, indices, index_type=5125, extra_json=None):
+    """A GLB of one triangle primitive: float VEC3 positions, float VEC2 UVs
+    (or none), indices of index_type (or none)."""
+    fmt = {5121: "B", 5123: "H", 5125: "I"}[index_type]
+    pb = b"".join(struct.pack("<3f", *p) for p in positions)
+    tb = b"".join(struct.pack("<2f", *t) for t in uvs or [])
+    ib = b"".join(struct.pack("<" + fmt, i) for i in indices or [])
+    ib += b"\0" * (-len(ib) % 4)
+    views, accs, attrs = [], [], {"POSITION": 0}
+    off = 0
+    for data, count, kind, ctype in ((pb, len(positions), "VEC3", 5126), (tb, len(uvs or []), "VEC2", 5126),
+                                     (ib, len(indices or []), "SCALAR", index_type)):
+        if not count:
+            continue
+        views.append({"buffer": 0, "byteOffset": off, "byteLength": len(data)})
+        accs.append({"bufferView": len(views) - 1, "componentType": ctype, "count": count, "type": kind})
+        off += len(data)
+    prim = {"attributes": attrs}
+    if uvs:
+        attrs["TEXCOORD_0"] = 1
+    if indices:
+        prim["indices"] = len(accs) - 1
+    doc = {"asset": {"version": "2.0"}, "meshes": [{"primitives": [prim]}], "nodes": [{"mesh": 0}],
+           "buffers": [{"byteLength": off}], "bufferViews": views, "accessors": accs}
+    doc.update(extra_json or {})
+    js = json.dumps(doc).encode()
+    js += b" " * (-len(js) % 4)
+    binary = pb + tb + ib
+    total = 12 + 8 + len(js) + 8 + len(binary)
+    return (struct.pack("<4sII", b"glTF", 2, total) + struct.pack("<I4s", len(js), b"JSON") + js +
+            struct.pack("<I4s", len(binary), b"BIN\0") + binary)
+
+
+def gmeshes():
+    quad = "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 1 1\nvt 0 1\n"
+    put("gmesh", "quad_uv.obj", quad + "f 1/1 2/2 3/3 4/4\n")
+    put("gmesh", "normals_negative.obj", quad + "vn 0 0 1\nf -4/-4/1 -3/-3/1 -2/-2/1\n")
+    put("gmesh", "no_uv.obj", "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    put("gmesh", "mixed_uv.obj", quad + "f 1/1 2/2 3/3\nf 1 3 4\n")
+    put("gmesh", "bad_vt_index.obj", quad + "f 1/1 2/2 3/9\n")
+    tri = [(0, 0, 0), (1, 0, 0), (0, 1, 0)]
+    put("gmesh", "triangle.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], [0, 1, 2]))
+    put("gmesh", "triangle_u16.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], [0, 1, 2], 5123))
+    put("gmesh", "no_indices.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], None))
+    put("gmesh", "seam_welded.glb", glb(tri + [(1, 0, 0), (0, 1, 0), (1, 1, 0)],
+                                        [(0, 0), (0.4, 0), (0, 0.4), (0.6, 0), (0.6, 0.4), (1, 0.4)],
+                                        [0, 1, 2, 3, 5, 4]))
+    put("gmesh", "no_uv.glb", glb(tri, None, [0, 1, 2]))
+    put("gmesh", "moved_node.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], [0, 1, 2],
+                                       extra_json={"nodes": [{"mesh": 0, "translation": [0, 1, 0]}]}))
+    put("gmesh", "index_past_end.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], [0, 1, 7]))
+
+
 # ---- motion files: BVH and AMASS npz (runtime/motion.c) ----
 
 # (name, parent index, offset): a CMU-named skeleton in CMU's units
@@ -313,6 +368,7 @@ def main():
     safetensors()
     npys()
     objs()
+    gmeshes()
     motions()
     return 0
 

@@ -36,7 +36,7 @@ static int parse_floats(const char *p, float *out, int n)
         char *end;
         errno = 0;
         double x = strtod(p, &end);
-        if (end == p || errno == ERANGE || !isfinite(x)) return -1;
+        if (end == p || errno == ERANGE || !isfinite(x) || !isfinite((float)x)) return -1; /* 1e300 is inf as a float */
         out[k] = (float)x;
         p = end;
     }

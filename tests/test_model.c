@@ -418,6 +418,38 @@ Test(model, teacher_config_is_read_and_checked)
     }
 }
 
+/* The config's "untrained" (docs/garments.md): the garments listed have no
+ * trained network; absent, none; a name that is not a garment, or not a
+ * list, is refused by name. */
+Test(model, untrained_config_is_read_and_checked)
+{
+    const char *p = tu_tmp("untrained.safetensors");
+    char cfg[4096];
+    drape_model *m = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
+    for (int g = 0; g < m->cfg.n_garments; g++) cr_assert_eq(m->cfg.untrained[g], 0);
+    drape_model_free(m);
+    config_with(cfg, sizeof cfg, "\"untrained\": [\"miniskirt\"]");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    cr_assert_eq(m->cfg.untrained[drape_model_garment(m, "skirt")], 0);
+    cr_assert_eq(m->cfg.untrained[drape_model_garment(m, "miniskirt")], 1);
+    drape_model_free(m);
+    const struct { const char *t; int code; const char *msg; } bad[] = {
+        {"\"skirt\"", DRAPE_EFORMAT, "'untrained' must be an array of garments"},
+        {"[\"coat\"]", DRAPE_ENOTFOUND, "untrained[0] is not a garment of the model"},
+        {"[\"skirt\", 3]", DRAPE_ENOTFOUND, "untrained[1] is not a garment of the model"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char item[512];
+        snprintf(item, sizeof item, "\"untrained\": %s", bad[i].t);
+        config_with(cfg, sizeof cfg, item);
+        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        expect_load_fails(p, bad[i].code, bad[i].msg);
+    }
+}
+
 /* A copy of src with Bone-Net input ranges (docs/design.md §3.3) for the
  * network `pre` ("" the shared one): in_mean ± k·in_std; which: 1 in_min
  * only, 2 in_max only, 3 both; k < 0 gives an empty range. */

@@ -104,9 +104,10 @@ static int read_attach_file(const char *path, int V, int32_t **out, int *n)
         if (++bytes > GARMENT_MAX_ATTACH_BYTES) { rc = FAIL("--attach %s: over %u bytes", path, GARMENT_MAX_ATTACH_BYTES); break; }
         if (c >= '0' && c <= '9') {
             val = (val < 0 ? 0 : val) * 10 + (c - '0');
-            if (val >= V) { rc = FAIL("--attach %s:%d: vertex %lld is not in the mesh (%d vertices)", path, line, val, V); break; }
+            if (val > 1000000000000LL) val = 1000000000000LL; /* past any mesh; no overflow */
             continue;
         }
+        if (val >= V) { rc = FAIL("--attach %s:%d: vertex %lld is not in the mesh (%d vertices)", path, line, val, V); break; }
         if (val >= 0) seen[val] = 1, val = -1;
         if (c == EOF) break;
         if (c == '#') {
@@ -315,6 +316,14 @@ static int cmd_add(int argc, char **argv)
         goto done;
     }
     if (drape_st_open(&in, o.model, &e)) { drape_tool_die("garment add", &e); goto done; }
+    char prefix[DRAPE_NAME_MAX + 16];
+    snprintf(prefix, sizeof prefix, "garment.%s.", o.name);
+    for (int i = 0; i < drape_st_count(in); i++) /* a tensor left over under that name: ours would clash */
+        if (!strncmp(drape_st_at(in, i)->name, prefix, strlen(prefix))) {
+            FAIL("--name %s: %s already holds a tensor '%s' (not a garment of its config); remove it or choose "
+                 "another name", o.name, o.model, drape_st_at(in, i)->name);
+            goto done;
+        }
     /* written beside OUT, loaded back, then renamed over it: OUT is whole or untouched */
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", o.out, (long)getpid());
     if (write_bundle(&o, in, &g, &r, attach, n_attach, tmp, &e)) { drape_tool_die("garment add", &e); goto done; }

@@ -424,17 +424,34 @@ let droppedBefore = 0;
 let lateral = new THREE.Vector3(1, 0, 0); // the side-by-side row's direction
 const sentPoses = new Array(RING); // seq % RING → {seq, pose, trans, index (in the clip), cut}
 
-function offered() {
-  return model.modes || [];
+// The modes the server runs a garment in: /v1/model's garment_modes (a garment
+// added without a trained network has lbs and physics, not neural); a server
+// without garment_modes runs every garment in every mode it lists.
+function offered(garment = $('garment').value) {
+  const all = model.modes || [];
+  const own = model.garment_modes && model.garment_modes[garment];
+  return own ? all.filter((m) => own.includes(m)) : all;
+}
+
+// the physics switch and the side-by-side row follow the garment chosen
+function showModes() {
+  const modes = offered();
+  $('physics-row').hidden = !modes.includes('physics');
+  if (!modes.includes('physics')) $('physics').checked = false;
+  const compareModes = ['neural', 'lbs', 'physics'].filter((m) => modes.includes(m));
+  $('compare-row').hidden = compareModes.length < 2;
+  if (compareModes.length < 2) $('compare').checked = false;
+  $('compare-modes').textContent = compareModes.join(' · ');
 }
 
 function choice() {
   const betas = [...document.querySelectorAll('#betas input')].map((i) => Number(i.value));
   const compare = $('compare').checked;
-  const modes = compare
-    ? ['neural', 'lbs', 'physics'].filter((m) => offered().includes(m))
-    : [$('physics').checked ? 'physics' : 'neural'];
-  return { garment: $('garment').value, format: $('format').value, betas, modes };
+  const modes = offered();
+  // one avatar: physics when switched on, else neural, else (no trained network) lbs
+  const single = $('physics').checked && modes.includes('physics') ? 'physics' : modes.includes('neural') ? 'neural' : 'lbs';
+  const shown = compare ? ['neural', 'lbs', 'physics'].filter((m) => modes.includes(m)) : [single];
+  return { garment: $('garment').value, format: $('format').value, betas, modes: shown };
 }
 
 async function reopen() {
@@ -644,11 +661,8 @@ function buildControls() {
   $('clip').value = wanted && CLIPS[wanted] ? wanted : CLIPS['shipped-walk'] ? 'shipped-walk' : 'walk';
   const formats = (model.formats || FORMATS).filter((f) => FORMATS.includes(f));
   fillSelect($('format'), formats, null, params.get('format') || (formats.includes('meshopt') ? 'meshopt' : formats[0]));
-  $('physics-row').hidden = !offered().includes('physics');
-  const compareModes = ['neural', 'lbs', 'physics'].filter((m) => offered().includes(m));
-  $('compare-row').hidden = compareModes.length < 2;
-  $('compare-modes').textContent = compareModes.join(' · ');
-  $('compare').checked = params.get('compare') === '1' && compareModes.length > 1;
+  $('compare').checked = params.get('compare') === '1';
+  showModes();
   const [lo, hi] = cfg.beta_range;
   const box = $('betas');
   box.replaceChildren();
@@ -671,7 +685,10 @@ function buildControls() {
     for (const out of box.querySelectorAll('output')) out.textContent = '0.00';
     reopen();
   });
-  $('garment').addEventListener('change', reopen);
+  $('garment').addEventListener('change', () => {
+    showModes();
+    reopen();
+  });
   $('format').addEventListener('change', reopen);
   $('physics').addEventListener('change', reopen);
   $('compare').addEventListener('change', reopen);
