@@ -189,11 +189,11 @@ def teacher_of_plan(a):
 
 
 def teacher_of_garment(cfg, g, args):
-    """The config's "teacher" with garment G's own flags followed by ARGS
-    (what a dataset of G on this bundle, --garment-sim-args G=ARGS, was
-    made with: `drape sim garment` reads the common flags, then G's, the
-    last of a flag winning); the common flags and the other garments' stay.
-    None when the bundle has no teacher and ARGS is empty."""
+    """The config's "teacher" with garment G's own flags followed by ARGS,
+    what `drape sim garment` then simulates G with (the common flags, then
+    G's, the last of a flag winning; a dataset made on it without flags is
+    G's teacher data); the common flags and the other garments' stay. None
+    when the bundle has no teacher and ARGS is empty."""
     t = {k: (dict(v) if isinstance(v, dict) else v) for k, v in (cfg.get("teacher") or {}).items()}
     own = " ".join((t.get("garments", {}).get(g, "") + " " + args).split())
     if own:

@@ -30,8 +30,9 @@ it.
 
 Caching: each step has a key, the SHA-256 of its tool, its arguments, the
 keys of the steps it reads and the code of its tool (the train/*.py files it
-runs); an input step's is the SHA-256 of its file's bytes (not its path). A step whose key matches DIR/NAME.key and whose output exists is
-skipped; a changed step reruns, and so does everything that reads it. A fit
+runs); an input step's is the SHA-256 of its file's bytes (not its path). A
+step whose key matches DIR/NAME.key and whose output exists is skipped; a
+changed step reruns, and so does everything that reads it. A fit
 keeps a checkpoint (DIR/NAME.ckpt.pt) and resumes from it after an
 interruption, but only under the same key. The last step's bundle is copied
 to the recipe's `out` with the recipe's text, its SHA-256, the parameters'
