@@ -135,7 +135,7 @@ static int config_teacher(drape_config *c, const json_t *t, drape_error *err)
 static int config_untrained(drape_config *c, const json_t *u, drape_error *err)
 {
     if (!u) return DRAPE_OK;
-    if (!json_is_array(u)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: 'untrained' must be an array of garments");
+    if (!json_is_array(u)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: 'untrained' must be an array of garment names");
     for (size_t i = 0; i < json_array_size(u); i++) {
         const char *s = json_string_value(json_array_get(u, i));
         int g = -1;

@@ -437,7 +437,7 @@ Test(model, untrained_config_is_read_and_checked)
     cr_assert_eq(m->cfg.untrained[drape_model_garment(m, "miniskirt")], 1);
     drape_model_free(m);
     const struct { const char *t; int code; const char *msg; } bad[] = {
-        {"\"skirt\"", DRAPE_EFORMAT, "'untrained' must be an array of garments"},
+        {"\"skirt\"", DRAPE_EFORMAT, "'untrained' must be an array of garment"},
         {"[\"coat\"]", DRAPE_ENOTFOUND, "untrained[0] is not a garment of the model"},
         {"[\"skirt\", 3]", DRAPE_ENOTFOUND, "untrained[1] is not a garment of the model"},
     };

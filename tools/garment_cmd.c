@@ -116,8 +116,10 @@ static int read_attach_file(const char *path, int V, int32_t **out, int *n)
         }
         if (c == '\n') line++;
         else if (c != ' ' && c != '\t' && c != ',' && c != '\r') {
-            rc = FAIL("--attach %s:%d: '%c' is not part of a vertex index (0-based integers separated by spaces, "
-                      "commas or new lines)", path, line, c);
+            char what[16];
+            snprintf(what, sizeof what, c > 0x20 && c < 0x7f ? "'%c'" : "byte 0x%02x", c);
+            rc = FAIL("--attach %s:%d: %s is not part of a vertex index (0-based integers separated by spaces, "
+                      "commas or new lines)", path, line, what);
             break;
         }
     }
