@@ -788,3 +788,106 @@ Test(train, eval_by_family_and_clip)
     rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), "/nonexistent/motions", work, bin());
     cr_assert(rc == 0 && strstr(log_, "(6 sequences;") && !strstr(log_, "clip:"), "%s", log_);
 }
+
+/* the first line of LOG that contains KEY, "" when none */
+static const char *line_with(const char *log, const char *key)
+{
+    static char line[1024];
+    const char *p = strstr(log, key);
+    if (!p) return "";
+    while (p > log && p[-1] != '\n') p--;
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(p, "\n"), p);
+    return line;
+}
+
+/* A garment's own stage (train/recipes/garment.toml) in its pieces: graft
+ * takes the garment out of the config's "untrained" and "stale_networks"
+ * (the bundle contract of issue 32); teacher --garment adds that garment's
+ * flags and keeps the rest; input-range --garments makes that garment's
+ * range and keeps the others'; a recipe's parameters are given, required
+ * and named, or refused by name. */
+Test(train, garment_stage_edits_and_recipe_parameters)
+{
+    char b[300], g[300], t[300], r[300], r2[300], recipe[300], dir[300];
+    snprintf(b, sizeof b, "%s", tu_tmp("sb.safetensors"));
+    snprintf(g, sizeof g, "%s", tu_tmp("sg.safetensors"));
+    snprintf(t, sizeof t, "%s", tu_tmp("st.safetensors"));
+    snprintf(r, sizeof r, "%s", tu_tmp("sr.safetensors"));
+    snprintf(r2, sizeof r2, "%s", tu_tmp("sr2.safetensors"));
+    snprintf(recipe, sizeof recipe, "%s", tu_tmp("params.toml"));
+    snprintf(dir, sizeof dir, "%s", tu_tmp("params_dir"));
+    const char *cfg_of = "%s -c \"import sys, json; sys.path.insert(0, 'train'); from bundle import read_bundle; "
+                         "c, _ = read_bundle('%s'); print('untrained', json.dumps(c.get('untrained')), 'stale', "
+                         "json.dumps(c.get('stale_networks')))\"";
+    int rc = tu_run(log_, sizeof log_,
+                    "%s -c \"import sys; sys.path.insert(0, 'train'); from bundle import read_bundle, write_bundle; "
+                    "c, t = read_bundle('%s'); c['untrained'] = ['miniskirt']; c['stale_networks'] = ['miniskirt', 'skirt']; "
+                    "write_bundle('%s', c, t)\"",
+                    py(), tu_bundle("tiny_random"), b);
+    cr_assert_eq(rc, 0, "%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
+                b, b, g);
+    cr_assert_eq(rc, 0, "graft:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, cfg_of, py(), g);
+    cr_assert(rc == 0 && strstr(log_, "untrained null stale [\"skirt\"]"), "after the graft:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s info %s", bin(), g);
+    cr_assert(rc == 0 && strstr(line_with(log_, "  miniskirt "), "network trained (modes neural"), "drape info:\n%s", log_);
+
+    /* the garment's teacher flags: added to its own, the common ones and the others' kept */
+    rc = tu_run(log_, sizeof log_,
+                "(%s train/edit_bundle.py teacher --base %s --out %s --garment miniskirt '--args=--max-disp 0.01' && "
+                "%s train/edit_bundle.py teacher --base %s --out %s --garment miniskirt '--args=--iters 3' && "
+                "%s train/edit_bundle.py show --base %s && %s info %s)",
+                py(), g, t, py(), t, t, py(), t, bin(), t);
+    cr_assert(rc == 0 && strstr(log_, "teacher: {\"garments\": {\"miniskirt\": \"--max-disp 0.01 --iters 3\"}}"),
+              "teacher --garment:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py teacher --base %s --out %s --garment dress", py(), g, t);
+    cr_assert(rc != 0 && strstr(log_, "--garment 'dress': a garment of") && !strstr(log_, "Traceback"), "%s", log_);
+
+    /* input-range --garments: that garment's own network only */
+    const char *plan = "--train-betas 1 --test-betas 0 --train-seeds 1 --test-seeds 0 --seconds 0.4";
+    rc = tu_run(log_, sizeof log_,
+                "(%s train/edit_bundle.py input-range --base %s --out %s --plan '--garments skirt,miniskirt --motions walk %s' && "
+                "%s train/edit_bundle.py input-range --base %s --out %s --garments miniskirt "
+                "--plan '--garments miniskirt --motions run %s')",
+                py(), g, r, plan, py(), r, r2, plan);
+    cr_assert(rc == 0 && strstr(log_, "garment.miniskirt.net.bonenet: range over 12 frames") &&
+                  strstr(log_, "sr2.safetensors: 2 range tensors"), "input-range --garments:\n%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s -c \"import sys; sys.path.insert(0, 'train'); import numpy as np; from bundle import read_bundle; "
+                "a = read_bundle('%s')[1]; b = read_bundle('%s')[1]; "
+                "print('shared', all(np.array_equal(a[k], b[k]) for k in ('bonenet.in_min', 'bonenet.in_max')), "
+                "'own', np.array_equal(a['garment.miniskirt.net.bonenet.in_max'], b['garment.miniskirt.net.bonenet.in_max']))\"",
+                py(), r, r2);
+    cr_assert(rc == 0 && strstr(log_, "shared True own False"), "the ranges:\n%s", log_);
+    rc = tu_run(log_, sizeof log_,
+                "%s train/edit_bundle.py input-range --base %s --out %s --garments skirt --plan '--garments skirt %s'", py(),
+                r, r2, plan);
+    cr_assert(rc != 0 && strstr(log_, "skirt has no network of its own") && !strstr(log_, "Traceback"), "%s", log_);
+
+    /* a recipe's parameters */
+    write_text(recipe, "name = \"p\"\nrequired = [\"bundle\"]\n[params]\nsteps = \"3\"\n"
+                       "[[step]]\nname = \"input\"\ntool = \"input\"\npath = \"{bundle}\"\n"
+                       "[[step]]\nname = \"final\"\ntool = \"refine\"\nfrom = \"input\"\nargs = \"--garment skirt --iters {steps}\"\n");
+    const char *run = "%s train/recipe.py run %s --dir %s --out %s --drape %s %s";
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, r2, bin(), "");
+    cr_assert(rc == 2 && strstr(log_, "give --set bundle=..."), "a required parameter not given:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, r2, bin(), "--set bundle=/nonexistent.safetensors");
+    cr_assert(rc == 2 && strstr(log_, "step 'input': no file '/nonexistent.safetensors'"), "%s", log_);
+    char sets[400];
+    snprintf(sets, sizeof sets, "--set bundle=%s --set iters=4", g);
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, r2, bin(), sets);
+    cr_assert(rc == 2 && strstr(log_, "--set 'iters=4': expected NAME=VALUE with NAME one of bundle, steps"), "%s", log_);
+    snprintf(sets, sizeof sets, "--set bundle=%s --set steps=4", g);
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, r2, bin(), sets);
+    cr_assert(rc == 0 && strstr(log_, "--garment skirt --iters 4") && strstr(log_, "2 step(s) run"), "%s", log_);
+    /* the same bytes elsewhere: cached; the recipe and its values recorded */
+    rc = tu_run(log_, sizeof log_, "(cp %s %s.copy && %s train/recipe.py run %s --dir %s --out %s --drape %s "
+                "--set bundle=%s.copy --set steps=4 && %s train/recipe.py show %s)",
+                g, g, py(), recipe, dir, r2, bin(), g, py(), r2);
+    cr_assert(rc == 0 && strstr(log_, "0 step(s) run") && strstr(log_, "'--set steps=4'") &&
+                  strstr(log_, "--iters {steps}"), "%s", log_);
+    write_text(recipe, "[[step]]\nname = \"base\"\ntool = \"init\"\nargs = \"--preset tiny --seed {seed}\"\n");
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, r2, bin(), "");
+    cr_assert(rc == 2 && strstr(log_, "step 'base': {seed} is not a parameter (the recipe has none)"), "%s", log_);
+}

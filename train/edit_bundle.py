@@ -8,7 +8,9 @@
     /usr/bin/python3 train/edit_bundle.py arms --base IN --out OUT --girth 0.005 --shoulders -0.006
     # a copy of BASE whose garment runs the network of another bundle of the
     # same body and garments, one trained on that garment alone
-    # (fit --garments tshirt): a network of its own beside the shared one
+    # (fit --garments tshirt): a network of its own beside the shared one;
+    # the garment is then trained on this body (no longer in the config's
+    # "untrained" nor "stale_networks")
     /usr/bin/python3 train/edit_bundle.py graft --base BASE --garment tshirt --net-from TSHIRT.safetensors --out OUT
     # a copy of BASE whose garment is refined after module A (runtime/refine.h), or no longer is (--iters 0)
     /usr/bin/python3 train/edit_bundle.py refine --base BASE --garment tshirt [--iters 10 --stiffness 1 --margin 0.003] --out OUT
@@ -16,10 +18,13 @@
     # `drape sim garment` flags, common and per garment, and a garment's worn-in prelude (train/'s)
     /usr/bin/python3 train/edit_bundle.py teacher --base BASE --out OUT \
         --from-plan '--sim-args "--iters 8" --garment-sim-args "tshirt=--max-disp 0.01" --garment-prelude tshirt=walk:1'
+    # ... or one garment's own flags added to what it has, the rest kept (a garment's own stage,
+    # train/recipes/garment.toml)
+    /usr/bin/python3 train/edit_bundle.py teacher --base BASE --out OUT --garment cape [--args="--max-disp 0.01"]
     # a copy of BASE with the range of Bone-Net's raw inputs over the training frames of one or
     # more dataset plans (train/dataset.py's flags), per network (docs/design.md §3.3)
     /usr/bin/python3 train/edit_bundle.py input-range --base BASE --out OUT --plan 'DATASET FLAGS' [--plan ...] \
-        [--margin 0.0]
+        [--margin 0.0] [--garments cape]   (only those garments' own networks; the other ranges kept)
     # (teacher --none, input-range --none: without them)
     /usr/bin/python3 train/edit_bundle.py show --base BASE   (its teacher and ranges)
 
@@ -129,6 +134,13 @@ def cmd_graft(a):
             t[f"garment.{g}.net.{k}"] = np.asarray(nt[src + k], np.float32)
     cfg = dict(cfg)
     cfg["own_networks"] = dict(cfg.get("own_networks", {}), **{g: ncfg.get("training", {})})
+    # its network is now trained for it, on this body (the bundle contract:
+    # "untrained" garments refuse neural, "stale_networks" were trained on another body)
+    for key in ("untrained", "stale_networks"):
+        rest = [x for x in cfg.get(key, []) if x != g]
+        cfg.pop(key, None)
+        if rest:
+            cfg[key] = rest
     write_bundle(a.out, cfg, t)
     print(f"edit_bundle graft: {a.out}: {g} runs the network of {a.net_from} ({len(names)} tensors); "
           f"garments with their own: {', '.join(sorted(cfg['own_networks']))}", file=sys.stderr)
@@ -176,9 +188,40 @@ def teacher_of_plan(a):
     return t
 
 
+def teacher_of_garment(cfg, g, args):
+    """The config's "teacher" with garment G's own flags followed by ARGS,
+    what `drape sim garment` then simulates G with (the common flags, then
+    G's, the last of a flag winning; a dataset made on it without flags is
+    G's teacher data); the common flags and the other garments' stay. None
+    when the bundle has no teacher and ARGS is empty."""
+    t = {k: (dict(v) if isinstance(v, dict) else v) for k, v in (cfg.get("teacher") or {}).items()}
+    own = " ".join((t.get("garments", {}).get(g, "") + " " + args).split())
+    if own:
+        t.setdefault("garments", {})[g] = own
+    return t or None
+
+
 def cmd_teacher(a):
     cfg, t = read_bundle(a.base)
     cfg = dict(cfg)
+    if a.garment:
+        g = a.garment
+        if g not in cfg["garments"] or a.none or a.from_plan:
+            raise SystemExit(f"edit_bundle teacher: --garment {g!r}: a garment of {a.base} "
+                             f"({', '.join(cfg['garments'])}), without --none or --from-plan")
+        pre = ((cfg.get("teacher") or {}).get("prelude") or {}).get(g)
+        if pre:  # dataset.py plays a prelude only when told: this edit cannot say it was
+            raise SystemExit(f"edit_bundle teacher: {g}'s teacher starts worn in ({pre}, train/'s prelude): "
+                             f"its data needs --garment-prelude; give its whole teacher with --from-plan")
+        new = teacher_of_garment(cfg, g, a.args)
+        cfg.pop("teacher", None)
+        if new:
+            cfg["teacher"] = new
+        write_bundle(a.out, cfg, t)
+        print(f"edit_bundle teacher: {a.out}: {g}: "
+              + (f"the common flags '{new.get('args', '')}' then its own '{new.get('garments', {}).get(g, '')}'"
+                 if new else "no teacher settings (drape sim garment's defaults)"), file=sys.stderr)
+        return 0
     if a.none:
         cfg.pop("teacher", None)
         write_bundle(a.out, cfg, t)
@@ -186,7 +229,7 @@ def cmd_teacher(a):
         return 0
     if not a.from_plan:
         raise SystemExit("edit_bundle teacher: give --from-plan FLAGS or --none")
-    p = plan_args(a.from_plan, a.base)
+    p = plan_args(f"--garments {','.join(cfg['garments'])} {a.from_plan}", a.base)
     bad = sorted(set(p.garment_sim) - set(cfg["garments"]))
     if bad:
         raise SystemExit(f"edit_bundle teacher: {', '.join(bad)} not a garment of {a.base}")
@@ -196,13 +239,14 @@ def cmd_teacher(a):
     return 0
 
 
-def input_range(model, cfg, plans, margin, log=print):
-    """{network prefix: (min [X], max [X], frames)} over the training frames of the plans."""
+def input_range(model, cfg, plans, margin, log=print, garments=None):
+    """{network prefix: (min [X], max [X], frames)} over the training frames
+    of the plans (of those garments only, when given)."""
     lo, hi, count = {}, {}, {}
     offsets = history(cfg)
     for spec in plans:
         p = plan_args(spec, "x")
-        seqs = [s for s in dataset.plan(cfg, p) if s["split"] == "train"]
+        seqs = [s for s in dataset.plan(cfg, p) if s["split"] == "train" and (garments is None or s["garment"] in garments)]
         if not seqs:
             raise SystemExit(f"edit_bundle input-range: plan {spec!r} has no training sequences")
         for s in seqs:
@@ -240,8 +284,15 @@ def cmd_input_range(a):
         raise SystemExit("edit_bundle input-range: --margin in [0, 1]")
     torch.set_num_threads(max(1, a.threads))
     model = Drape(cfg, t)
-    r = input_range(model, cfg, a.plan, a.margin, log=lambda s: print(s, file=sys.stderr))
-    nets = [""] + [f"garment.{g}.net." for g in model.own]
+    only = a.garments.split(",") if a.garments else None
+    if only:  # those garments' own networks; every other range stays
+        shared = [g for g in only if g not in model.own]
+        if shared:
+            raise SystemExit(f"edit_bundle input-range: --garments: {', '.join(shared)} has no network of its own "
+                             f"(graft); the shared network's range is made from every garment it runs")
+        names = [k for k in names if any(k.startswith(f"garment.{g}.net.") for g in only)]
+    r = input_range(model, cfg, a.plan, a.margin, log=lambda s: print(s, file=sys.stderr), garments=only)
+    nets = [f"garment.{g}.net." for g in only] if only else [""] + [f"garment.{g}.net." for g in model.own]
     missing = [p or "the shared network" for p in nets if p not in r]
     if missing:
         raise SystemExit(f"edit_bundle input-range: no training frames for {', '.join(missing)}: "
@@ -254,8 +305,12 @@ def cmd_input_range(a):
         std = np.asarray(t[pre + "bonenet.in_std"], np.float64)
         print(f"edit_bundle input-range: {pre or 'shared '}bonenet: range over {n} frames, in standard units "
               f"[{((lo - mean) / std).min():.2f}, {((hi - mean) / std).max():.2f}]", file=sys.stderr)
-    cfg["input_range"] = {"plans": list(a.plan), "margin": a.margin, "frames": {p or "shared": int(v[2])
-                                                                              for p, v in r.items()}}
+    rec = {"plans": list(a.plan), "margin": a.margin, "frames": {p or "shared": int(v[2]) for p, v in r.items()}}
+    if only:  # beside the record of the ranges it leaves
+        old = dict(cfg.get("input_range") or {})
+        old["garments"] = dict(old.get("garments", {}), **{g: rec for g in only})
+        rec = old
+    cfg["input_range"] = rec
     write_bundle(a.out, cfg, t)
     print(f"edit_bundle input-range: {a.out}: {2 * len(r)} range tensors", file=sys.stderr)
     return 0
@@ -304,6 +359,8 @@ def main(argv=None):
     p.add_argument("--from-plan", metavar="FLAGS",
                    help="dataset.py's --sim-args, --garment-sim-args and --garment-prelude, as given to it")
     p.add_argument("--none", action="store_true", help="remove them")
+    p.add_argument("--garment", default="", help="only this garment's own flags: --args added to them, the rest kept")
+    p.add_argument("--args", default="", metavar="FLAGS", help="with --garment: its flags (write --args=\"...\")")
     p = sub.add_parser("input-range", help="the range of Bone-Net's inputs over training plans")
     p.add_argument("--base", required=True)
     p.add_argument("--out", required=True)
@@ -311,6 +368,8 @@ def main(argv=None):
     p.add_argument("--margin", type=float, default=0.0, help="widen each dimension by this times its width")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--none", action="store_true", help="remove the range (nothing is clamped)")
+    p.add_argument("--garments", default="", metavar="G,...",
+                   help="only these garments' own networks (their plans' frames); the other ranges are kept")
     p = sub.add_parser("show", help="print the teacher and the ranges")
     p.add_argument("--base", required=True)
     a = ap.parse_args(argv)

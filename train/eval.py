@@ -4,6 +4,12 @@ table per garment (what `make eval` prints).
     /usr/bin/python3 train/eval.py --model MODEL --data DIR [--drape build/drape] [--json OUT.json]
         [--split test|train]   (train: the training sequences, to tell under- from overfitting)
         [--garments tshirt]    (only these garments' sequences, e.g. for a model of fewer garments)
+    /usr/bin/python3 train/eval.py --model MODEL --list-garments   (the garments with a network, comma-separated)
+
+A garment the bundle lists as "untrained" (added by `drape garment add`,
+no network trained for it yet: it has no neural mode) is skipped, with a
+note, in every table; the others are judged as usual, an added garment
+once trained (train/recipes/garment.toml) like the rest.
 
 Exits 0 when every garment meets every goal, 3 when one misses one.
 
@@ -53,6 +59,17 @@ from bundle import read_bundle  # noqa: E402
 GOALS = {"model_over_lbs": 0.5, "edge_error": 0.03, "area_error": 0.04, "collision_pct": 0.5}
 
 
+def trained(cfg, garments, log=True):
+    """The garments of the list that have a network; a note for each that
+    has none (config "untrained")."""
+    none = [g for g in garments if g in cfg.get("untrained", [])]
+    if none and log:
+        print(f"eval: skipped {', '.join(none)}: no network trained for "
+              f"{'them' if len(none) > 1 else 'it'} yet (config 'untrained'; train/recipes/garment.toml trains one)",
+              file=sys.stderr)
+    return [g for g in garments if g not in none]
+
+
 def run(seq, a, paths=None):
     """`drape eval` of one sequence: the dataset's (a.data), or paths (poses, teacher)."""
     if paths is None:
@@ -100,7 +117,7 @@ def family_jobs(a, cfg):
     bad = sorted(set(garments) - set(cfg["garments"]))
     if bad:
         raise SystemExit(f"eval: --garments: {', '.join(bad)} not in {a.model}")
-    return [(g, name, m) for g in garments for name, m in seqs]
+    return [(g, name, m) for g in trained(cfg, garments) for name, m in seqs]
 
 
 def teacher_settings(cfg, garment, sim_args):
@@ -159,6 +176,9 @@ def family_eval(a):
         want_test = a.shape == "test"
         betas = next(s["betas"] for s in dataset.plan(cfg, p) if bool(s["test_betas"]) == want_test)
     jobs = family_jobs(a, cfg)
+    if not jobs:
+        print(f"eval: {a.model}: no garment with a network to judge", file=sys.stderr)
+        return 0
     os.makedirs(a.work, exist_ok=True)
     with ThreadPoolExecutor(max(1, min(a.jobs, 2))) as ex:  # the teacher: two processes at most
         made = list(ex.map(lambda j: family_teacher(j, a, cfg, tensors, betas), jobs))
@@ -206,7 +226,13 @@ def main(argv=None):
     ap.add_argument("--split", choices=("test", "train"), default="test")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--garments", default="", help="comma-separated; default: every garment of the dataset")
+    ap.add_argument("--list-garments", action="store_true",
+                    help="print the model's garments that have a network, comma-separated, and stop")
     a = ap.parse_args(argv)
+    if a.list_garments:
+        cfg, _ = read_bundle(a.model)
+        print(",".join(trained(cfg, cfg["garments"])))
+        return 0
     if (a.data is None) == (a.families is None):
         ap.error("give --data DIR or --families LIST")
     if a.families is not None:
@@ -218,6 +244,11 @@ def main(argv=None):
     if set(want) - set(have):
         raise SystemExit(f"eval: --garments {a.garments}: {', '.join(sorted(set(want) - set(have)))} not in "
                          f"{a.data} ({', '.join(have)})")
+    cfg, _ = read_bundle(a.model)
+    want = trained(cfg, want)
+    if not want:
+        print(f"eval: {a.model}: no garment of {a.data} has a network to judge", file=sys.stderr)
+        return 0
     seqs = [s for s in man["sequences"] if s["split"] == a.split and s["garment"] in want
             and os.path.exists(os.path.join(a.data, "seq", s["name"] + ".sim.npy"))]
     if not seqs:

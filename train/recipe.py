@@ -1,8 +1,8 @@
 """Run a training recipe: one declarative file for the whole pipeline.
 
     /usr/bin/python3 train/recipe.py run  train/recipes/default.toml [--dir build/train] [--out OUT]
-                                           [--drape build/drape] [--until STEP] [--dry-run]
-    /usr/bin/python3 train/recipe.py plan train/recipes/default.toml [--dir build/train]
+                                           [--drape build/drape] [--until STEP] [--dry-run] [--set NAME=VALUE]
+    /usr/bin/python3 train/recipe.py plan train/recipes/default.toml [--dir build/train] [--set NAME=VALUE]
     /usr/bin/python3 train/recipe.py show MODEL.safetensors      (the recipe a bundle was made by)
     /usr/bin/python3 train/recipe.py record RECIPE MODEL.safetensors   (write the recipe into a bundle its
                                                                     steps made before the runner existed)
@@ -10,11 +10,18 @@
 A recipe (TOML) is a list of steps, each `name`, `tool` and its inputs:
 
     tool      runs                                           output
+    input     a copy of the bundle at `path`                 DIR/NAME.safetensors
     init      train.py init ARGS                             DIR/NAME.safetensors
     dataset   dataset.py --base FROM ARGS                    DIR/NAME/ (teacher sequences)
     fit       train.py fit --base FROM --data D1,D2 ARGS     DIR/NAME.safetensors
     arms, refine, graft, attach, teacher, input-range
               edit_bundle.py TOOL --base FROM [--net-from N] ARGS
+
+`[params]` names the recipe's parameters and their defaults (strings), and
+`required = [...]` those without one; `--set NAME=VALUE` gives one, and
+`{NAME}` in a step's `args` or `path` (and in `out`) is replaced by its
+value before anything else (train/recipes/garment.toml: one recipe for any
+bundle and garment). A `{...}` that names no parameter is refused.
 
 `[defaults]` gives arguments every step of a tool gets before its own; `why`
 says why a step exists (required of a step that trains on some garments
@@ -23,18 +30,21 @@ it.
 
 Caching: each step has a key, the SHA-256 of its tool, its arguments, the
 keys of the steps it reads and the code of its tool (the train/*.py files it
-runs). A step whose key matches DIR/NAME.key and whose output exists is
-skipped; a changed step reruns, and so does everything that reads it. A fit
+runs); an input step's is the SHA-256 of its file's bytes (not its path). A
+step whose key matches DIR/NAME.key and whose output exists is skipped; a
+changed step reruns, and so does everything that reads it. A fit
 keeps a checkpoint (DIR/NAME.ckpt.pt) and resumes from it after an
 interruption, but only under the same key. The last step's bundle is copied
-to the recipe's `out` with the recipe's text, its SHA-256 and every step's
-key in the bundle config's "recipe" (`show` prints it).
+to the recipe's `out` with the recipe's text, its SHA-256, the parameters'
+values and every step's key in the bundle config's "recipe" (`show` prints it).
 """
 import argparse
 import hashlib
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -45,9 +55,10 @@ sys.path.insert(0, HERE)
 from bundle import read_bundle, write_bundle  # noqa: E402
 
 EDITS = ("arms", "refine", "graft", "attach", "teacher", "input-range")
-TOOLS = ("init", "dataset", "fit") + EDITS
+TOOLS = ("init", "dataset", "fit") + EDITS + ("input",)
 # the code each tool runs: a change to one of these files reruns its steps
 CODE = {
+    "input": [],
     "init": ["train.py", "make_bundle.py", "assets.py", "reference.py", "bundle.py"],
     "dataset": ["dataset.py", "motions.py", "assets.py", "bundle.py"],
     "fit": ["train.py", "reference.py", "physics.py", "bundle.py"],
@@ -91,7 +102,7 @@ def load(path):
         where = f"{path}: step {name!r}"
         if name in seen:
             raise RecipeError(f"{where}: named twice")
-        unknown = set(s) - {"name", "tool", "from", "data", "net_from", "args", "why"}
+        unknown = set(s) - {"name", "tool", "from", "data", "net_from", "args", "path", "why"}
         if unknown:
             raise RecipeError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
         tool = s.get("tool")
@@ -99,7 +110,9 @@ def load(path):
             raise RecipeError(f"{where}: tool {tool!r}: expected one of {', '.join(TOOLS)}")
         if not isinstance(s.get("args", ""), str):
             raise RecipeError(f"{where}: args must be a string")
-        reads = [s.get("from")] if tool != "init" else []
+        if (tool == "input") != isinstance(s.get("path"), str) or (tool == "input" and ("from" in s or "args" in s)):
+            raise RecipeError(f"{where}: an input step has a path (and no from or args); only an input step has one")
+        reads = [s.get("from")] if tool not in ("init", "input") else []
         if tool == "fit":
             if not isinstance(s.get("data"), list) or not s["data"]:
                 raise RecipeError(f"{where}: a fit needs data = [dataset steps]")
@@ -113,7 +126,7 @@ def load(path):
         for d in reads:
             if d not in seen:
                 raise RecipeError(f"{where}: reads {d!r}, which is not a step above it")
-        kinds = [seen[s["from"]]] if tool != "init" else []
+        kinds = [seen[s["from"]]] if tool not in ("init", "input") else []
         if tool == "fit":
             kinds += [seen[d] for d in s["data"]]
         if kinds and kinds[0] == "dataset":
@@ -125,7 +138,52 @@ def load(path):
         seen[name] = tool
     if seen[steps[-1]["name"]] == "dataset":
         raise RecipeError(f"{path}: the last step must make a bundle, not a dataset")
+    params, required = r.get("params", {}), r.get("required", [])
+    if not isinstance(params, dict) or any(not isinstance(v, str) for v in params.values()):
+        raise RecipeError(f"{path}: [params]: expected NAME = \"default\" strings")
+    if not isinstance(required, list) or any(not isinstance(v, str) or v in params for v in required):
+        raise RecipeError(f"{path}: required: expected a list of parameter names, none of them in [params]")
     return raw.decode("utf-8"), r
+
+
+_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def resolve(path, r, sets):
+    """The recipe with its parameters (`[params]`, `required`, --set
+    NAME=VALUE) put into every step's args and path and into out; the values
+    used go to r["params_used"]. Raises RecipeError naming the problem."""
+    params, required = dict(r.get("params", {})), list(r.get("required", []))
+    given = {}
+    for kv in sets:
+        k, eq, v = kv.partition("=")
+        if not eq or (k not in params and k not in required):
+            raise RecipeError(f"{path}: --set {kv!r}: expected NAME=VALUE with NAME one of "
+                              f"{', '.join(sorted(required + list(params))) or '(no parameters)'}")
+        if any(ord(c) < 32 for c in v):
+            raise RecipeError(f"{path}: --set {k}: a control character in the value")
+        given[k] = v
+    missing = [k for k in required if k not in given]
+    if missing:
+        raise RecipeError(f"{path}: give {', '.join(f'--set {k}=...' for k in missing)}")
+    values = {**params, **given}
+
+    def sub(text, where):
+        def one(m):
+            if m.group(1) not in values:
+                raise RecipeError(f"{path}: {where}: {{{m.group(1)}}} is not a parameter "
+                                  f"({', '.join(sorted(values)) or 'the recipe has none'})")
+            return values[m.group(1)]
+        return _PARAM.sub(one, text)
+    r = dict(r, step=[dict(s) for s in r["step"]], params_used=values)
+    for s in r["step"]:
+        for f in ("args", "path"):
+            if f in s:
+                s[f] = sub(s[f], f"step {s['name']!r}")
+    if "out" in r:
+        r["out"] = sub(r["out"], "out")
+    r["defaults"] = {k: sub(v, f"[defaults] {k}") for k, v in r.get("defaults", {}).items()}
+    return r
 
 
 def _sha_file(path):
@@ -145,6 +203,12 @@ def keys(r):
     code = {f: _sha_file(os.path.join(HERE, f)) for t in CODE.values() for f in t}
     out = {}
     for s in r["step"]:
+        if s["tool"] == "input":
+            if not os.path.isfile(s["path"]):
+                raise RecipeError(f"step {s['name']!r}: no file {s['path']!r}")
+            doc = {"v": KEY_VERSION, "tool": "input", "sha256": _sha_file(s["path"])}
+            out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+            continue
         reads = [s.get("from"), *s.get("data", []), s.get("net_from")]
         doc = {"v": KEY_VERSION, "tool": s["tool"], "args": shlex.split(_args(r, s)),
                "reads": [out[d] for d in reads if d], "code": {f: code[f] for f in CODE[s["tool"]]}}
@@ -171,7 +235,7 @@ def _command(r, s, d, drape):
     py = [sys.executable]
     o = _output(d, s)
     args = shlex.split(_args(r, s))
-    base = os.path.join(d, s["from"] + ".safetensors") if s["tool"] != "init" else None
+    base = os.path.join(d, s["from"] + ".safetensors") if s["tool"] not in ("init", "input") else None
     if s["tool"] == "init":
         return py + [os.path.join(HERE, "train.py"), "init"] + args + ["--out", o]
     if s["tool"] == "dataset":
@@ -187,6 +251,7 @@ def _command(r, s, d, drape):
 
 def cmd_plan(a):
     text, r = load(a.recipe)
+    r = resolve(a.recipe, r, a.set)
     ks = keys(r)
     stale = False
     for s in r["step"]:
@@ -201,6 +266,7 @@ def cmd_plan(a):
 
 def cmd_run(a):
     text, r = load(a.recipe)
+    r = resolve(a.recipe, r, a.set)
     ks = keys(r)
     os.makedirs(a.dir, exist_ok=True)
     out = a.out or r.get("out")
@@ -214,7 +280,7 @@ def cmd_run(a):
         if st == "cached":
             print(f"recipe: {name}: cached ({key[:12]})", file=sys.stderr, flush=True)
         else:
-            cmd = _command(r, s, a.dir, a.drape)
+            cmd = _command(r, s, a.dir, a.drape) if s["tool"] != "input" else ["cp", s["path"], _output(a.dir, s)]
             print(f"recipe: {name}: runs ({st}): {shlex.join(cmd)}", file=sys.stderr, flush=True)
             if a.dry_run:
                 ran.append(name)
@@ -230,7 +296,12 @@ def cmd_run(a):
                 with open(ckk, "w") as f:
                     f.write(key + "\n")
             t1 = time.time()
-            rc = subprocess.call(cmd)
+            if s["tool"] == "input":  # a copy: later changes to the file do not reach this run
+                shutil.copyfile(s["path"], _output(a.dir, s) + ".tmp")
+                os.replace(_output(a.dir, s) + ".tmp", _output(a.dir, s))
+                rc = 0
+            else:
+                rc = subprocess.call(cmd)
             if rc != 0:
                 print(f"recipe: {name}: failed (exit {rc}); the steps above stay cached", file=sys.stderr)
                 return rc
@@ -248,8 +319,14 @@ def cmd_run(a):
     last = r["step"][-1]
     cfg, t = read_bundle(_output(a.dir, last))
     cfg = dict(cfg)
+    # a recipe that starts from a given bundle keeps that bundle's record under "base"
+    base = cfg.get("recipe") if any(s["tool"] == "input" for s in r["step"]) else None
     cfg["recipe"] = {"name": r.get("name", ""), "file": os.path.relpath(os.path.abspath(a.recipe)),
                      "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text, "keys": ks}
+    if r.get("params_used"):
+        cfg["recipe"]["params"] = r["params_used"]
+    if base:
+        cfg["recipe"]["base"] = base
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     write_bundle(out + ".tmp", cfg, t)
     os.replace(out + ".tmp", out)
@@ -282,6 +359,12 @@ def cmd_show(a):
         return 1
     print(f"# {a.model}: made by {rec.get('file')} (sha256 {rec.get('sha256', '')[:16]}…)"
           + (f"; {rec['recorded']}" if rec.get("recorded") else ""))
+    b = rec.get("base")
+    while b:  # the bundles it started from
+        print(f"# on a bundle made by {b.get('file')} (sha256 {b.get('sha256', '')[:16]}…)")
+        b = b.get("base")
+    if rec.get("params"):
+        print("# with " + " ".join(shlex.quote(f"--set {k}={v}") for k, v in rec["params"].items()))
     print(rec.get("text", ""), end="")
     return 0
 
@@ -293,6 +376,8 @@ def main(argv=None):
         p = sub.add_parser(name)
         p.add_argument("recipe")
         p.add_argument("--dir", default="build/train", help="where the steps' outputs and keys live")
+        p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                       help="a parameter of the recipe ([params], required)")
         if name == "run":
             p.add_argument("--out", default="", help="the final bundle (default: the recipe's out)")
             p.add_argument("--drape", default="build/drape", help="the teacher's binary")
