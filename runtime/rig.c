@@ -7,6 +7,7 @@
 
 #include "../core/geom.h"
 #include "../core/mesh.h"
+#include "uvmap.h"
 
 #define JOINTS 24
 
@@ -234,32 +235,22 @@ int drape_rig_nonmanifold(const int32_t *faces, int F, int *n_edges)
     return bad;
 }
 
+/* hits: 0 empty, 1 on an edge only, 2 strictly inside one face, 3 inside two or more */
+static void overlap_visit(void *ctx, int t, double la, double lb, double lc)
+{
+    uint8_t *h = (uint8_t *)ctx + t;
+    if (la > 1e-9 && lb > 1e-9 && lc > 1e-9) *h = (uint8_t)(*h < 2 ? *h + 2 : 3); /* inside */
+    else if (!*h) *h = 1;                                                         /* on an edge */
+}
+
 int drape_rig_uv_overlap(const float *uv, const int32_t *uv_faces, int F, int hu, int wu, int64_t *covered,
-                             int64_t *twice)
+                         int64_t *twice)
 {
     uint8_t *hits = calloc((size_t)hu * wu, 1);
     if (!hits) return DRAPE_ENOMEM;
-    for (int f = 0; f < F; f++) {
-        const float *a = uv + 2 * uv_faces[3 * f], *b = uv + 2 * uv_faces[3 * f + 1], *c = uv + 2 * uv_faces[3 * f + 2];
-        double ax = a[0], ay = a[1], bx = b[0], by = b[1], cx = c[0], cy = c[1];
-        double area = (bx - ax) * (cy - ay) - (cx - ax) * (by - ay);
-        if (fabs(area) < 1e-12) continue;
-        int j0 = (int)floor(fmin(ax, fmin(bx, cx)) * wu - 0.5), j1 = (int)ceil(fmax(ax, fmax(bx, cx)) * wu - 0.5);
-        int i0 = (int)floor(fmin(ay, fmin(by, cy)) * hu - 0.5), i1 = (int)ceil(fmax(ay, fmax(by, cy)) * hu - 0.5);
-        j0 = j0 < 0 ? 0 : j0, i0 = i0 < 0 ? 0 : i0;
-        j1 = j1 >= wu ? wu - 1 : j1, i1 = i1 >= hu ? hu - 1 : i1;
-        for (int i = i0; i <= i1; i++)
-            for (int j = j0; j <= j1; j++) {
-                double u = (j + 0.5) / wu, v = (i + 0.5) / hu;
-                double l1 = ((u - ax) * (cy - ay) - (cx - ax) * (v - ay)) / area;
-                double l2 = ((bx - ax) * (v - ay) - (u - ax) * (by - ay)) / area;
-                double l0 = 1 - l1 - l2;
-                uint8_t *h = hits + (size_t)i * wu + j;
-                if (l0 > 1e-9 && l1 > 1e-9 && l2 > 1e-9) *h = (uint8_t)(*h < 2 ? *h + 2 : 3); /* inside */
-                else if (l0 >= -1e-6 && l1 >= -1e-6 && l2 >= -1e-6 && !*h) *h = 1;               /* on an edge */
-            }
-    }
-    /* hits: 0 empty, 1 on an edge only, 2 strictly inside one face, 3 inside two or more */
+    for (int f = 0; f < F; f++)
+        drape_uv_face_texels(uv + 2 * uv_faces[3 * f], uv + 2 * uv_faces[3 * f + 1], uv + 2 * uv_faces[3 * f + 2], hu,
+                             wu, overlap_visit, hits);
     int64_t cov = 0, two = 0;
     for (size_t t = 0; t < (size_t)hu * wu; t++) cov += hits[t] != 0, two += hits[t] == 3;
     free(hits);

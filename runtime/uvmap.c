@@ -6,40 +6,57 @@
 
 #include "../core/kinematics.h"
 
+void drape_uv_face_texels(const float *a, const float *b, const float *c, int Hu, int Wu, drape_uv_visit visit,
+                          void *ctx)
+{
+    double abx = (double)b[0] - a[0], aby = (double)b[1] - a[1];
+    double acx = (double)c[0] - a[0], acy = (double)c[1] - a[1];
+    double det = abx * acy - aby * acx;
+    if (fabs(det) < 1e-12) return; /* degenerate in UV: covers nothing */
+    double umin = fmin(a[0], fmin(b[0], c[0])), umax = fmax(a[0], fmax(b[0], c[0]));
+    double vmin = fmin(a[1], fmin(b[1], c[1])), vmax = fmax(a[1], fmax(b[1], c[1]));
+    int j0 = (int)floor(umin * Wu - 0.5) - 1, j1 = (int)ceil(umax * Wu - 0.5) + 1;
+    int i0 = (int)floor(vmin * Hu - 0.5) - 1, i1 = (int)ceil(vmax * Hu - 0.5) + 1;
+    if (j0 < 0) j0 = 0;
+    if (i0 < 0) i0 = 0;
+    if (j1 > Wu - 1) j1 = Wu - 1;
+    if (i1 > Hu - 1) i1 = Hu - 1;
+    for (int i = i0; i <= i1; i++)
+        for (int j = j0; j <= j1; j++) {
+            double px = (j + 0.5) / Wu - a[0], py = (i + 0.5) / Hu - a[1];
+            double lb = (px * acy - py * acx) / det;
+            double lc = (abx * py - aby * px) / det;
+            double la = 1.0 - lb - lc;
+            if (la < -1e-6 || lb < -1e-6 || lc < -1e-6) continue;
+            visit(ctx, i * Wu + j, la, lb, lc);
+        }
+}
+
+typedef struct {
+    int32_t *face;
+    float *bary;
+    int f;
+} raster_ctx;
+
+static void raster_visit(void *ctx, int t, double la, double lb, double lc)
+{
+    raster_ctx *r = ctx;
+    if (r->face[t] >= 0) return; /* a lower face already owns it */
+    r->face[t] = r->f;
+    r->bary[3 * t] = (float)la;
+    r->bary[3 * t + 1] = (float)lb;
+    r->bary[3 * t + 2] = (float)lc;
+}
+
 void drape_uv_raster(int32_t *texel_face, float *texel_bary, const float *uv, const int32_t *uv_faces,
                      int F, int Hu, int Wu)
 {
     for (int t = 0; t < Hu * Wu; t++) texel_face[t] = -1;
     memset(texel_bary, 0, (size_t)Hu * Wu * 3 * sizeof *texel_bary);
-    for (int f = 0; f < F; f++) {
-        const float *a = uv + 2 * uv_faces[3 * f], *b = uv + 2 * uv_faces[3 * f + 1], *c = uv + 2 * uv_faces[3 * f + 2];
-        double abx = (double)b[0] - a[0], aby = (double)b[1] - a[1];
-        double acx = (double)c[0] - a[0], acy = (double)c[1] - a[1];
-        double det = abx * acy - aby * acx;
-        if (fabs(det) < 1e-12) continue; /* degenerate in UV: covers nothing */
-        double umin = fmin(a[0], fmin(b[0], c[0])), umax = fmax(a[0], fmax(b[0], c[0]));
-        double vmin = fmin(a[1], fmin(b[1], c[1])), vmax = fmax(a[1], fmax(b[1], c[1]));
-        int j0 = (int)floor(umin * Wu - 0.5) - 1, j1 = (int)ceil(umax * Wu - 0.5) + 1;
-        int i0 = (int)floor(vmin * Hu - 0.5) - 1, i1 = (int)ceil(vmax * Hu - 0.5) + 1;
-        if (j0 < 0) j0 = 0;
-        if (i0 < 0) i0 = 0;
-        if (j1 > Wu - 1) j1 = Wu - 1;
-        if (i1 > Hu - 1) i1 = Hu - 1;
-        for (int i = i0; i <= i1; i++)
-            for (int j = j0; j <= j1; j++) {
-                int t = i * Wu + j;
-                if (texel_face[t] >= 0) continue; /* a lower face already owns it */
-                double px = (j + 0.5) / Wu - a[0], py = (i + 0.5) / Hu - a[1];
-                double lb = (px * acy - py * acx) / det;
-                double lc = (abx * py - aby * px) / det;
-                double la = 1.0 - lb - lc;
-                if (la < -1e-6 || lb < -1e-6 || lc < -1e-6) continue;
-                texel_face[t] = f;
-                texel_bary[3 * t] = (float)la;
-                texel_bary[3 * t + 1] = (float)lb;
-                texel_bary[3 * t + 2] = (float)lc;
-            }
-    }
+    raster_ctx r = {texel_face, texel_bary, 0};
+    for (r.f = 0; r.f < F; r.f++)
+        drape_uv_face_texels(uv + 2 * uv_faces[3 * r.f], uv + 2 * uv_faces[3 * r.f + 1], uv + 2 * uv_faces[3 * r.f + 2],
+                             Hu, Wu, raster_visit, &r);
 }
 
 void drape_uv_taps(int32_t idx[4], float w[4], float u, float v, int Hu, int Wu)

@@ -12,6 +12,14 @@
 void drape_uv_raster(int32_t *texel_face, float *texel_bary, const float *uv, const int32_t *uv_faces,
                      int F, int Hu, int Wu);
 
+/* The texel walk both the raster and `drape garment add`'s overlap check
+ * use, so they agree on what a face covers: visit(ctx, t, λa, λb, λc) for
+ * each texel t = i*Wu + j near UV triangle (a, b, c) whose centre has all
+ * λ ≥ −1e-6 (in double); nothing for a triangle degenerate in UV. */
+typedef void (*drape_uv_visit)(void *ctx, int t, double la, double lb, double lc);
+void drape_uv_face_texels(const float *a, const float *b, const float *c, int Hu, int Wu, drape_uv_visit visit,
+                          void *ctx);
+
 /* Fills the derived tables of g (raster, covered list, UV copies, conv spans)
  * for the model's uv_size and conv depth. */
 int drape_garment_prepare(drape_garment *g, const drape_config *cfg);
