@@ -472,21 +472,9 @@ int drape_body_import(const char *in, const drape_smpl_body *b, const char *sour
 #undef ADD
         if (rc) goto nomem;
     }
-    /* written beside and renamed: a failed write leaves whatever was at out
-     * (the input itself, when out is in) as it was */
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp) {
-        rc = drape_fail(err, DRAPE_EINVAL, "output path too long");
-        goto out;
-    }
-    if ((rc = drape_st_writer_save(w, tmp, err))) {
-        remove(tmp);
-        goto out;
-    }
-    if (rename(tmp, out)) {
-        remove(tmp);
-        rc = drape_fail(err, DRAPE_EIO, "cannot write %s", out);
-    }
+    /* the writer renames a whole file over out: a failed write leaves
+     * whatever was there (the input itself, when out is in) as it was */
+    rc = drape_st_writer_save(w, out, err);
     goto out;
 nomem:
     rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");

@@ -64,6 +64,8 @@ drape_st_writer *drape_st_writer_new(void);
 int drape_st_writer_add(drape_st_writer *w, const char *name, drape_dtype dt, int ndim,
                         const int64_t *shape, const void *data);
 int drape_st_writer_meta(drape_st_writer *w, const char *key, const char *value);
+/* Written beside path and renamed over it: path is the whole new file, or
+ * as it was when the write fails. */
 int drape_st_writer_save(drape_st_writer *w, const char *path, drape_error *err);
 void drape_st_writer_free(drape_st_writer *w);
 
