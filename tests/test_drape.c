@@ -398,8 +398,12 @@ static int drop_range(const char *name, drape_dtype *dt, int *nd, int64_t *shape
  * the model's spin family turns at most 12.6): with Bone-Net's inputs
  * clamped to their training range (docs/design.md §3.3) the default model
  * stays finite and within 10 cm of plain skinning on average and 40 cm at
- * most, every garment; without the range it goes further (it went 8–20 cm
- * on average and up to 89 cm when this was written; docs/training.md). */
+ * most, every garment. The range must be in effect: the output moves by at
+ * least 5 mm on average when it is dropped. (Whether the clamp or the
+ * network does more of the work depends on the network: the model of
+ * 2026-11 went 8-20 cm from skinning on average without it, up to 89 cm;
+ * the shared network trained on the wide plan stays 3 cm off without it.
+ * docs/training.md, "Bone-Net's inputs clamped".) */
 Test(drape, a_40_rad_s_spin_stays_near_skinning)
 {
     enum { T = 60 };
@@ -426,23 +430,25 @@ Test(drape, a_40_rad_s_spin_stays_near_skinning)
         drape_npy lbs = infer_npy(M, garments[g], pin, "--lbs-only"), x = infer_npy(M, garments[g], pin, ""),
                   y = infer_npy(plain, garments[g], pin, "");
         int64_t nv = lbs.numel / 3;
-        double mean = 0, max = 0, mean_y = 0, max_y = 0;
+        double mean = 0, max = 0, mean_y = 0, max_y = 0, moved = 0;
         for (int64_t v = 0; v < nv; v++) {
-            double d = 0, dy = 0;
+            double d = 0, dy = 0, dxy = 0;
             for (int k = 0; k < 3; k++) {
                 cr_assert(isfinite(x.data[3 * v + k]), "%s: not finite", garments[g]);
                 d += pow(x.data[3 * v + k] - lbs.data[3 * v + k], 2);
                 dy += pow(y.data[3 * v + k] - lbs.data[3 * v + k], 2);
+                dxy += pow(x.data[3 * v + k] - y.data[3 * v + k], 2);
             }
-            mean += sqrt(d) / (double)nv, mean_y += sqrt(dy) / (double)nv;
+            mean += sqrt(d) / (double)nv, mean_y += sqrt(dy) / (double)nv, moved += sqrt(dxy) / (double)nv;
             max = fmax(max, sqrt(d)), max_y = fmax(max_y, sqrt(dy));
         }
-        cr_log_info("40 rad/s spin, %s: %.1f mm from skinning on average, %.1f at most; without the range %.1f, %.1f",
-                    garments[g], 1e3 * mean, 1e3 * max, 1e3 * mean_y, 1e3 * max_y);
+        cr_log_info("40 rad/s spin, %s: %.1f mm from skinning on average, %.1f at most; without the range %.1f, %.1f "
+                    "(%.1f mm from the clamped output)",
+                    garments[g], 1e3 * mean, 1e3 * max, 1e3 * mean_y, 1e3 * max_y, 1e3 * moved);
         cr_assert(mean <= 0.10 && max <= 0.40, "%s: %.1f mm from skinning on average, %.1f at most", garments[g],
                   1e3 * mean, 1e3 * max);
-        cr_assert_gt(mean_y, 1.5 * mean, "%s: without the range %.1f mm, with it %.1f: the clamp did nothing",
-                     garments[g], 1e3 * mean_y, 1e3 * mean);
+        cr_assert_gt(moved, 0.005, "%s: the output moved %.1f mm on average without the range: the clamp did nothing",
+                     garments[g], 1e3 * moved);
         drape_npy_free(&lbs), drape_npy_free(&x), drape_npy_free(&y);
     }
 }
