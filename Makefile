@@ -267,9 +267,9 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 # The default model: the project's own pipeline (train/: assets, the sim
 # teacher's dataset, PyTorch training, export), written down in one recipe,
 # train/recipes/default.toml. `make model` runs it (train/recipe.py: a step
-# reruns only when it, what it reads or its code changed; about 4 hours on 2
-# cores, resumable); `make eval` judges models/default.safetensors on the
-# held-out sequences of the same plan against plain skinning.
+# reruns only when it, what it reads or its code changed; about 1.6 hours on 2
+# cores, resumable); `make eval` judges models/default.safetensors against
+# plain skinning, per seed and by held-out motion family.
 RECIPE ?= train/recipes/default.toml
 TRAIN_DIR ?= build/train
 model: all
@@ -292,7 +292,7 @@ garment-model: all
 EVAL_MODEL ?= models/default.safetensors
 EVAL_GARMENTS = $(shell $(PYTHON) train/eval.py --model $(EVAL_MODEL) --list-garments)
 EVAL_DATA ?= $(BUILD)/eval-data$(if $(filter models/default.safetensors,$(EVAL_MODEL)),,-$(basename $(notdir $(EVAL_MODEL))))
-# the held-out split of the recipe's last teacher plan (its dataset step data_arms)
+# the held-out split of the model before's last teacher plan (its dataset step data_arms, 2026-11; docs/training.md, "What it is judged on")
 EVAL_DATASET_ARGS ?= --garments $(EVAL_GARMENTS) --train-betas 3 --test-betas 1 --train-seeds 2 --test-seeds 1 \
                      --test-motion-betas 1 --seconds 3 --sim-args "--max-substeps 8 --max-disp 0.02 --iters 8" \
                      --garment-sim-args "tshirt=--max-substeps 16 --max-disp 0.01 --vertex-margin 0.003" \
