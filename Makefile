@@ -267,7 +267,7 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 # The default model: the project's own pipeline (train/: assets, the sim
 # teacher's dataset, PyTorch training, export), written down in one recipe,
 # train/recipes/default.toml. `make model` runs it (train/recipe.py: a step
-# reruns only when it, what it reads or its code changed; about 1.6 hours on 2
+# reruns only when it, what it reads or its code changed; about 1.7 hours on 2
 # cores, resumable); `make eval` judges models/default.safetensors against
 # plain skinning, per seed and by held-out motion family.
 RECIPE ?= train/recipes/default.toml
