@@ -344,7 +344,7 @@ def cmd_record(a):
     cfg = dict(cfg)
     cfg["recipe"] = {"name": r.get("name", ""), "file": os.path.relpath(os.path.abspath(a.recipe)),
                      "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text, "keys": None,
-                     "recorded": a.note}
+                     "recorded": "after the fact: the steps were run one by one before train/recipe.py"}
     write_bundle(a.model + ".tmp", cfg, t)
     os.replace(a.model + ".tmp", a.model)
     print(f"recipe: {a.model}: recorded {a.recipe}", file=sys.stderr)
@@ -388,8 +388,6 @@ def main(argv=None):
     p = sub.add_parser("record")
     p.add_argument("recipe")
     p.add_argument("model")
-    p.add_argument("--note", default="after the fact: the steps were run one by one before train/recipe.py",
-                   help="how the bundle was made by the recipe's steps (shown by `show`)")
     a = ap.parse_args(argv)
     try:
         return {"run": cmd_run, "plan": cmd_plan, "show": cmd_show, "record": cmd_record}[a.cmd](a)
