@@ -643,6 +643,24 @@ Test(train, recipe_caches_steps_and_is_recorded)
     rc = tu_run(log_, sizeof log_, "%s train/recipe.py show %s", py(), out);
     cr_assert(rc == 0 && strstr(log_, "--steps 4 --lr 3e-3"), "the new recipe is not recorded:\n%s", log_);
 
+    /* --only: a step whose input is not cached is refused; the named steps run
+     * alone, and a plain run then finds them cached */
+    tiny_recipe(recipe, out, 5);
+    const char *only = "%s train/recipe.py run %s --dir %s --drape %s --only %s";
+    rc = tu_run(log_, sizeof log_, only, py(), recipe, dir, bin(), "final");
+    cr_assert(rc == 2 && strstr(log_, "step 'fit' is read by one of 'final' but is not cached (changed)") &&
+                  !strstr(log_, ": runs"),
+              "--only with an input to rerun:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, only, py(), recipe, dir, bin(), "nosuch");
+    cr_assert(rc == 2 && strstr(log_, "no step 'nosuch'"), "--only an unknown step:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, only, py(), recipe, dir, bin(), "fit");
+    cr_assert(rc == 0 && strstr(log_, "fit: runs (changed)") && !strstr(log_, "final: runs") &&
+                  strstr(log_, "no final bundle"),
+              "--only fit:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert(rc == 0 && strstr(log_, "fit: cached") && strstr(log_, "final: runs (changed)") && strstr(log_, "1 step(s) run"),
+              "the run after --only:\n%s", log_);
+
     /* a bundle made by the steps before the runner: the recipe recorded after the fact */
     char base[400];
     snprintf(base, sizeof base, "%s/base.safetensors", dir);
@@ -650,7 +668,7 @@ Test(train, recipe_caches_steps_and_is_recorded)
     cr_assert(rc != 0 && strstr(log_, "no recipe recorded"), "a bundle without a recipe:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s && %s train/recipe.py show %s", py(), recipe, base,
                 py(), base);
-    cr_assert(rc == 0 && strstr(log_, "after the fact") && strstr(log_, "--steps 4 --lr 3e-3"), "record:\n%s", log_);
+    cr_assert(rc == 0 && strstr(log_, "after the fact") && strstr(log_, "--steps 5 --lr 3e-3"), "record:\n%s", log_);
 
     /* refused by name */
     write_text(recipe, "[[step]]\nname = \"fit\"\ntool = \"fit\"\nfrom = \"base\"\ndata = [\"d\"]\n"

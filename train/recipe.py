@@ -1,7 +1,8 @@
 """Run a training recipe: one declarative file for the whole pipeline.
 
     /usr/bin/python3 train/recipe.py run  train/recipes/default.toml [--dir build/train] [--out OUT]
-                                           [--drape build/drape] [--until STEP] [--dry-run] [--set NAME=VALUE]
+                                           [--drape build/drape] [--until STEP] [--only S1,S2] [--dry-run]
+                                           [--set NAME=VALUE]
     /usr/bin/python3 train/recipe.py plan train/recipes/default.toml [--dir build/train] [--set NAME=VALUE]
     /usr/bin/python3 train/recipe.py show MODEL.safetensors      (the recipe a bundle was made by)
     /usr/bin/python3 train/recipe.py record RECIPE MODEL.safetensors   (write the recipe into a bundle its
@@ -37,6 +38,12 @@ keeps a checkpoint (DIR/NAME.ckpt.pt) and resumes from it after an
 interruption, but only under the same key. The last step's bundle is copied
 to the recipe's `out` with the recipe's text, its SHA-256, the parameters'
 values and every step's key in the bundle config's "recipe" (`show` prints it).
+
+`--only S1,S2,...` runs just those steps (in the recipe's order) and writes
+no final bundle; a step they read that is not among them must be cached.
+Two runners with --only on the same --dir run independent branches side by
+side (the default recipe's shared network and the T-shirt's, on 2 cores);
+a last plain `run` then finds them cached.
 """
 import argparse
 import hashlib
@@ -216,6 +223,10 @@ def keys(r):
     return out
 
 
+def _reads(s):
+    return [x for x in (s.get("from"), *s.get("data", []), s.get("net_from")) if x]
+
+
 def _output(d, s):
     return os.path.join(d, s["name"]) + ("" if s["tool"] == "dataset" else ".safetensors")
 
@@ -272,11 +283,20 @@ def cmd_run(a):
     out = a.out or r.get("out")
     if not out:
         raise RecipeError(f"{a.recipe}: no out = ... and no --out")
+    only = [x for x in a.only.split(",") if x]
+    names = [s["name"] for s in r["step"]]
+    if any(x not in names for x in only):
+        raise RecipeError(f"--only {a.only!r}: no step {[x for x in only if x not in names][0]!r} "
+                          f"(steps: {', '.join(names)})")
     t0 = time.time()
     ran = []
     for s in r["step"]:
         name, key = s["name"], ks[s["name"]]
         st = _state(a.dir, s, key)
+        if only and name not in only:
+            if st != "cached" and any(name in _reads(t) for t in r["step"] if t["name"] in only):
+                raise RecipeError(f"--only: step {name!r} is read by one of {a.only!r} but is not cached ({st})")
+            continue
         if st == "cached":
             print(f"recipe: {name}: cached ({key[:12]})", file=sys.stderr, flush=True)
         else:
@@ -315,6 +335,10 @@ def cmd_run(a):
             return 0
     if a.dry_run:
         print(f"recipe: would run {len(ran)} step(s): {', '.join(ran) or 'none'}", file=sys.stderr)
+        return 0
+    if only:
+        print(f"recipe: ran {len(ran)} of --only's steps ({', '.join(ran) or 'none'}; "
+              f"{(time.time() - t0) / 60:.1f} min); no final bundle", file=sys.stderr)
         return 0
     last = r["step"][-1]
     cfg, t = read_bundle(_output(a.dir, last))
@@ -382,6 +406,8 @@ def main(argv=None):
             p.add_argument("--out", default="", help="the final bundle (default: the recipe's out)")
             p.add_argument("--drape", default="build/drape", help="the teacher's binary")
             p.add_argument("--until", default="", help="stop after this step")
+            p.add_argument("--only", default="", metavar="S1,S2",
+                           help="run only these steps; what they read must be cached")
             p.add_argument("--dry-run", action="store_true", help="print what would run")
     p = sub.add_parser("show")
     p.add_argument("model")
