@@ -267,12 +267,20 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 # The default model: the project's own pipeline (train/: assets, the sim
 # teacher's dataset, PyTorch training, export), written down in one recipe,
 # train/recipes/default.toml. `make model` runs it (train/recipe.py: a step
-# reruns only when it, what it reads or its code changed; about 1.7 hours on 2
-# cores, resumable); `make eval` judges models/default.safetensors against
-# plain skinning, per seed and by held-out motion family.
+# reruns only when it, what it reads or its code changed; resumable): the
+# steps up to MODEL_FIRST, then MODEL_BRANCHES (the shared network's steps and
+# the T-shirt's, independent of each other) side by side, one runner each,
+# then the rest; `make eval` judges models/default.safetensors against plain
+# skinning, per seed and by held-out motion family.
 RECIPE ?= train/recipes/default.toml
 TRAIN_DIR ?= build/train
+MODEL_FIRST ?= base_arms
+MODEL_BRANCHES ?= data_wide,wide1,wide2 data_wide_tshirt,t1,t1_refined,t2
 model: all
+	$(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape --until $(MODEL_FIRST)
+	pids=; for b in $(MODEL_BRANCHES); do \
+	    $(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape --only $$b & pids="$$pids $$!"; \
+	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
 	$(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape
 
 # A network for one garment of a bundle (train/recipes/garment.toml; docs/training.md
