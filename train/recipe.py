@@ -205,6 +205,10 @@ def _args(r, s):
     return (r.get("defaults", {}).get(s["tool"], "") + " " + s.get("args", "")).strip()
 
 
+def _reads(s):
+    return [x for x in (s.get("from"), *s.get("data", []), s.get("net_from")) if x]
+
+
 def keys(r):
     """Every step's key, in order: {name: sha256 hex}."""
     code = {f: _sha_file(os.path.join(HERE, f)) for t in CODE.values() for f in t}
@@ -216,15 +220,10 @@ def keys(r):
             doc = {"v": KEY_VERSION, "tool": "input", "sha256": _sha_file(s["path"])}
             out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
             continue
-        reads = [s.get("from"), *s.get("data", []), s.get("net_from")]
         doc = {"v": KEY_VERSION, "tool": s["tool"], "args": shlex.split(_args(r, s)),
-               "reads": [out[d] for d in reads if d], "code": {f: code[f] for f in CODE[s["tool"]]}}
+               "reads": [out[d] for d in _reads(s)], "code": {f: code[f] for f in CODE[s["tool"]]}}
         out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return out
-
-
-def _reads(s):
-    return [x for x in (s.get("from"), *s.get("data", []), s.get("net_from")) if x]
 
 
 def _output(d, s):
@@ -267,9 +266,9 @@ def cmd_plan(a):
     stale = False
     for s in r["step"]:
         st = _state(a.dir, s, ks[s["name"]])
-        reads = [s.get("from"), *s.get("data", []), s.get("net_from")]
+        reads = _reads(s)
         print(f"{s['name']:<18} {s['tool']:<8} {ks[s['name']][:12]}  {st}"
-              + (f"  (reads {', '.join(x for x in reads if x)})" if any(reads) else ""))
+              + (f"  (reads {', '.join(reads)})" if reads else ""))
         stale = stale or st != "cached"
     print(f"recipe: {'everything cached' if not stale else 'steps to run above'}")
     return 0
