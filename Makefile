@@ -268,19 +268,21 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 # teacher's dataset, PyTorch training, export), written down in one recipe,
 # train/recipes/default.toml. `make model` runs it (train/recipe.py: a step
 # reruns only when it, what it reads or its code changed; resumable): the
-# steps up to MODEL_FIRST, then MODEL_BRANCHES (the shared network's steps and
-# the T-shirt's, independent of each other) side by side, one runner each,
-# then the rest; `make eval` judges models/default.safetensors against plain
+# steps up to MODEL_FIRST, then MODEL_PHASES in order: each phase's branches
+# (`+` between them; steps independent of the other branches') side by side,
+# one `recipe.py run --only` runner each; then the rest; `make eval` judges models/default.safetensors against plain
 # skinning, per seed and by held-out motion family.
 RECIPE ?= train/recipes/default.toml
 TRAIN_DIR ?= build/train
 MODEL_FIRST ?= base_arms
-MODEL_BRANCHES ?= data_wide,wide1,wide2 data_wide_tshirt,t1,t1_refined,t2
+MODEL_PHASES ?= data_wide+data_wide_tshirt wide1,wide2,wide3,t1,t1_refined,t2+dress1,dress2
 model: all
 	$(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape --until $(MODEL_FIRST)
-	pids=; for b in $(MODEL_BRANCHES); do \
-	    $(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape --only $$b & pids="$$pids $$!"; \
-	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; exit $$rc
+	for ph in $(MODEL_PHASES); do \
+	    pids=; for b in $$(echo $$ph | tr + ' '); do \
+	        $(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape --only $$b & pids="$$pids $$!"; \
+	    done; rc=0; for p in $$pids; do wait $$p || rc=1; done; [ $$rc = 0 ] || exit 1; \
+	done
 	$(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape
 
 # A network for one garment of a bundle (train/recipes/garment.toml; docs/training.md
