@@ -219,7 +219,7 @@ check:
 	    build-asan/drape build-asan/draped build-asan/drape_tests build-asan/libdrape.a
 	@$(MAKE) --no-print-directory $(BUNDLES)
 	@mkdir -p build-asan
-	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:protect_shadow_gap=0 \
+	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped DRAPE_TEST_TIME_SCALE=4 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:protect_shadow_gap=0 \
 	    UBSAN_OPTIONS=print_stacktrace=1 build-asan/drape_tests --jobs $(JOBS) 2>&1 | tee build-asan/check.log
 	@if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)" build-asan/check.log; \
 	 then echo "make check: sanitizer reports above"; exit 1; else echo "make check: no sanitizer reports"; fi

@@ -50,6 +50,7 @@ const { chromium } = await import(new URL('../../web/node_modules/playwright-cor
 const GARMENT_SHARE = 0.005;
 const BODY_SHARE = 0.01;
 const GROW = 0.25; // m
+const TIME_SCALE = Math.max(1, Number(process.env.DRAPE_TEST_TIME_SCALE) || 1);
 
 const die = (msg) => {
   console.error(`viewer_shots: ${msg} (timings ${JSON.stringify(result.ms)}, shots ${JSON.stringify(result.shots.map((r) => [r.name, r.ms]))})`);
@@ -115,8 +116,11 @@ try {
   page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
   let expectRefusal = false; // while a refused file's 400 is logged
   const stats = () => page.evaluate(() => JSON.parse(JSON.stringify(window.drapeStats)));
+  // DRAPE_TEST_TIME_SCALE: `make check` runs draped under ASan, several
+  // times slower, beside other tests; the waits stretch, the checks do not
   const until = (f, arg, ms, what) =>
-    page.waitForFunction(f, arg, { timeout: ms, polling: 50 }).catch(async () => die(`${what}: ${JSON.stringify(await stats())}`));
+    page.waitForFunction(f, arg, { timeout: ms * TIME_SCALE, polling: 50 })
+      .catch(async () => die(`${what}: ${JSON.stringify(await stats())}`));
   const renders = (n) => page.evaluate((k) => new Promise((resolve) => {
     const step = () => (k-- > 0 ? requestAnimationFrame(step) : resolve());
     step();
