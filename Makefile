@@ -270,8 +270,9 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 # reruns only when it, what it reads or its code changed; resumable): the
 # steps up to MODEL_FIRST, then MODEL_PHASES in order: each phase's branches
 # (`+` between them; steps independent of the other branches') side by side,
-# one `recipe.py run --only` runner each; then the rest; `make eval` judges models/default.safetensors against plain
-# skinning, per seed and by held-out motion family.
+# one `recipe.py run --only` runner each; then the rest. `make eval` judges
+# models/default.safetensors against plain skinning, per seed and by held-out
+# motion family.
 RECIPE ?= train/recipes/default.toml
 TRAIN_DIR ?= build/train
 MODEL_FIRST ?= base_arms
