@@ -52,8 +52,9 @@ int drape_model_name_ok(const char *s)
     return 1;
 }
 
-/* "refine": {"<garment>": {"iters": N, "stiffness": k, "margin": m}, ...}
- * (docs/conventions.md, "The refine step"); absent: no garment is refined */
+/* "refine": {"<garment>": {"iters": N, "stiffness": k, "margin": m[, "rho": r]}, ...}
+ * (docs/conventions.md, "The refine step"); absent: no garment is refined;
+ * rho absent or 0: plain sweeps */
 static int config_refine(drape_config *c, const json_t *r, drape_error *err)
 {
     if (!r) return DRAPE_OK;
@@ -66,17 +67,20 @@ static int config_refine(drape_config *c, const json_t *r, drape_error *err)
             if (!strcmp(c->garments[i], name)) g = i;
         if (g < 0) return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: refine: '%.64s' is not a garment of the model", name);
         json_t *it = json_object_get(v, "iters"), *k = json_object_get(v, "stiffness"), *mg = json_object_get(v, "margin");
-        if (!json_is_object(v) || json_object_size(v) != 3 || !json_is_integer(it) || !json_is_number(k) ||
-            !json_is_number(mg))
+        json_t *rh = json_object_get(v, "rho");
+        if (!json_is_object(v) || json_object_size(v) != 3u + (rh != NULL) || !json_is_integer(it) ||
+            !json_is_number(k) || !json_is_number(mg) || (rh && !json_is_number(rh)))
             return drape_fail(err, DRAPE_EFORMAT, "drape.config: refine.%s must be {\"iters\": integer, "
-                                                  "\"stiffness\": number, \"margin\": number}", name);
-        double kv = json_number_value(k), mv = json_number_value(mg);
-        if (json_integer_value(it) < 0 || json_integer_value(it) > 100 || !(kv > 0 && kv <= 100) || !(mv >= 0 && mv <= 0.05))
+                                                  "\"stiffness\": number, \"margin\": number[, \"rho\": number]}", name);
+        double kv = json_number_value(k), mv = json_number_value(mg), rv = rh ? json_number_value(rh) : 0;
+        if (json_integer_value(it) < 0 || json_integer_value(it) > 100 || !(kv > 0 && kv <= 100) || !(mv >= 0 && mv <= 0.05) ||
+            !(rv >= 0 && rv < 1))
             return drape_fail(err, DRAPE_ERANGE, "drape.config: refine.%s: iters in [0, 100], stiffness in (0, 100], "
-                                                 "margin in [0, 0.05] m", name);
+                                                 "margin in [0, 0.05] m, rho in [0, 1)", name);
         c->refine[g].iters = (int)json_integer_value(it);
         c->refine[g].stiffness = (float)kv;
         c->refine[g].margin = (float)mv;
+        c->refine[g].rho = rv;
     }
     return DRAPE_OK;
 }

@@ -42,7 +42,7 @@ typedef struct {
     int n_garments;
     /* the refine step after module A, per garment (runtime/refine.h;
      * docs/conventions.md "The refine step"); iters 0: off */
-    struct { int iters; float stiffness, margin; } refine[DRAPE_MAX_GARMENTS];
+    struct { int iters; float stiffness, margin; double rho; } refine[DRAPE_MAX_GARMENTS];
     char garments[DRAPE_MAX_GARMENTS][DRAPE_NAME_MAX];
     /* the teacher it was trained against (docs/design.md §3.3): per garment the
      * `drape sim garment` flags, the common ones then the garment's own;

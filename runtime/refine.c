@@ -8,6 +8,13 @@
  * frame is wild anyway, and its cost stays bounded (docs/design.md §2.8). */
 #define REFINE_CELLS_PER_VERTEX 256
 
+/* With rho > 0 the sweeps after the first REFINE_PLAIN_SWEEPS are
+ * Chebyshev-accelerated (Wang 2015): plain sweeps take out the stretch of a
+ * few edges, the acceleration the garment-wide stretch they barely touch
+ * (at k = 48 a plain sweep shrinks the smoothest error by 0.9965). The first
+ * sweeps stay plain because their projection directions still turn fast. */
+#define REFINE_PLAIN_SWEEPS 10
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +27,7 @@ struct drape_refine {
     const drape_model *m;
     const drape_garment *g;
     int iters;
-    double k, margin;
+    double k, margin, rho;
     float *v_s;             /* [Nb,3] shaped rest body */
     float J[DRAPE_JOINTS * 3];
     double *l0;             /* [n_edges] rest lengths of g(β) */
@@ -51,6 +58,7 @@ int drape_refine_create(drape_refine **out, const drape_model *m, int garment, c
     r->iters = m->cfg.refine[garment].iters;
     r->k = m->cfg.refine[garment].stiffness;
     r->margin = m->cfg.refine[garment].margin;
+    r->rho = m->cfg.refine[garment].rho;
     /* g(β) = rest + shapedirs[body_nn]·β (docs/design.md §2.3 step 1) */
     for (int v = 0; v < g->V; v++)
         for (int d = 0; d < 3; d++) {
@@ -129,11 +137,11 @@ int drape_refine_frame(const drape_refine *r, float *x, const float pose[DRAPE_P
     const drape_model *m = r->m;
     int V = r->g->V, Nb = m->Nb, rc = DRAPE_OK;
     float *body = malloc((size_t)Nb * 6 * sizeof *body), *bn = body ? body + (size_t)Nb * 3 : NULL;
-    double *bp = malloc((size_t)(Nb + 3 * V) * 3 * sizeof *bp);
+    double *bp = malloc((size_t)(Nb + 4 * V) * 3 * sizeof *bp);
     int *nn = calloc((size_t)V + 1, sizeof *nn);
     drape_grid grid = {0};
     if (!body || !bp || !nn) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory in the refine step"); goto out; }
-    double *p = bp + (size_t)Nb * 3, *xa = p + (size_t)V * 3, *xb = xa + (size_t)V * 3;
+    double *p = bp + (size_t)Nb * 3, *xa = p + (size_t)V * 3, *xb = xa + (size_t)V * 3, *xo = xb + (size_t)V * 3;
     float A[DRAPE_JOINTS * 12];
     drape_fk(A, pose, trans, r->J, m->parents);
     drape_body_pose(body, m, r->v_s, A);
@@ -147,11 +155,17 @@ int drape_refine_frame(const drape_refine *r, float *x, const float pose[DRAPE_P
     /* the garment's rest-time body vertex (body_nn) is a near guess to start from */
     int64_t budget = REFINE_CELLS_PER_VERTEX * (int64_t)V;
     for (int v = 0; v < V; v++) nn[v] = drape_grid_nearest_hint(&grid, bp, p + 3 * v, r->g->body_nn[v], &budget);
+    /* xo: the iterate before xa, which the accelerated sweeps extrapolate from */
+    double w = 1, rho2 = r->rho * r->rho;
     for (int it = 0; it < r->iters; it++) {
         push(xa, V, nn, bp, bn, r->margin);
         sweep(xb, xa, p, r);
-        double *t = xa;
-        xa = xb, xb = t;
+        if (r->rho > 0 && it >= REFINE_PLAIN_SWEEPS) {
+            w = it == REFINE_PLAIN_SWEEPS ? 2 / (2 - rho2) : 4 / (4 - rho2 * w);
+            for (int i = 0; i < 3 * V; i++) xb[i] = w * (xb[i] - xo[i]) + xo[i];
+        }
+        double *t = xo;
+        xo = xa, xa = xb, xb = t;
     }
     budget = REFINE_CELLS_PER_VERTEX * (int64_t)V;
     for (int v = 0; v < V; v++) nn[v] = drape_grid_nearest_hint(&grid, bp, xa + 3 * v, nn[v], &budget);

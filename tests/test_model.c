@@ -284,6 +284,13 @@ Test(model, refine_config_is_read_and_checked)
     cr_assert(m->cfg.refine[0].iters == 0 && m->cfg.refine[1].iters == 7);
     cr_assert_float_eq(m->cfg.refine[1].stiffness, 2.5f, 1e-6);
     cr_assert_float_eq(m->cfg.refine[1].margin, 0.004f, 1e-6);
+    cr_assert_eq(m->cfg.refine[1].rho, 0, "no rho: plain sweeps");
+    drape_model_free(m);
+    config_with(cfg, sizeof cfg,
+                "\"refine\": {\"skirt\": {\"iters\": 50, \"stiffness\": 100, \"margin\": 0, \"rho\": 0.9983}}");
+    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.refine[0].iters == 50 && m->cfg.refine[0].rho == 0.9983);
     drape_model_free(m);
     static const struct { const char *r; int code; const char *msg; } bad[] = {
         {"{\"coat\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0}}", DRAPE_ENOTFOUND, "'coat' is not a garment"},
@@ -293,6 +300,10 @@ Test(model, refine_config_is_read_and_checked)
         {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1}}", DRAPE_EFORMAT, "refine.skirt must be"},
         {"{\"skirt\": {\"iters\": 1.5, \"stiffness\": 1, \"margin\": 0}}", DRAPE_EFORMAT, "refine.skirt must be"},
         {"{\"skirt\": 3}", DRAPE_EFORMAT, "refine.skirt must be"},
+        {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0, \"rho\": 1}}", DRAPE_ERANGE, "rho in [0, 1)"},
+        {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0, \"rho\": -0.5}}", DRAPE_ERANGE, "rho in [0, 1)"},
+        {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0, \"rho\": \"fast\"}}", DRAPE_EFORMAT, "refine.skirt must be"},
+        {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0, \"speed\": 2}}", DRAPE_EFORMAT, "refine.skirt must be"},
         {"[\"skirt\"]", DRAPE_EFORMAT, "'refine' must be an object"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {

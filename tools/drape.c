@@ -70,9 +70,12 @@ static int cmd_info(int argc, char **argv)
         if (c->untrained[i]) printf(", network untrained (modes lbs, physics)");
         else if (c->stale_net[i]) printf(", network trained on another body (retrain it: docs/body.md), modes neural, lbs, physics");
         else printf(", network trained (modes neural, lbs, physics)");
-        if (c->refine[i].iters)
-            printf(", refined (%d sweeps, stiffness %g, margin %g m)", c->refine[i].iters, c->refine[i].stiffness,
+        if (c->refine[i].iters) {
+            printf(", refined (%d sweeps, stiffness %g, margin %g m", c->refine[i].iters, c->refine[i].stiffness,
                    c->refine[i].margin);
+            if (c->refine[i].rho > 0) printf(", Chebyshev rho %g", c->refine[i].rho);
+            printf(")");
+        }
         printf("\n");
     }
     printf("tensors    %d (%d not used by this runtime), %zu bytes of data\n", m->n_tensors, m->n_unused_tensors,

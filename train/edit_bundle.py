@@ -13,7 +13,7 @@
     # "untrained" nor "stale_networks")
     /usr/bin/python3 train/edit_bundle.py graft --base BASE --garment tshirt --net-from TSHIRT.safetensors --out OUT
     # a copy of BASE whose garment is refined after module A (runtime/refine.h), or no longer is (--iters 0)
-    /usr/bin/python3 train/edit_bundle.py refine --base BASE --garment tshirt [--iters 10 --stiffness 1 --margin 0.003] --out OUT
+    /usr/bin/python3 train/edit_bundle.py refine --base BASE --garment tshirt [--iters 10 --stiffness 1 --margin 0.003 --rho 0] --out OUT
     # a copy of BASE that carries the teacher it was trained against (docs/design.md §3.3): the
     # `drape sim garment` flags, common and per garment, and a garment's worn-in prelude (train/'s)
     /usr/bin/python3 train/edit_bundle.py teacher --base BASE --out OUT \
@@ -154,12 +154,15 @@ def cmd_refine(a):
     if a.garment not in cfg["garments"]:
         raise SystemExit(f"edit_bundle refine: {a.garment!r} is not a garment of {a.base} ({', '.join(cfg['garments'])})")
     # the runtime's bounds (runtime/model.c config_refine)
-    if not (0 <= a.iters <= 100 and 0 < a.stiffness <= 100 and 0 <= a.margin <= 0.05):
-        raise SystemExit("edit_bundle refine: --iters in [0, 100], --stiffness in (0, 100], --margin in [0, 0.05] m")
+    if not (0 <= a.iters <= 100 and 0 < a.stiffness <= 100 and 0 <= a.margin <= 0.05 and 0 <= a.rho < 1):
+        raise SystemExit("edit_bundle refine: --iters in [0, 100], --stiffness in (0, 100], --margin in [0, 0.05] m, "
+                         "--rho in [0, 1)")
     cfg = dict(cfg)
     r = {g: v for g, v in cfg.get("refine", {}).items() if g != a.garment}
     if a.iters:
         r[a.garment] = {"iters": a.iters, "stiffness": a.stiffness, "margin": a.margin}
+        if a.rho:
+            r[a.garment]["rho"] = a.rho
     cfg.pop("refine", None)
     if r:
         cfg["refine"] = r
@@ -352,6 +355,8 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--stiffness", type=float, default=1.0)
     p.add_argument("--margin", type=float, default=0.003, help="m off the body's tangent planes")
+    p.add_argument("--rho", type=float, default=0.0,
+                   help="Chebyshev acceleration of the sweeps: the plain sweep's spectral radius (0: plain)")
     p.add_argument("--out", required=True)
     p = sub.add_parser("teacher", help="the teacher flags the bundle was trained against")
     p.add_argument("--base", required=True)

@@ -530,10 +530,14 @@ def posed_body(model, ident, poses, trans):
     return body, normals
 
 
-def refine(x, body, normals, edges, l0, iters, k, margin, nearest=None):
+REFINE_PLAIN_SWEEPS = 10  # runtime/refine.c: sweeps before the Chebyshev acceleration starts
+
+
+def refine(x, body, normals, edges, l0, iters, k, margin, nearest=None, rho=0.0):
     """The refine step of one frame (runtime/refine.h, docs/conventions.md "The
     refine step"), in float64: x [V,3] the network's world positions, body
-    and normals [Nb,3] the posed body, edges [E,2] with rest lengths l0 [E].
+    and normals [Nb,3] the posed body, edges [E,2] with rest lengths l0 [E];
+    rho > 0: Chebyshev-accelerated after REFINE_PLAIN_SWEEPS sweeps.
     Differentiable in x (the nearest vertices are indices, held fixed);
     nearest(y, body) -> [V] may replace the exact search (training's k-d tree)."""
     near = nearest or (lambda y, b: knn_body(y, b, 1)[:, 0])
@@ -547,15 +551,19 @@ def refine(x, body, normals, edges, l0, iters, k, margin, nearest=None):
         d = ((y - body[nn]) * n).sum(-1)
         return y + torch.clamp(margin - d, min=0)[:, None] * n
 
-    nn, x = near(p, body), p  # the prediction's nearest body vertices, for every sweep
-    for _ in range(iters):
+    nn, x, xo, w = near(p, body), p, None, 1.0  # nn: the prediction's nearest body vertices, for every sweep
+    for it in range(iters):
         x = push(x, nn)
         dv = x[i] - x[j]
         proj = dv * (l0 / dv.norm(dim=-1).clamp(min=1e-12))[:, None]
         s = torch.zeros_like(x)
         s.index_add_(0, i, x[j] + proj)
         s.index_add_(0, j, x[i] - proj)
-        x = (p + k * s) / (1 + k * deg)[:, None]
+        xn = (p + k * s) / (1 + k * deg)[:, None]
+        if rho > 0 and it >= REFINE_PLAIN_SWEEPS:
+            w = 2 / (2 - rho * rho) if it == REFINE_PLAIN_SWEEPS else 4 / (4 - rho * rho * w)
+            xn = w * (xn - xo) + xo
+        x, xo = xn, x
     return push(x, near(x, body))
 
 
@@ -571,7 +579,7 @@ def refine_frames(model, ident, world, poses, trans, posed=None, nearest=None):
     g = ident["g"].detach().double()
     l0 = (g[edges[:, 0]] - g[edges[:, 1]]).norm(dim=-1)
     return torch.stack([refine(world[f], body[f], normals[f], edges, l0, rc["iters"], rc["stiffness"], rc["margin"],
-                               nearest) for f in range(len(world))]).to(world.dtype)
+                               nearest, rc.get("rho", 0.0)) for f in range(len(world))]).to(world.dtype)
 
 
 def history(cfg):
