@@ -14,7 +14,9 @@
  *      sustain 1,920 frames per second at all; otherwise the row says so);
  *   4. per garment the bundle refines (docs/conventions.md, "The refine
  *      step"): frames/s of one avatar (batches of 1) and of batches of
- *      max_batch, with the refine step and without it (the peer);
+ *      max_batch, with the refine step and without it (the peer); where
+ *      its sweeps are Chebyshev-accelerated, one avatar against the same
+ *      sweeps plain (the peer);
  *   5. one avatar at 30 fps over wss against the same over ws (the peer),
  *      each on its own draped with the same flags, in this run: p50 and p99
  *      (goal: wss within 1 ms of ws at p50). Skipped without openssl for a
@@ -170,6 +172,20 @@ static void refine_rows(const char *bundle, int threads)
                    on / off);
         }
         m->cfg.refine[g].iters = iters;
+    }
+    /* the Chebyshev acceleration's own cost: the same sweeps plain (rho 0), one avatar */
+    head = 0;
+    for (int g = 0; g < m->cfg.n_garments; g++) {
+        double rho = m->cfg.refine[g].rho, acc, plain, ms;
+        if (m->cfg.refine[g].iters <= 0 || rho <= 0) continue;
+        if (!head++)
+            printf("\n| garment, batch 1 | frames/s accelerated sweeps | plain sweeps | accelerated / plain |\n"
+                   "|---|---:|---:|---:|\n");
+        raw_of(m, threads, (const int[]){g}, 1, 1, &acc, &ms);
+        m->cfg.refine[g].rho = 0;
+        raw_of(m, threads, (const int[]){g}, 1, 1, &plain, &ms);
+        m->cfg.refine[g].rho = rho;
+        printf("| %s (rho %g) | %.1f | %.1f | %.2f |\n", m->garments[g].name, rho, acc, plain, acc / plain);
     }
     drape_model_free(m);
 }
