@@ -112,6 +112,21 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py refine --base %s --garment skirt --iters 4 --margin 0.005 --out %s",
                 py(), model, refined);
     cr_assert_eq(rc, 0, "refine:\n%s", log_);
+    /* --rho: Chebyshev-accelerated sweeps, written into the config; out of [0, 1) refused by name */
+    char accel[300];
+    snprintf(accel, sizeof accel, "%s", tu_tmp("accel.safetensors"));
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py refine --base %s --garment skirt --iters 30 --rho 1.5 --out %s",
+                py(), model, accel);
+    cr_assert(rc != 0 && strstr(log_, "--rho in [0, 1)") && !strstr(log_, "Traceback"), "rho 1.5:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py refine --base %s --garment skirt --iters 30 --rho 0.99 --out %s",
+                py(), model, accel);
+    cr_assert_eq(rc, 0, "refine --rho:\n%s", log_);
+    drape_model *am = NULL;
+    drape_error ae = {0};
+    cr_assert_eq(drape_model_load(&am, accel, &ae), 0, "%s", ae.msg);
+    cr_assert(am->cfg.refine[0].iters == 30 && am->cfg.refine[0].rho == 0.99, "refine %d sweeps, rho %g",
+              am->cfg.refine[0].iters, am->cfg.refine[0].rho);
+    drape_model_free(am);
     rc = tiny_fit(refined, data, model3, "--steps 12 --frames 6 --lr 3e-3 --threads 1 --pen-nn pred --through-refine");
     cr_assert(rc == 0 && strstr(log_, "the losses on the refined positions of skirt"), "fit through refine:\n%s", log_);
     p = strstr(log_, "fixed-batch loss before ");
