@@ -12,6 +12,8 @@
  * vertices); l0 from the identity's retargeted rest g(β) (docs/design.md §2.3 step 1).
  * One Jacobi sweep of a projective mass-spring solve per iteration: every
  * vertex moves independently, so a GPU can run it as one kernel per sweep.
+ * With the config's rho > 0, sweeps after the tenth are Chebyshev-
+ * accelerated: x ← w (x̂ − x_prev) + x_prev, w from rho (refine.c).
  * The plain reference is train/reference.py `refine`. */
 #ifndef DRAPE_REFINE_H
 #define DRAPE_REFINE_H
