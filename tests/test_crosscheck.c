@@ -70,9 +70,9 @@ Test(crosscheck, own_network_bundle_shared_garment) { crosscheck("tinyown_random
 Test(crosscheck, refine_step) { crosscheck("tinyrefine_random", 0, 5, BETAS, 3, 0); }
 Test(crosscheck, longer_history_second_garment) { crosscheck("tinyhist_random", 1, 10, BETAS, 3, 0); }
 /* the default model, whose Bone-Net inputs are clamped to their training
- * range (docs/design.md §3.3; random poses reach far past it): the bundle's
- * network (the skirt), the dress's own and the T-shirt's own, each with its
- * refine step (100 sweeps, Chebyshev-accelerated) */
+ * range (docs/design.md §3.3; random poses reach far past it): the skirt's,
+ * the dress's and the T-shirt's own networks, each with its refine step
+ * (100 sweeps, Chebyshev-accelerated) */
 Test(crosscheck, default_model_clamped_inputs) { crosscheck("models/default.safetensors", 0, 4, BETAS, 4, 0); }
 Test(crosscheck, default_model_dress_own_network) { crosscheck("models/default.safetensors", 1, 4, BETAS, 4, 0); }
 Test(crosscheck, default_model_own_network_clamped_inputs) { crosscheck("models/default.safetensors", 2, 4, BETAS, 4, 0); }
