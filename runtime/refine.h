@@ -13,7 +13,8 @@
  * One Jacobi sweep of a projective mass-spring solve per iteration: every
  * vertex moves independently, so a GPU can run it as one kernel per sweep.
  * With the config's rho > 0, sweeps after the tenth are Chebyshev-
- * accelerated: x ← w (x̂ − x_prev) + x_prev, w from rho (refine.c).
+ * accelerated: x ← w (x̂ − x_prev) + x_prev, x_prev the previous sweep's
+ * pushed input, w from rho (refine.c).
  * The plain reference is train/reference.py `refine`. */
 #ifndef DRAPE_REFINE_H
 #define DRAPE_REFINE_H

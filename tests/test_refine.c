@@ -223,4 +223,5 @@ Test(refine, chebyshev_sweeps_undo_a_garment_wide_stretch)
         drape_model_free(m);
     }
     cr_assert_lt(err[1], 0.5 * err[0], "accelerated %g, plain %g", err[1], err[0]);
+    cr_assert_gt(err[2], err[1], "a rho past the radius converged faster than the right one: %g, %g", err[2], err[1]);
 }

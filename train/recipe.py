@@ -42,7 +42,8 @@ values and every step's key in the bundle config's "recipe" (`show` prints it).
 `--only S1,S2,...` runs just those steps (in the recipe's order) and writes
 no final bundle; a step they read that is not among them must be cached.
 Two runners with --only on the same --dir run independent branches side by
-side (the default recipe's shared network and the T-shirt's, on 2 cores);
+side (the default recipe's fits in two branches on 2 cores: the Makefile's
+MODEL_PHASES);
 a last plain `run` then finds them cached.
 """
 import argparse
