@@ -68,6 +68,26 @@ Test(crosscheck, own_network) { crosscheck("tinyown_random", 1, 6, BETAS, 4, 0);
 Test(crosscheck, own_network_bundle_shared_garment) { crosscheck("tinyown_random", 0, 5, BETAS, 3, 0); }
 /* the refine step after module A (runtime/refine.h) against the reference's */
 Test(crosscheck, refine_step) { crosscheck("tinyrefine_random", 0, 5, BETAS, 3, 0); }
+/* the refine step's Chebyshev-accelerated sweeps (config rho), 30 past the
+ * 10 plain ones, on the tiny bundle given a refine entry */
+Test(crosscheck, refine_step_accelerated)
+{
+    drape_st *st;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
+    const char *cfg = drape_st_meta(st, "drape.config"), *end = strrchr(cfg, '}');
+    cr_assert_not_null(end);
+    char buf[16384], path[300];
+    cr_assert_lt(snprintf(buf, sizeof buf,
+                          "%.*s, \"refine\": {\"skirt\": {\"iters\": 40, \"stiffness\": 20, \"margin\": 0.003, "
+                          "\"rho\": 0.99}}}",
+                          (int)(end - cfg), cfg),
+                 (int)sizeof buf);
+    drape_st_free(st);
+    snprintf(path, sizeof path, "%s", tu_tmp("accelerated.safetensors"));
+    tu_rewrite(tu_bundle("tiny_random"), path, NULL, buf, NULL);
+    crosscheck(path, 0, 5, BETAS, 3, 0);
+}
 Test(crosscheck, longer_history_second_garment) { crosscheck("tinyhist_random", 1, 10, BETAS, 3, 0); }
 /* the default model, whose Bone-Net inputs are clamped to their training
  * range (docs/design.md §3.3; random poses reach far past it): the skirt's,
