@@ -312,22 +312,6 @@ Test(drape, default_backend_is_auto)
     drape_npy_free(&b);
 }
 
-/* A copy of src whose config gets `extra` (a JSON member) before its last brace. */
-static void config_plus(const char *src, const char *dst, const char *extra)
-{
-    drape_st *st = NULL;
-    drape_error e = {0};
-    cr_assert_eq(drape_st_open(&st, src, &e), 0, "%s", e.msg);
-    const char *cfg = drape_st_meta(st, "drape.config");
-    const char *end = strrchr(cfg, '}');
-    size_t cap = strlen(cfg) + strlen(extra) + 8;
-    char *text = malloc(cap);
-    snprintf(text, cap, "%.*s, %s}", (int)(end - cfg), cfg, extra);
-    tu_rewrite(src, dst, NULL, text, NULL);
-    free(text);
-    drape_st_free(st);
-}
-
 /* `drape sim garment` without flags simulates as the bundle's teacher did
  * (docs/design.md §3.3): its flags, a garment's own after the common ones,
  * the command line's over both; it says which; without them, the defaults. */
@@ -340,7 +324,7 @@ Test(drape, sim_garment_takes_the_bundles_teacher_settings)
     snprintf(teach, sizeof teach, "%s", tu_tmp("teach.safetensors"));
     snprintf(bad, sizeof bad, "%s", tu_tmp("teach_bad.safetensors"));
     write_poses(pin, 3, 75, -1);
-    config_plus(tu_bundle("tiny_random"), teach,
+    tu_config_plus(tu_bundle("tiny_random"), teach,
                 "\"teacher\": {\"args\": \"--max-substeps 2 --max-disp 0.03 --iters 3\", "
                 "\"garments\": {\"skirt\": \"--iters 4 --vertex-margin 0.002\"}}");
     const char *run = "%s sim garment --model '%s' --garment %s --poses '%s' --out '%s' --settle 2 %s";
@@ -368,7 +352,7 @@ Test(drape, sim_garment_takes_the_bundles_teacher_settings)
     for (int i = 0; i < 4; i++) {
         char kv[200];
         snprintf(kv, sizeof kv, "\"teacher\": {\"args\": \"%s\"}", wrong[i]);
-        config_plus(tu_bundle("tiny_random"), bad, kv);
+        tu_config_plus(tu_bundle("tiny_random"), bad, kv);
         cr_assert_neq(tu_run(out, sizeof out, run, bin(), bad, "skirt", pin, pout, ""), 0, "%s", out);
         cr_assert(strstr(out, "teacher settings for skirt are not usable") && strstr(out, wrong[i]), "%s", out);
     }

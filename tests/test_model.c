@@ -208,23 +208,9 @@ Test(model, rejects_bad_config)
     expect_load_fails(p, DRAPE_ENOTFOUND, "fps");
 }
 
-/* The tiny bundle's config with one key added before its closing brace. */
-static void config_with(char *out, size_t cap, const char *extra)
-{
-    drape_st *st;
-    drape_error e = {0};
-    cr_assert_eq(drape_st_open(&st, tu_bundle("tiny_random"), &e), 0);
-    const char *cfg = drape_st_meta(st, "drape.config");
-    const char *end = strrchr(cfg, '}');
-    cr_assert_not_null(end);
-    snprintf(out, cap, "%.*s, %s}", (int)(end - cfg), cfg, extra);
-    drape_st_free(st);
-}
-
 Test(model, pose_history_is_read_and_checked)
 {
     const char *p = tu_tmp("history.safetensors");
-    char cfg[4096];
     drape_model *m = NULL;
     drape_error e = {0};
     /* absent: docs/design.md §2.4's three frames */
@@ -233,8 +219,7 @@ Test(model, pose_history_is_read_and_checked)
     cr_assert_eq(drape_bonenet_in(&m->cfg), 15 * m->cfg.bones);
     drape_model_free(m);
     /* said explicitly: the same */
-    config_with(cfg, sizeof cfg, "\"history\": [2, 1, 0]");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"history\": [2, 1, 0]");
     cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
     cr_assert_eq(m->cfg.n_hist, 3);
     drape_model_free(m);
@@ -245,8 +230,7 @@ Test(model, pose_history_is_read_and_checked)
     cr_assert_eq(drape_bonenet_in(&m->cfg), 7 * 3 * m->cfg.bones);
     drape_model_free(m);
     /* a history the tensors were not made for: a shape error naming them */
-    config_with(cfg, sizeof cfg, "\"history\": [16, 8, 4, 2, 1, 0]");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"history\": [16, 8, 4, 2, 1, 0]");
     expect_load_fails(p, DRAPE_ESHAPE, "bonenet.in_mean");
     /* malformed ones, each named */
     static const struct { const char *h; int code; const char *msg; } bad[] = {
@@ -262,8 +246,7 @@ Test(model, pose_history_is_read_and_checked)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char kv[128];
         snprintf(kv, sizeof kv, "\"history\": %s", bad[i].h);
-        config_with(cfg, sizeof cfg, kv);
-        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        tu_config_plus(tu_bundle("tiny_random"), p, kv);
         expect_load_fails(p, bad[i].code, bad[i].msg);
     }
 }
@@ -271,24 +254,20 @@ Test(model, pose_history_is_read_and_checked)
 Test(model, refine_config_is_read_and_checked)
 {
     const char *p = tu_tmp("refine.safetensors");
-    char cfg[4096];
     drape_model *m = NULL;
     drape_error e = {0};
     /* absent: no garment refined */
     cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
     cr_assert(m->cfg.refine[0].iters == 0 && m->cfg.refine[1].iters == 0);
     drape_model_free(m);
-    config_with(cfg, sizeof cfg, "\"refine\": {\"miniskirt\": {\"iters\": 7, \"stiffness\": 2.5, \"margin\": 0.004}}");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"refine\": {\"miniskirt\": {\"iters\": 7, \"stiffness\": 2.5, \"margin\": 0.004}}");
     cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
     cr_assert(m->cfg.refine[0].iters == 0 && m->cfg.refine[1].iters == 7);
     cr_assert_float_eq(m->cfg.refine[1].stiffness, 2.5f, 1e-6);
     cr_assert_float_eq(m->cfg.refine[1].margin, 0.004f, 1e-6);
     cr_assert_eq(m->cfg.refine[1].rho, 0, "no rho: plain sweeps");
     drape_model_free(m);
-    config_with(cfg, sizeof cfg,
-                "\"refine\": {\"skirt\": {\"iters\": 50, \"stiffness\": 100, \"margin\": 0, \"rho\": 0.9983}}");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"refine\": {\"skirt\": {\"iters\": 50, \"stiffness\": 100, \"margin\": 0, \"rho\": 0.9983}}");
     cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
     cr_assert(m->cfg.refine[0].iters == 50 && m->cfg.refine[0].rho == 0.9983);
     drape_model_free(m);
@@ -309,8 +288,7 @@ Test(model, refine_config_is_read_and_checked)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char kv[256];
         snprintf(kv, sizeof kv, "\"refine\": %s", bad[i].r);
-        config_with(cfg, sizeof cfg, kv);
-        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        tu_config_plus(tu_bundle("tiny_random"), p, kv);
         expect_load_fails(p, bad[i].code, bad[i].msg);
     }
 }
@@ -387,7 +365,6 @@ Test(model, rejects_bad_attach_sets)
 Test(model, teacher_config_is_read_and_checked)
 {
     const char *p = tu_tmp("teacher.safetensors");
-    char cfg[4096];
     drape_model *m = NULL;
     drape_error e = {0};
     /* absent: none */
@@ -395,18 +372,15 @@ Test(model, teacher_config_is_read_and_checked)
     cr_assert(!m->cfg.has_teacher && !m->cfg.teacher[0][0]);
     drape_model_free(m);
     /* the common flags, then a garment's own; train/'s prelude left alone */
-    config_with(cfg, sizeof cfg,
-                "\"teacher\": {\"args\": \"--iters 8 --max-substeps 4\", \"garments\": {\"miniskirt\": \"--iters 3\"}, "
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"teacher\": {\"args\": \"--iters 8 --max-substeps 4\", \"garments\": {\"miniskirt\": \"--iters 3\"}, "
                 "\"prelude\": {\"miniskirt\": \"walk:1:1.5\"}}");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
     cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
     cr_assert(m->cfg.has_teacher);
     cr_assert_str_eq(m->cfg.teacher[0], "--iters 8 --max-substeps 4");
     cr_assert_str_eq(m->cfg.teacher[1], "--iters 8 --max-substeps 4 --iters 3");
     drape_model_free(m);
     /* an empty object: the simulator's defaults, said explicitly */
-    config_with(cfg, sizeof cfg, "\"teacher\": {}");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"teacher\": {}");
     cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
     cr_assert(m->cfg.has_teacher && !m->cfg.teacher[0][0] && !m->cfg.teacher[1][0]);
     drape_model_free(m);
@@ -426,8 +400,7 @@ Test(model, teacher_config_is_read_and_checked)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char item[512];
         snprintf(item, sizeof item, "\"teacher\": %s", bad[i].t);
-        config_with(cfg, sizeof cfg, item);
-        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        tu_config_plus(tu_bundle("tiny_random"), p, item);
         expect_load_fails(p, bad[i].code, bad[i].msg);
     }
 }
@@ -438,14 +411,12 @@ Test(model, teacher_config_is_read_and_checked)
 Test(model, untrained_config_is_read_and_checked)
 {
     const char *p = tu_tmp("untrained.safetensors");
-    char cfg[4096];
     drape_model *m = NULL;
     drape_error e = {0};
     cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
     for (int g = 0; g < m->cfg.n_garments; g++) cr_assert_eq(m->cfg.untrained[g], 0);
     drape_model_free(m);
-    config_with(cfg, sizeof cfg, "\"untrained\": [\"miniskirt\"]");
-    tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"untrained\": [\"miniskirt\"]");
     cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
     cr_assert_eq(m->cfg.untrained[drape_model_garment(m, "skirt")], 0);
     cr_assert_eq(m->cfg.untrained[drape_model_garment(m, "miniskirt")], 1);
@@ -458,8 +429,7 @@ Test(model, untrained_config_is_read_and_checked)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char item[512];
         snprintf(item, sizeof item, "\"untrained\": %s", bad[i].t);
-        config_with(cfg, sizeof cfg, item);
-        tu_rewrite(tu_bundle("tiny_random"), p, NULL, cfg, NULL);
+        tu_config_plus(tu_bundle("tiny_random"), p, item);
         expect_load_fails(p, bad[i].code, bad[i].msg);
     }
 }

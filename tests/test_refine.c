@@ -189,39 +189,40 @@ Test(refine, chebyshev_sweeps_undo_a_garment_wide_stretch)
 {
     static const double RHO[3] = {0, 0.998, 0.99999};
     double err[3];
-    float rest_pose[75] = {0};
+    float rest_pose[75] = {0}, full[DRAPE_MAX_BETAS] = {0};
+    memcpy(full, BETAS, sizeof BETAS);
+    drape_model *m = tu_load("tiny_zero");
+    m->cfg.refine[0].iters = 40, m->cfg.refine[0].stiffness = 100, m->cfg.refine[0].margin = 0;
+    drape_backend *be = tu_backend(m);
+    drape_identity *id = tu_identity(be, 0, BETAS, 3);
+    const drape_garment *g = &m->garments[0];
+    int V = g->V;
+    float *rest0 = malloc(sizeof(float) * V * 3), *stretched = malloc(sizeof(float) * V * 3),
+          *x = malloc(sizeof(float) * V * 3);
+    drape_error e = {0};
+    cr_assert_eq(drape_sequence_run(be, id, rest_pose, 1, 1, rest0, 1, &e), 0, "%s", e.msg);
+    double c[3] = {0};
+    for (int v = 0; v < V; v++)
+        for (int d = 0; d < 3; d++) c[d] += rest0[3 * v + d] / (double)V;
+    for (int v = 0; v < V; v++)
+        for (int d = 0; d < 3; d++) stretched[3 * v + d] = (float)(c[d] + 1.08 * (rest0[3 * v + d] - c[d]));
+    double e0 = edge_error(g, stretched, rest0);
     for (int k = 0; k < 3; k++) {
-        drape_model *m = tu_load("tiny_zero");
-        m->cfg.refine[0].iters = 40, m->cfg.refine[0].stiffness = 100, m->cfg.refine[0].margin = 0;
-        m->cfg.refine[0].rho = RHO[k];
-        drape_backend *be = tu_backend(m);
-        drape_identity *id = tu_identity(be, 0, BETAS, 3);
-        const drape_garment *g = &m->garments[0];
-        int V = g->V;
-        float *rest0 = malloc(sizeof(float) * V * 3), *x = malloc(sizeof(float) * V * 3);
-        drape_error e = {0};
-        cr_assert_eq(drape_sequence_run(be, id, rest_pose, 1, 1, rest0, 1, &e), 0, "%s", e.msg);
-        double c[3] = {0};
-        for (int v = 0; v < V; v++)
-            for (int d = 0; d < 3; d++) c[d] += rest0[3 * v + d] / (double)V;
-        for (int v = 0; v < V; v++)
-            for (int d = 0; d < 3; d++) x[3 * v + d] = (float)(c[d] + 1.08 * (rest0[3 * v + d] - c[d]));
-        double e0 = edge_error(g, x, rest0);
+        m->cfg.refine[0].rho = RHO[k]; /* read when the step's identity state is made */
         drape_refine *r;
-        float full[DRAPE_MAX_BETAS] = {0};
-        memcpy(full, BETAS, sizeof BETAS);
         cr_assert_eq(drape_refine_create(&r, m, 0, full, &e), 0, "%s", e.msg);
+        memcpy(x, stretched, sizeof(float) * V * 3);
         cr_assert_eq(drape_refine_frame(r, x, rest_pose, rest_pose + 72, &e), 0, "%s", e.msg);
+        drape_refine_free(r);
         for (int i = 0; i < 3 * V; i++) cr_assert(isfinite(x[i]), "rho %g: vertex %d not finite", RHO[k], i / 3);
         err[k] = edge_error(g, x, rest0);
         cr_log_info("rho %g: edge error %.4f -> %.4f", RHO[k], e0, err[k]);
         cr_assert_lt(err[k], e0);
-        drape_refine_free(r);
-        free(rest0), free(x);
-        drape_identity_free(be, id);
-        drape_backend_free(be);
-        drape_model_free(m);
     }
     cr_assert_lt(err[1], 0.5 * err[0], "accelerated %g, plain %g", err[1], err[0]);
     cr_assert_gt(err[2], err[1], "a rho past the radius converged faster than the right one: %g, %g", err[2], err[1]);
+    free(rest0), free(stretched), free(x);
+    drape_identity_free(be, id);
+    drape_backend_free(be);
+    drape_model_free(m);
 }

@@ -157,6 +157,21 @@ void tu_rewrite(const char *src, const char *dst, tu_mutate_fn fn, const char *c
     drape_st_free(st);
 }
 
+void tu_config_plus(const char *src, const char *dst, const char *extra)
+{
+    drape_st *st = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st, src, &e), 0, "%s", e.msg);
+    const char *cfg = drape_st_meta(st, "drape.config");
+    const char *end = strrchr(cfg, '}');
+    size_t cap = strlen(cfg) + strlen(extra) + 8;
+    char *text = malloc(cap);
+    snprintf(text, cap, "%.*s, %s}", (int)(end - cfg), cfg, extra);
+    tu_rewrite(src, dst, NULL, text, NULL);
+    free(text);
+    drape_st_free(st);
+}
+
 double tu_max_abs_diff(const float *a, const float *b, int64_t n)
 {
     double m = 0;

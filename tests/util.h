@@ -36,6 +36,8 @@ int tu_run(char *out, int outlen, const char *fmt, ...) __attribute__((format(pr
  * and the config text; for the bad-input tests. */
 typedef int (*tu_mutate_fn)(const char *name, drape_dtype *dt, int *ndim, int64_t *shape, void *data, void *ctx);
 void tu_rewrite(const char *src, const char *dst, tu_mutate_fn fn, const char *config_override, void *ctx);
+/* A copy of src whose config gets `extra` (a JSON member) before its last brace. */
+void tu_config_plus(const char *src, const char *dst, const char *extra);
 
 double tu_max_abs_diff(const float *a, const float *b, int64_t n);
 
