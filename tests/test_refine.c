@@ -62,15 +62,24 @@ static double edge_error(const drape_garment *g, const float *x, const float *re
     return s / g->n_edges;
 }
 
+/* the zero-weight tiny model (plain skinning) refining its skirt with these
+ * settings, its backend and an identity of shape BETAS */
+static drape_identity *tiny_skirt(drape_model **m, drape_backend **be, int iters, float k, float margin)
+{
+    *m = tu_load("tiny_zero");
+    (*m)->cfg.refine[0].iters = iters, (*m)->cfg.refine[0].stiffness = k, (*m)->cfg.refine[0].margin = margin;
+    *be = tu_backend(*m);
+    return tu_identity(*be, 0, BETAS, 3);
+}
+
 /* A skinned skirt jittered by ±3 mm, a third of the vertices near the body
  * (within 2 cm) shoved 1 cm into it: the refine step brings them out of the
  * body, lowers the edge error, and moves no vertex far. */
 Test(refine, pushes_out_and_restores_lengths)
 {
-    drape_model *m = tu_load("tiny_zero");
-    m->cfg.refine[0].iters = 10, m->cfg.refine[0].stiffness = 1, m->cfg.refine[0].margin = 0.003f;
-    drape_backend *be = tu_backend(m);
-    drape_identity *id = tu_identity(be, 0, BETAS, 3);
+    drape_model *m;
+    drape_backend *be;
+    drape_identity *id = tiny_skirt(&m, &be, 10, 1, 0.003f);
     const drape_garment *g = &m->garments[0];
     int V = g->V;
     float poses[T * 75];
@@ -191,10 +200,9 @@ Test(refine, chebyshev_sweeps_undo_a_garment_wide_stretch)
     double err[3];
     float rest_pose[75] = {0}, full[DRAPE_MAX_BETAS] = {0};
     memcpy(full, BETAS, sizeof BETAS);
-    drape_model *m = tu_load("tiny_zero");
-    m->cfg.refine[0].iters = 40, m->cfg.refine[0].stiffness = 100, m->cfg.refine[0].margin = 0;
-    drape_backend *be = tu_backend(m);
-    drape_identity *id = tu_identity(be, 0, BETAS, 3);
+    drape_model *m;
+    drape_backend *be;
+    drape_identity *id = tiny_skirt(&m, &be, 40, 100, 0);
     const drape_garment *g = &m->garments[0];
     int V = g->V;
     float *rest0 = malloc(sizeof(float) * V * 3), *stretched = malloc(sizeof(float) * V * 3),
