@@ -3,7 +3,9 @@
  * alone (bench/fms_port.py), 2,400 steps, same result checked; then ms per
  * step at 10 iterations for grids of about 1k, 4k, 16k and 64k vertices, one
  * core (the engine is single-threaded); then a bundle's skirt on a walking
- * body (`drape sim garment`'s path): ms per frame with collision. */
+ * body (`drape sim garment`'s path): ms per frame with collision; then the
+ * default model's garments under their teacher's settings, the collider's
+ * guessed queries against its plain search (the same frames, bit for bit). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,60 @@ static int garment_rows(void)
     }
     printf("(automatic substeps: body motion per substep <= %.0f mm; one core)\n",
            drape_garment_sim_defaults().max_disp * 1000);
+    return 0;
+}
+
+/* The flags of a bundle's teacher that move its cost (train/recipes:
+ * --max-substeps, --max-disp, --iters, --vertex-margin) onto p. */
+static void teacher_flags(drape_garment_sim_params *p, const char *flags)
+{
+    char buf[DRAPE_TEACHER_MAX], *save = NULL;
+    snprintf(buf, sizeof buf, "%s", flags);
+    for (char *k = strtok_r(buf, " ", &save), *v; k && (v = strtok_r(NULL, " ", &save)); k = strtok_r(NULL, " ", &save)) {
+        if (!strcmp(k, "--max-substeps")) p->max_substeps = atoi(v);
+        else if (!strcmp(k, "--max-disp")) p->max_disp = atof(v);
+        else if (!strcmp(k, "--iters")) p->iters = atoi(v);
+        else if (!strcmp(k, "--vertex-margin")) p->vertex_margin = atof(v);
+    }
+}
+
+/* The teacher's cost with the collider's guess against its plain search:
+ * alternating runs, the faster of each side's, and their frames compared. */
+static int guess_rows(const char *model)
+{
+    enum { T = 60, ROUNDS = 2 };
+    static float P[75 * T];
+    drape_garment_walk(P, T, 30);
+    drape_model *m;
+    drape_error e = {0};
+    if (drape_model_load(&m, model, &e)) { fprintf(stderr, "bench: %s\n", e.msg); return 1; }
+    printf("\n| %s, teacher settings, walk (%d frames) | vertices | substeps | contacts per frame | plain search CPU ms/frame "
+           "| guessed CPU ms/frame | plain / guessed | same frames |\n|---|---:|---:|---:|---:|---:|---:|---|\n", model, T);
+    for (int gi = 0; gi < m->cfg.n_garments; gi++) {
+        int V = m->garments[gi].V;
+        float *out[2] = {malloc(sizeof(float) * 3 * V * T), malloc(sizeof(float) * 3 * V * T)};
+        double best[2] = {INFINITY, INFINITY};
+        drape_garment_sim_stats st = {0};
+        for (int r = 0; r < 2 * ROUNDS && out[0] && out[1]; r++) {
+            drape_garment_sim_params p = drape_garment_sim_defaults();
+            if (m->cfg.has_teacher) teacher_flags(&p, m->cfg.teacher[gi]);
+            p.plain_search = r % 2 == 0;
+            if (drape_garment_simulate(m, gi, NULL, 0, P, T, &p, out[r % 2], &st, &e)) {
+                fprintf(stderr, "bench: %s\n", e.msg);
+                return 1;
+            }
+            best[r % 2] = fmin(best[r % 2], st.cpu_ms_per_frame);
+        }
+        if (!out[0] || !out[1]) return 1;
+        printf("| %s | %d | %d | %.1f | %.2f | %.2f | %.2fx | %s |\n", m->cfg.garments[gi], V, st.substeps, st.contacts,
+               best[0], best[1], best[0] / best[1],
+               memcmp(out[0], out[1], sizeof(float) * 3 * V * T) ? "NO" : "yes");
+        free(out[0]);
+        free(out[1]);
+    }
+    drape_model_free(m);
+    printf("(guessed: each vertex's query starts from its last nearest triangle and keeps the plain search's answer, "
+           "first of equals in the grid's order; sim/collide.c mesh_distance. One core.)\n");
     return 0;
 }
 
@@ -123,5 +179,6 @@ int main(int argc, char **argv)
         free(T);
     }
     printf("(Liu et al. 2013: 50 ms per frame for 6,561 vertices at 10 iterations on one core; goal 5x better)\n");
-    return garment_rows();
+    if (garment_rows()) return 1;
+    return argc > 2 ? guess_rows(argv[2]) : 0;
 }

@@ -76,10 +76,70 @@ int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, d
     return DRAPE_OK;
 }
 
+int drape_grid_keep_boxes(drape_grid *g, const double *lo, const double *hi)
+{
+    int64_t total = g->start[(int64_t)g->dim[0] * g->dim[1] * g->dim[2]];
+    if (total * 6 > g->cap_ibox) {
+        float *p = realloc(g->ibox, (size_t)(total * 6 + 1) * sizeof *p);
+        if (!p) return DRAPE_ENOMEM;
+        g->ibox = p, g->cap_ibox = total * 6 + 1;
+    }
+    int64_t cells = (int64_t)g->dim[0] * g->dim[1] * g->dim[2];
+    if (cells * 6 > g->cap_cbox) {
+        float *p = realloc(g->cbox, (size_t)(cells * 6 + 1) * sizeof *p);
+        if (!p) return DRAPE_ENOMEM;
+        g->cbox = p, g->cap_cbox = cells * 6 + 1;
+    }
+    for (int64_t k = 0; k < cells; k++) {
+        float *u = g->cbox + 6 * k;
+        for (int d = 0; d < 3; d++) u[d] = INFINITY, u[3 + d] = -INFINITY;
+        for (int32_t q = g->start[k]; q < g->start[k + 1]; q++) {
+            const double *a = lo + 3 * (int64_t)g->items[q], *b = hi + 3 * (int64_t)g->items[q];
+            float *o = g->ibox + 6 * (int64_t)q;
+            for (int d = 0; d < 3; d++) {
+                float l = (float)a[d], h = (float)b[d];
+                o[d] = l > a[d] ? nextafterf(l, -INFINITY) : l; /* outward: the box only grows */
+                o[3 + d] = h < b[d] ? nextafterf(h, INFINITY) : h;
+                u[d] = o[d] < u[d] ? o[d] : u[d], u[3 + d] = o[3 + d] > u[3 + d] ? o[3 + d] : u[3 + d];
+            }
+        }
+    }
+    return DRAPE_OK;
+}
+
+/* squared distance from t to [lo, hi], each side's gap rounded as the
+ * caller's double test rounds it (so never more than that test's) */
+static inline double gap2(double lo, double hi, double t)
+{
+    double e = lo - t > t - hi ? lo - t : t - hi;
+    return e > 0 ? e * e : 0;
+}
+
+void drape_grid_visit_near(const drape_grid *g, const double lo[3], const double hi[3], const double p[3],
+                           const double *best, void (*visit)(void *, int), void *ctx)
+{
+    int a[3], b[3];
+    cell_range(g, lo, hi, a, b);
+    for (int z = a[2]; z <= b[2]; z++)
+        for (int y = a[1]; y <= b[1]; y++)
+            for (int x = a[0]; x <= b[0]; x++) {
+                int64_t c = ((int64_t)z * g->dim[1] + y) * g->dim[0] + x;
+                const float *u = g->cbox + 6 * c; /* an empty cell's gap is infinite */
+                if (gap2(u[0], u[3], p[0]) + gap2(u[1], u[4], p[1]) + gap2(u[2], u[5], p[2]) >= *best) continue;
+                for (int32_t q = g->start[c]; q < g->start[c + 1]; q++) {
+                    const float *o = g->ibox + 6 * (int64_t)q;
+                    if (gap2(o[0], o[3], p[0]) + gap2(o[1], o[4], p[1]) + gap2(o[2], o[5], p[2]) >= *best) continue;
+                    visit(ctx, g->items[q]);
+                }
+            }
+}
+
 void drape_grid_free(drape_grid *g)
 {
     free(g->start);
     free(g->items);
+    free(g->ibox);
+    free(g->cbox);
     *g = (drape_grid){0};
 }
 

@@ -16,6 +16,9 @@ typedef struct {
     int32_t *start;      /* [cells+1] CSR over items */
     int32_t *items;
     int64_t cap_cells, cap_items;
+    float *ibox;         /* [items,6] each item's box in item order (drape_grid_keep_boxes), or NULL */
+    float *cbox;         /* [cells,6] the union of each cell's item boxes (empty: inverted) */
+    int64_t cap_ibox, cap_cbox;
 } drape_grid;
 
 /* lo, hi [n,3]: item boxes. cell > 0: edge of a cell (grown when the grid
@@ -27,6 +30,21 @@ void drape_grid_free(drape_grid *g);
  * (an item spanning several of those cells is visited more than once). */
 void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3], void (*visit)(void *, int),
                       void *ctx);
+
+/* Copies the boxes the grid was just built on (the same lo, hi) beside its
+ * items, in float rounded outward, for drape_grid_visit_near. Returns 0 or
+ * DRAPE_ENOMEM. */
+int drape_grid_keep_boxes(drape_grid *g, const double *lo, const double *hi);
+/* drape_grid_visit for a nearest-item search around p: an item whose box
+ * is at least *best (a squared distance, read before each item, so the
+ * search may shrink it) from p is not visited, nor is a cell whose items'
+ * boxes all are. The
+ * copied boxes are never nearer than the true ones, so every item the
+ * caller would have kept is visited, in drape_grid_visit's order: the same
+ * answer, without reading the skipped items' own data. Needs
+ * drape_grid_keep_boxes after each build. */
+void drape_grid_visit_near(const drape_grid *g, const double lo[3], const double hi[3], const double p[3],
+                           const double *best, void (*visit)(void *, int), void *ctx);
 
 /* The nearest of the points pts [n,3] to p, for a grid built on those points
  * (lo = hi = pts): found by growing boxes, ties to the lower index; -1 when

@@ -20,10 +20,11 @@ struct drape_collider {
     double *lo, *hi;       /* [F,3] triangle boxes */
     double *fn;            /* [F,4] unit normal n and n·a of each triangle's plane (warm queries' cheaper test) */
     drape_grid grid;
+    drape_grid vgrid;      /* the vertices alone, for the vertex margin's nearest-vertex queries */
     int has_mesh, mesh_ready;
     double vmargin;        /* < 0: off; else kept from the nearest mesh vertex's tangent plane */
     /* the points' memory (drape_collider_set_points) */
-    int npts, warm, track;
+    int npts, warm, track, plain;
     double cell;           /* > 0: the grid's cell, else the default rule */
     int32_t *pt_face;      /* [npts] each point's nearest triangle at its last projection, −1: none within reach */
     int32_t *pt_track;     /* [npts] the triangle it was outside of then, −1: none */
@@ -49,7 +50,9 @@ int drape_collider_set_vertex_margin(drape_collider *c, double margin, drape_err
 {
     if (!isfinite(margin)) return drape_fail(err, DRAPE_EINVAL, "collider: vertex margin must be finite");
     c->vmargin = margin < 0 ? -1 : margin;
-    return DRAPE_OK;
+    /* the vertex grid follows each update from now on; this one too */
+    int rc = c->mesh_ready && c->vmargin >= 0 ? drape_grid_build(&c->vgrid, c->v, c->v, c->nv, c->grid.cell) : 0;
+    return rc ? drape_fail(err, rc, "out of memory") : DRAPE_OK;
 }
 
 void drape_collider_free(drape_collider *c)
@@ -59,6 +62,7 @@ void drape_collider_free(drape_collider *c)
     free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi); free(c->fn);
     free(c->pt_face); free(c->pt_track); free(c->pt_prev); free(c->pt_clear); free(c->cell_move);
     drape_grid_free(&c->grid);
+    drape_grid_free(&c->vgrid);
     free(c);
 }
 
@@ -78,10 +82,15 @@ int drape_collider_set_points(drape_collider *c, int n, int warm, int track, dou
     return DRAPE_OK;
 }
 
+void drape_collider_set_plain_search(drape_collider *c, int plain) { c->plain = plain != 0; }
+
+int drape_collider_point_face(const drape_collider *c, int i) { return i >= 0 && i < c->npts ? c->pt_face[i] : -1; }
+
 size_t drape_collider_bytes(const drape_collider *c)
 {
     return sizeof *c + (size_t)c->F * (3 * sizeof(int32_t) + 6 * sizeof(double)) + (size_t)c->nv * 9 * sizeof(double) +
-           (size_t)(c->grid.cap_cells + c->grid.cap_items) * sizeof(int32_t) +
+           (size_t)(c->grid.cap_cells + c->grid.cap_items + c->vgrid.cap_cells + c->vgrid.cap_items) * sizeof(int32_t) +
+           (size_t)(c->grid.cap_ibox + c->grid.cap_cbox) * sizeof(float) +
            (size_t)c->npts * (2 * sizeof(int32_t) + 4 * sizeof(double)) + (size_t)c->cap_move * sizeof(float);
 }
 
@@ -215,6 +224,11 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
      * box spans at most 3 cells per axis */
     double cell = c->cell > 0 ? c->cell : fmax(edge / c->F, c->reach);
     int rc = drape_grid_build(&c->grid, c->lo, c->hi, c->F, cell);
+    if (!rc) rc = drape_grid_keep_boxes(&c->grid, c->lo, c->hi);
+    /* the vertex test's nearest vertex: found among the vertices alone, not
+     * the corners of every triangle near (each vertex sits in about six of
+     * them, each triangle in several cells); the same vertex either way */
+    if (!rc && c->vmargin >= 0) rc = drape_grid_build(&c->vgrid, c->v, c->v, c->nv, cell);
     if (rc) return drape_fail(err, rc, rc == DRAPE_ENOMEM ? "out of memory" : "collider: the body is not finite");
     if (c->warm && (rc = motion_bounds(c))) return drape_fail(err, rc, "out of memory");
     /* the bounds cover one update's motion: a second one before a
@@ -264,19 +278,61 @@ static void visit_face(void *ctx, int f)
     }
 }
 
+typedef struct {
+    const drape_collider *c;
+    const double *p;
+    double target, bound, q[3], w[3];
+    int face;
+} first_query;
+
+/* the first triangle in the grid's order at exactly the target distance */
+static void visit_first(void *ctx, int f)
+{
+    first_query *m = ctx;
+    const int32_t *t = m->c->faces + 3 * f;
+    double q[3], w[3];
+    double r = drape_closest_on_triangle(q, w, m->p, m->c->v + 3 * t[0], m->c->v + 3 * t[1], m->c->v + 3 * t[2]);
+    if (r == m->target) {
+        m->face = f, m->bound = -1; /* found: nothing after it is visited */
+        memcpy(m->q, q, sizeof q);
+        memcpy(m->w, w, sizeof w);
+    }
+}
+
 /* vel (may be NULL): the surface point's velocity, its barycentric share of
- * the vertices' last step times inv_dt; *face the nearest triangle (-1: none) */
+ * the vertices' last step times inv_dt; *face the nearest triangle (-1: none).
+ * hint >= 0, with warm queries: a bound to start from (only triangles nearer
+ * than the hint's are looked at; a tie goes to the hint). Without warm: a
+ * guess that only makes the search cheaper. The answer is then the search
+ * over the whole reach's boxes, in the grid's order, first of equals: the
+ * guess bounds a small box where the nearest distance is found, and a walk
+ * in that order, which skips every cell and triangle farther than it, stops
+ * at the first triangle at that distance. */
 static double mesh_distance(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
                             double inv_dt, int hint, int *face)
 {
     mesh_query m = {.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
     double lo[3], hi[3], half = c->reach;
-    if (hint >= 0) { /* a bound to start from: only triangles nearer than the hint's are looked at */
+    if (hint >= 0) {
         visit_face(&m, hint);
         if (m.face >= 0) half = sqrt(m.best) * (1 + 1e-12) + 1e-15;
     }
     for (int d = 0; d < 3; d++) lo[d] = p[d] - half, hi[d] = p[d] + half;
-    drape_grid_visit(&c->grid, lo, hi, visit_face, &m);
+    int guessed = hint >= 0 && !c->warm && m.face >= 0;
+    if (c->plain)
+        drape_grid_visit(&c->grid, lo, hi, visit_face, &m);
+    else
+        drape_grid_visit_near(&c->grid, lo, hi, p, &m.best, visit_face, &m);
+    if (guessed) {
+        first_query f = {.c = c, .p = p, .target = m.best, .bound = nextafter(m.best, INFINITY), .face = -1};
+        for (int d = 0; d < 3; d++) lo[d] = p[d] - c->reach, hi[d] = p[d] + c->reach;
+        drape_grid_visit_near(&c->grid, lo, hi, p, &f.bound, visit_first, &f);
+        if (f.face >= 0) { /* (always: the nearest one is in that walk) */
+            m.face = f.face;
+            memcpy(m.q, f.q, sizeof f.q);
+            memcpy(m.w, f.w, sizeof f.w);
+        }
+    }
     *face = m.face;
     if (m.face < 0) return INFINITY;
     const int32_t *t = c->faces + 3 * m.face;
@@ -336,9 +392,19 @@ static double vertex_plane(const drape_collider *c, const double p[3], int face,
 {
     vertex_query m = {.c = c, .p = p, .best = c->reach * c->reach, .idx = -1};
     if (face >= 0) visit_face_vertices(&m, face); /* the nearest triangle's corners bound the search */
-    double r = sqrt(m.best), lo[3], hi[3];
-    for (int d = 0; d < 3; d++) lo[d] = p[d] - r, hi[d] = p[d] + r;
-    drape_grid_visit(&c->grid, lo, hi, visit_face_vertices, &m);
+    if (!c->plain && m.idx >= 0) {
+        /* the exact search from there among the vertices alone */
+        int i = drape_grid_nearest_hint(&c->vgrid, c->v, p, m.idx, NULL);
+        const double *v = c->v + 3 * i;
+        m.best = (p[0] - v[0]) * (p[0] - v[0]) + (p[1] - v[1]) * (p[1] - v[1]) + (p[2] - v[2]) * (p[2] - v[2]);
+        m.idx = i;
+    } else if (!c->plain && face < 0 && c->n_caps == 0) {
+        return INFINITY; /* no triangle within reach, so no vertex (each is a triangle's corner) */
+    } else { /* the plain search over the triangles' corners */
+        double r = sqrt(m.best), lo[3], hi[3];
+        for (int d = 0; d < 3; d++) lo[d] = p[d] - r, hi[d] = p[d] + r;
+        drape_grid_visit(&c->grid, lo, hi, visit_face_vertices, &m);
+    }
     if (m.idx < 0) return INFINITY;
     double s = 0;
     for (int d = 0; d < 3; d++) {
@@ -488,10 +554,10 @@ int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_
                 }
             }
         }
-        int hit = 0, face = warm ? c->pt_face[i] : -1, out = 0;
+        int hit = 0, face = warm || (mem && !c->plain) ? c->pt_face[i] : -1, out = 0;
         double dist = 0;
         for (int pass = 0; pass < 3; pass++) {
-            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, warm ? face : -1, &face), keep = margin;
+            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, warm || !c->plain ? face : -1, &face), keep = margin;
             if (pass == 0 && track && c->pt_track[i] >= 0 && c->pt_track[i] != face) {
                 double tq[3], tn[3], tv[3];
                 double s = tracked(c, p, c->pt_prev + 3 * i, c->pt_track[i], c->fresh, tq, tn, tv, inv_dt);

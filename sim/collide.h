@@ -59,6 +59,14 @@ int drape_collider_set_vertex_margin(drape_collider *c, double margin, drape_err
  * With all three off the memory is kept but not used: the results are those
  * without it. */
 int drape_collider_set_points(drape_collider *c, int n, int warm, int track, double cell, drape_error *err);
+/* Without warm, each point's query still starts from its last nearest
+ * triangle as a guess, which only makes it cheaper: the answer is the plain
+ * search's, bit for bit (mesh_distance). plain != 0 turns the guess off, for
+ * the benchmark's peer. */
+void drape_collider_set_plain_search(drape_collider *c, int plain);
+/* point i's nearest triangle at the last projection (-1: none within reach,
+ * or no memory for it) */
+int drape_collider_point_face(const drape_collider *c, int i);
 /* bytes held (mesh, grid, the points' memory) */
 size_t drape_collider_bytes(const drape_collider *c);
 

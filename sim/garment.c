@@ -277,6 +277,7 @@ static int new_collider(drape_garment_run *s, drape_error *err)
     if (!rc) rc = drape_collider_set_mesh(s->col, r->m->body_faces, r->m->Fb, r->Nb, r->p.reach, err);
     if (!rc) rc = drape_collider_set_vertex_margin(s->col, r->p.vertex_margin, err);
     if (!rc) rc = drape_collider_set_points(s->col, r->V, r->p.warm, r->p.track, r->p.cell, err);
+    if (!rc) drape_collider_set_plain_search(s->col, r->p.plain_search);
     if (!rc) drape_cloth_set_collider(s->cloth, s->col);
     return rc;
 }

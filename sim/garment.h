@@ -36,6 +36,8 @@ typedef struct {
     int warm;            /* collider queries start from each vertex's last nearest triangle */
     int track;           /* continuous contact: a vertex the body passed in a substep goes back to its side */
     double cheby;        /* Chebyshev acceleration of the iterations: the spectral radius estimate; 0: off */
+    int plain_search;    /* the collider's queries without their guess (drape_collider_set_plain_search):
+                            the same answers, slower; the benchmark's peer */
     double max_stray;    /* m: a run whose vertex strays farther than this from its skinned place (or
                             whose state is not finite) has diverged and starts again; 0: never */
 } drape_garment_sim_params;

@@ -523,6 +523,171 @@ Test(collision, the_points_memory_projects_as_a_plain_collider_does)
     drape_model_free(m);
 }
 
+/* The teacher's collider (no warm queries) guesses each point's nearest
+ * triangle from its last one; the answer must still be the plain search's,
+ * to the bit: same contacts, same positions and velocities, with the vertex
+ * margin on (its nearest-vertex search goes through a grid of its own). */
+Test(collision, guessed_queries_answer_as_the_plain_search)
+{
+    drape_model *m = tu_load("small_random");
+    int Nb = m->Nb, T = 20, n = 600;
+    float *P = malloc(sizeof(float) * 75 * T), *body = malloc(sizeof(float) * 3 * Nb * T);
+    drape_garment_walk(P, T, 30);
+    drape_error e = {0};
+    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, P, T, body, &e), 0, "%s", e.msg);
+    drape_collider *col[2];
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(drape_collider_create(&col[k], &e), 0);
+        cr_assert_eq(drape_collider_set_mesh(col[k], m->body_faces, m->Fb, Nb, 0.08, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_collider_set_points(col[k], n, 0, 0, 0, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_collider_set_vertex_margin(col[k], 0.003, &e), 0, "%s", e.msg);
+    }
+    drape_collider_set_plain_search(col[1], 1);
+    double *x[2], *v[2];
+    for (int k = 0; k < 2; k++) x[k] = malloc(sizeof(double) * 3 * n), v[k] = malloc(sizeof(double) * 3 * n);
+    uint64_t rng = 11;
+    for (int i = 0; i < n; i++) { /* near a body vertex, up to 6 cm off: inside, outside, past the reach */
+        int b = (int)((tu_rand(&rng) * 0.5f + 0.5f) * (Nb - 1));
+        for (int d = 0; d < 3; d++) x[0][3 * i + d] = body[3 * b + d] + 0.06 * tu_rand(&rng);
+    }
+    int contacts = 0;
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < 3 * n; i++) x[0][i] += 0.004 * tu_rand(&rng), v[0][i] = 0.1 * tu_rand(&rng);
+        memcpy(x[1], x[0], sizeof(double) * 3 * n);
+        memcpy(v[1], v[0], sizeof(double) * 3 * n);
+        int k0 = -1, k1 = -1;
+        for (int k = 0; k < 2; k++) {
+            cr_assert_eq(drape_collider_update_mesh(col[k], body + (size_t)3 * Nb * t, &e), 0, "%s", e.msg);
+            int kc = drape_collider_project(col[k], x[k], v[k], NULL, n, 0.005, 0.3, 1.0 / 30);
+            *(k ? &k1 : &k0) = kc;
+        }
+        cr_assert_eq(k0, k1, "update %d: %d contacts guessed, %d plain", t, k0, k1);
+        cr_assert(!memcmp(x[0], x[1], sizeof(double) * 3 * n), "update %d: positions differ", t);
+        cr_assert(!memcmp(v[0], v[1], sizeof(double) * 3 * n), "update %d: velocities differ", t);
+        contacts += k0;
+    }
+    cr_log_info("%d contacts over %d updates", contacts, T);
+    cr_assert_gt(contacts, 100, "too few contacts for the test to mean anything");
+    for (int k = 0; k < 2; k++) drape_collider_free(col[k]), free(x[k]), free(v[k]);
+    free(P), free(body);
+    drape_model_free(m);
+}
+
+/* Ties: a point right above a vertex of a flat sheet is equally near every
+ * triangle around it. The plain search answers the first of them in the
+ * grid's order; a guessed query must too, even when its guess (the
+ * triangle the point was over before) is another of them. */
+Test(collision, a_tie_goes_to_the_plain_search_first_not_the_guess)
+{
+    enum { NX = 7, NV = NX * NX, NF = 2 * (NX - 1) * (NX - 1) };
+    double X[3 * NV];
+    int32_t F[3 * NF];
+    float Xf[3 * NV];
+    sheet(X, F, NX, 0.3, 0, 0, 0);
+    for (int i = 0; i < 3 * NV; i++) Xf[i] = (float)X[i];
+    /* the side the triangles face (their normals' y) */
+    const double *a = X + 3 * F[0], *b = X + 3 * F[1], *c = X + 3 * F[2];
+    double ny = (b[2] - a[2]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[2] - a[2]), off = ny > 0 ? 0.01 : -0.01;
+    int n = 0, vid[NV], last[NV];
+    for (int v = 0; v < NV; v++) { /* interior vertices, and the last triangle around each */
+        int x = v % NX, y = v / NX;
+        if (x == 0 || y == 0 || x == NX - 1 || y == NX - 1) continue;
+        vid[n] = v, last[n] = -1;
+        for (int f = 0; f < NF; f++)
+            if (F[3 * f] == v || F[3 * f + 1] == v || F[3 * f + 2] == v) last[n] = f;
+        n++;
+    }
+    drape_error e = {0};
+    drape_collider *col[2];
+    double *x[2];
+    int faces[2][NV];
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(drape_collider_create(&col[k], &e), 0);
+        cr_assert_eq(drape_collider_set_mesh(col[k], F, NF, NV, 0.08, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_collider_set_points(col[k], n, 0, 0, 0, &e), 0, "%s", e.msg);
+        drape_collider_set_plain_search(col[k], k);
+        x[k] = malloc(sizeof(double) * 3 * n);
+        double *v = calloc(3 * (size_t)n, sizeof(double));
+        for (int step = 0; step < 2; step++) {
+            cr_assert_eq(drape_collider_update_mesh(col[k], Xf, &e), 0, "%s", e.msg);
+            for (int i = 0; i < n; i++)
+                for (int d = 0; d < 3; d++) {
+                    const int32_t *t = F + 3 * last[i];
+                    double over = step == 0 ? (Xf[3 * t[0] + d] + Xf[3 * t[1] + d] + Xf[3 * t[2] + d]) / 3 : Xf[3 * vid[i] + d];
+                    x[k][3 * i + d] = over + (d == 1 ? off : 0);
+                }
+            cr_assert_eq(drape_collider_project(col[k], x[k], v, NULL, n, 0.005, 0.3, 1.0 / 30), 0);
+            if (step == 0)
+                for (int i = 0; i < n; i++) cr_assert_eq(drape_collider_point_face(col[k], i), last[i]);
+        }
+        for (int i = 0; i < n; i++) faces[k][i] = drape_collider_point_face(col[k], i);
+        free(v);
+    }
+    int moved = 0;
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(faces[0][i], faces[1][i], "vertex %d: the guessed query answers triangle %d, the plain search %d",
+                     vid[i], faces[0][i], faces[1][i]);
+        moved += faces[0][i] != last[i];
+    }
+    cr_assert_gt(moved, n / 2, "the guess should rarely be the plain search's first: %d of %d", moved, n);
+    for (int k = 0; k < 2; k++) drape_collider_free(col[k]), free(x[k]);
+}
+
+typedef struct { int n, cap, *seen; } visit_log;
+
+static void log_visit(void *ctx, int i)
+{
+    visit_log *l = ctx;
+    if (l->n < l->cap) l->seen[l->n] = i;
+    l->n++;
+}
+
+/* drape_grid_visit_near skips only items the caller's own box test would
+ * skip: the items drape_grid_visit gives, whose box is nearer than the
+ * bound, come in the same order, and nothing much farther comes at all. */
+Test(collision, grid_visit_near_keeps_what_the_plain_visit_keeps)
+{
+    enum { N = 400, CAP = 4096 };
+    double lo[3 * N], hi[3 * N];
+    uint64_t rng = 5;
+    for (int i = 0; i < N; i++)
+        for (int d = 0; d < 3; d++) {
+            double c = 0.5 * tu_rand(&rng), w = 0.02 + 0.02 * tu_rand(&rng);
+            lo[3 * i + d] = c - w, hi[3 * i + d] = c + w;
+        }
+    drape_grid g = {0};
+    cr_assert_eq(drape_grid_build(&g, lo, hi, N, 0.08), 0);
+    cr_assert_eq(drape_grid_keep_boxes(&g, lo, hi), 0);
+    int a[CAP], b[CAP];
+    int kept = 0;
+    for (int q = 0; q < 200; q++) {
+        double p[3], qlo[3], qhi[3], best = 0.003 * (1 + tu_rand(&rng));
+        for (int d = 0; d < 3; d++) p[d] = 0.5 * tu_rand(&rng), qlo[d] = p[d] - 0.08, qhi[d] = p[d] + 0.08;
+        visit_log all = {0, CAP, a}, near = {0, CAP, b};
+        drape_grid_visit(&g, qlo, qhi, log_visit, &all);
+        drape_grid_visit_near(&g, qlo, qhi, p, &best, log_visit, &near);
+        cr_assert(all.n <= CAP && near.n <= all.n);
+        int j = 0;
+        for (int k = 0; k < all.n; k++) {
+            int i = a[k];
+            double gap = 0;
+            for (int d = 0; d < 3; d++) {
+                double s = lo[3 * i + d] - p[d] > p[d] - hi[3 * i + d] ? lo[3 * i + d] - p[d] : p[d] - hi[3 * i + d];
+                if (s > 0) gap += s * s;
+            }
+            int shown = j < near.n && b[j] == i;
+            if (gap < best) cr_assert(shown, "query %d: item %d (gap %g < %g) skipped or out of order", q, i, gap, best);
+            if (shown) {
+                cr_assert_lt(gap, best * (1 + 1e-5) + 1e-12, "query %d: item %d visited at gap %g", q, i, gap);
+                j++, kept++;
+            }
+        }
+        cr_assert_eq(j, near.n, "query %d: visited an item the plain visit did not give there", q);
+    }
+    cr_assert_gt(kept, 200, "too few items kept for the test to mean anything");
+    drape_grid_free(&g);
+}
+
 /* A closed box [lo, hi] (8 vertices, 12 triangles facing out) */
 static void box_mesh(float v[24], int32_t f[36], const double lo[3], const double hi[3])
 {

@@ -454,6 +454,34 @@ Test(sim_garment, a_run_fed_pose_by_pose_is_the_simulation)
     drape_model_free(m);
 }
 
+/* The teacher's collider guesses each vertex's nearest triangle from its
+ * last one (sim/collide.c, mesh_distance); its frames must be the plain
+ * search's to the bit, ties between triangles included: the default
+ * model's T-shirt under its teacher's settings (the vertex margin on,
+ * substeps of at most 1 cm), hundreds of vertices on the body. */
+Test(sim_garment, the_guessed_search_simulates_as_the_plain_one)
+{
+    drape_model *m;
+    drape_error e = {0};
+    cr_assert_eq(drape_model_load(&m, "models/default.safetensors", &e), 0, "%s", e.msg);
+    int gi = drape_model_garment(m, "tshirt"), T = 30;
+    cr_assert_geq(gi, 0);
+    int V = m->garments[gi].V;
+    float *P = walk_poses(T), *out[2];
+    drape_garment_sim_stats st[2];
+    for (int k = 0; k < 2; k++) {
+        drape_garment_sim_params p = drape_garment_sim_defaults();
+        p.settle = 20, p.iters = 8, p.max_disp = 0.01, p.vertex_margin = 0.003, p.plain_search = k;
+        out[k] = malloc(sizeof(float) * 3 * V * T);
+        cr_assert_eq(drape_garment_simulate(m, gi, NULL, 0, P, T, &p, out[k], &st[k], &e), 0, "%s", e.msg);
+    }
+    cr_log_info("%.1f contacts per frame", st[0].contacts);
+    cr_assert_gt(st[0].contacts, 100, "too few contacts for the test to mean anything");
+    cr_assert(!memcmp(out[0], out[1], sizeof(float) * 3 * V * T), "the guessed search's frames differ from the plain one's");
+    free(out[0]), free(out[1]), free(P);
+    drape_model_free(m);
+}
+
 /* Two runs over one rig are independent (each its own state, the factor
  * shared), and a run started again is a new run. */
 Test(sim_garment, runs_share_a_rig_and_start_again_as_new)
