@@ -115,8 +115,16 @@ static inline double gap2(double lo, double hi, double t)
     return e > 0 ? e * e : 0;
 }
 
-void drape_grid_visit_near(const drape_grid *g, const double lo[3], const double hi[3], const double p[3],
-                           const double *best, void (*visit)(void *, int), void *ctx)
+/* an item box's (or a cell's) squared gap to p, from its float copy */
+static inline double box_gap2f(const float o[6], const double p[3])
+{
+    return gap2(o[0], o[3], p[0]) + gap2(o[1], o[4], p[1]) + gap2(o[2], o[5], p[2]);
+}
+
+/* The cells overlapping [lo, hi] in order, each's items in order; with p,
+ * those (cells, then items) at least *best from it are skipped. */
+static void grid_walk(const drape_grid *g, const double lo[3], const double hi[3], const double p[3],
+                      const double *best, void (*visit)(void *, int), void *ctx)
 {
     int a[3], b[3];
     cell_range(g, lo, hi, a, b);
@@ -124,14 +132,16 @@ void drape_grid_visit_near(const drape_grid *g, const double lo[3], const double
         for (int y = a[1]; y <= b[1]; y++)
             for (int x = a[0]; x <= b[0]; x++) {
                 int64_t c = ((int64_t)z * g->dim[1] + y) * g->dim[0] + x;
-                const float *u = g->cbox + 6 * c; /* an empty cell's gap is infinite */
-                if (gap2(u[0], u[3], p[0]) + gap2(u[1], u[4], p[1]) + gap2(u[2], u[5], p[2]) >= *best) continue;
-                for (int32_t q = g->start[c]; q < g->start[c + 1]; q++) {
-                    const float *o = g->ibox + 6 * (int64_t)q;
-                    if (gap2(o[0], o[3], p[0]) + gap2(o[1], o[4], p[1]) + gap2(o[2], o[5], p[2]) >= *best) continue;
-                    visit(ctx, g->items[q]);
-                }
+                if (p && box_gap2f(g->cbox + 6 * c, p) >= *best) continue; /* an empty cell's gap is infinite */
+                for (int32_t q = g->start[c]; q < g->start[c + 1]; q++)
+                    if (!p || box_gap2f(g->ibox + 6 * (int64_t)q, p) < *best) visit(ctx, g->items[q]);
             }
+}
+
+void drape_grid_visit_near(const drape_grid *g, const double lo[3], const double hi[3], const double p[3],
+                           const double *best, void (*visit)(void *, int), void *ctx)
+{
+    grid_walk(g, lo, hi, p, best, visit, ctx);
 }
 
 void drape_grid_free(drape_grid *g)
@@ -146,14 +156,7 @@ void drape_grid_free(drape_grid *g)
 void drape_grid_visit(const drape_grid *g, const double lo[3], const double hi[3], void (*visit)(void *, int),
                       void *ctx)
 {
-    int a[3], b[3];
-    cell_range(g, lo, hi, a, b);
-    for (int z = a[2]; z <= b[2]; z++)
-        for (int y = a[1]; y <= b[1]; y++)
-            for (int x = a[0]; x <= b[0]; x++) {
-                int64_t c = ((int64_t)z * g->dim[1] + y) * g->dim[0] + x;
-                for (int32_t q = g->start[c]; q < g->start[c + 1]; q++) visit(ctx, g->items[q]);
-            }
+    grid_walk(g, lo, hi, NULL, NULL, visit, ctx);
 }
 
 typedef struct { const double *pts, *p; double best; int idx; } near_query;

@@ -474,6 +474,17 @@ Test(collision, grid_bounds_its_size_whatever_the_span)
     drape_grid_free(&g);
 }
 
+/* the small bundle's body walking: [T, Nb, 3] */
+static float *walking_body(const drape_model *m, int T)
+{
+    float *P = malloc(sizeof(float) * 75 * T), *body = malloc(sizeof(float) * 3 * m->Nb * T);
+    drape_garment_walk(P, T, 30);
+    drape_error e = {0};
+    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, P, T, body, &e), 0, "%s", e.msg);
+    free(P);
+    return body;
+}
+
 /* The points' memory (drape_collider_set_points) with warm queries, the plane
  * test and the motion bound that skips points: on the small bundle's body
  * walking for 20 updates, points scattered around it and jittering, every
@@ -483,10 +494,8 @@ Test(collision, the_points_memory_projects_as_a_plain_collider_does)
 {
     drape_model *m = tu_load("small_random");
     int Nb = m->Nb, T = 20, n = 600;
-    float *P = malloc(sizeof(float) * 75 * T), *body = malloc(sizeof(float) * 3 * Nb * T);
-    drape_garment_walk(P, T, 30);
+    float *body = walking_body(m, T);
     drape_error e = {0};
-    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, P, T, body, &e), 0, "%s", e.msg);
     drape_collider *cold, *warm;
     cr_assert_eq(drape_collider_create(&cold, &e), 0);
     cr_assert_eq(drape_collider_create(&warm, &e), 0);
@@ -519,7 +528,7 @@ Test(collision, the_points_memory_projects_as_a_plain_collider_does)
     cr_assert_lt(worst, 1e-9);
     drape_collider_free(cold);
     drape_collider_free(warm);
-    free(x), free(v), free(xw), free(vw), free(P), free(body);
+    free(x), free(v), free(xw), free(vw), free(body);
     drape_model_free(m);
 }
 
@@ -531,10 +540,8 @@ Test(collision, guessed_queries_answer_as_the_plain_search)
 {
     drape_model *m = tu_load("small_random");
     int Nb = m->Nb, T = 20, n = 600;
-    float *P = malloc(sizeof(float) * 75 * T), *body = malloc(sizeof(float) * 3 * Nb * T);
-    drape_garment_walk(P, T, 30);
+    float *body = walking_body(m, T);
     drape_error e = {0};
-    cr_assert_eq(drape_garment_body_frames(m, NULL, 0, P, T, body, &e), 0, "%s", e.msg);
     drape_collider *col[2];
     for (int k = 0; k < 2; k++) {
         cr_assert_eq(drape_collider_create(&col[k], &e), 0);
@@ -569,7 +576,7 @@ Test(collision, guessed_queries_answer_as_the_plain_search)
     cr_log_info("%d contacts over %d updates", contacts, T);
     cr_assert_gt(contacts, 100, "too few contacts for the test to mean anything");
     for (int k = 0; k < 2; k++) drape_collider_free(col[k]), free(x[k]), free(v[k]);
-    free(P), free(body);
+    free(body);
     drape_model_free(m);
 }
 
