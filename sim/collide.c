@@ -22,6 +22,7 @@ struct drape_collider {
     drape_grid grid;
     drape_grid vgrid;      /* the vertices alone, for the vertex margin's nearest-vertex queries */
     int has_mesh, mesh_ready;
+    int all_corners;       /* every vertex is some triangle's corner (what the vertex grid needs to agree) */
     double vmargin;        /* < 0: off; else kept from the nearest mesh vertex's tangent plane */
     /* the points' memory (drape_collider_set_points) */
     int npts, warm, track, plain;
@@ -137,6 +138,14 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
         return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     memcpy(c->faces, faces, (size_t)F * 3 * sizeof *faces);
     c->F = F, c->nv = nv, c->reach = reach, c->has_mesh = 1;
+    /* the vertex test's grid holds every vertex, the plain search only the
+     * triangles' corners: with a loose vertex the plain search serves */
+    uint8_t *used = calloc((size_t)nv, 1);
+    if (!used) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
+    for (int i = 0; i < 3 * F; i++) used[faces[i]] = 1;
+    c->all_corners = 1;
+    for (int i = 0; i < nv; i++) c->all_corners &= used[i];
+    free(used);
     return DRAPE_OK;
 }
 
@@ -392,13 +401,14 @@ static double vertex_plane(const drape_collider *c, const double p[3], int face,
 {
     vertex_query m = {.c = c, .p = p, .best = c->reach * c->reach, .idx = -1};
     if (face >= 0) visit_face_vertices(&m, face); /* the nearest triangle's corners bound the search */
-    if (!c->plain && m.idx >= 0) {
+    int fast = !c->plain && c->all_corners;
+    if (fast && m.idx >= 0) {
         /* the exact search from there among the vertices alone */
         int i = drape_grid_nearest_hint(&c->vgrid, c->v, p, m.idx, NULL);
         const double *v = c->v + 3 * i;
         m.best = (p[0] - v[0]) * (p[0] - v[0]) + (p[1] - v[1]) * (p[1] - v[1]) + (p[2] - v[2]) * (p[2] - v[2]);
         m.idx = i;
-    } else if (!c->plain && face < 0 && c->n_caps == 0) {
+    } else if (fast && face < 0 && c->n_caps == 0) {
         return INFINITY; /* no triangle within reach, so no vertex (each is a triangle's corner) */
     } else { /* the plain search over the triangles' corners */
         double r = sqrt(m.best), lo[3], hi[3];
