@@ -144,6 +144,19 @@ void drape_grid_visit_near(const drape_grid *g, const double lo[3], const double
     grid_walk(g, lo, hi, p, best, visit, ctx);
 }
 
+int64_t drape_grid_first_cell(const drape_grid *g, const double lo[3], const double hi[3], const double qlo[3],
+                              const double qhi[3])
+{
+    int a[3], b[3], qa[3], qb[3], c[3];
+    cell_range(g, lo, hi, a, b);
+    cell_range(g, qlo, qhi, qa, qb);
+    for (int d = 0; d < 3; d++) {
+        c[d] = a[d] > qa[d] ? a[d] : qa[d];
+        if (c[d] > b[d] || c[d] > qb[d]) return -1;
+    }
+    return ((int64_t)c[2] * g->dim[1] + c[1]) * g->dim[0] + c[0];
+}
+
 void drape_grid_free(drape_grid *g)
 {
     free(g->start);

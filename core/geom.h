@@ -46,6 +46,12 @@ int drape_grid_keep_boxes(drape_grid *g, const double *lo, const double *hi);
 void drape_grid_visit_near(const drape_grid *g, const double lo[3], const double hi[3], const double p[3],
                            const double *best, void (*visit)(void *, int), void *ctx);
 
+/* The first cell in drape_grid_visit's order over [qlo, qhi] that holds an
+ * item with box [lo, hi] (the box it was built with): where that visit
+ * first gives the item. -1: none. */
+int64_t drape_grid_first_cell(const drape_grid *g, const double lo[3], const double hi[3], const double qlo[3],
+                              const double qhi[3]);
+
 /* The nearest of the points pts [n,3] to p, for a grid built on those points
  * (lo = hi = pts): found by growing boxes, ties to the lower index; -1 when
  * the grid holds none. */

@@ -287,25 +287,32 @@ static void visit_face(void *ctx, int f)
     }
 }
 
+#define MAX_TIES 16
+
+/* A guessed query's search: the nearest distance, and every triangle at it */
 typedef struct {
     const drape_collider *c;
     const double *p;
-    double target, bound, q[3], w[3];
-    int face;
-} first_query;
+    double best, bound;    /* bound: just above best, for drape_grid_visit_near (skips only farther boxes) */
+    int n, ties[MAX_TIES + 1];
+} tie_query;
 
-/* the first triangle in the grid's order at exactly the target distance */
-static void visit_first(void *ctx, int f)
+static void visit_tie(void *ctx, int f)
 {
-    first_query *m = ctx;
+    tie_query *m = ctx;
+    if (box_gap2(m->c, f, m->p) > m->best) return;
     const int32_t *t = m->c->faces + 3 * f;
     double q[3], w[3];
     double r = drape_closest_on_triangle(q, w, m->p, m->c->v + 3 * t[0], m->c->v + 3 * t[1], m->c->v + 3 * t[2]);
-    if (r == m->target) {
-        m->face = f, m->bound = -1; /* found: nothing after it is visited */
-        memcpy(m->q, q, sizeof q);
-        memcpy(m->w, w, sizeof w);
+    if (r < m->best) {
+        m->best = r, m->bound = nextafter(r, INFINITY), m->n = 0;
+    } else if (!(r == m->best && m->n > 0)) {
+        return;
     }
+    for (int k = 0; k < m->n && k < MAX_TIES; k++)
+        if (m->ties[k] == f) return; /* again, from another cell */
+    if (m->n <= MAX_TIES) m->ties[m->n] = f;
+    m->n++;
 }
 
 /* vel (may be NULL): the surface point's velocity, its barycentric share of
@@ -327,21 +334,36 @@ static double mesh_distance(const drape_collider *c, const double p[3], double q
         if (m.face >= 0) half = sqrt(m.best) * (1 + 1e-12) + 1e-15;
     }
     for (int d = 0; d < 3; d++) lo[d] = p[d] - half, hi[d] = p[d] + half;
-    int guessed = hint >= 0 && !c->warm && m.face >= 0;
-    if (c->plain)
+    int done = 0;
+    if (hint >= 0 && !c->warm && m.face >= 0 && !c->plain) {
+        /* the guess: every triangle at the nearest distance, found in the
+         * small box; the plain search's answer is the one its walk over the
+         * reach gives first (the earliest cell, then the lower index) */
+        tie_query tq = {.c = c, .p = p, .best = m.best, .bound = nextafter(m.best, INFINITY), .n = 1, .ties = {hint}};
+        drape_grid_visit_near(&c->grid, lo, hi, p, &tq.bound, visit_tie, &tq);
+        if (tq.n <= MAX_TIES) {
+            double rlo[3], rhi[3];
+            int64_t first = INT64_MAX;
+            for (int d = 0; d < 3; d++) rlo[d] = p[d] - c->reach, rhi[d] = p[d] + c->reach;
+            for (int k = 0; k < tq.n; k++) {
+                int f = tq.ties[k];
+                int64_t key = drape_grid_first_cell(&c->grid, c->lo + 3 * f, c->hi + 3 * f, rlo, rhi) * c->F + f;
+                if (key < first) first = key, m.face = f;
+            }
+            const int32_t *t = c->faces + 3 * m.face;
+            m.best = drape_closest_on_triangle(m.q, m.w, p, c->v + 3 * t[0], c->v + 3 * t[1], c->v + 3 * t[2]);
+            done = 1;
+        } else { /* many ties: the plain walk */
+            m = (mesh_query){.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
+            for (int d = 0; d < 3; d++) lo[d] = p[d] - c->reach, hi[d] = p[d] + c->reach;
+        }
+    }
+    if (done)
+        ;
+    else if (c->plain)
         drape_grid_visit(&c->grid, lo, hi, visit_face, &m);
     else
         drape_grid_visit_near(&c->grid, lo, hi, p, &m.best, visit_face, &m);
-    if (guessed) {
-        first_query f = {.c = c, .p = p, .target = m.best, .bound = nextafter(m.best, INFINITY), .face = -1};
-        for (int d = 0; d < 3; d++) lo[d] = p[d] - c->reach, hi[d] = p[d] + c->reach;
-        drape_grid_visit_near(&c->grid, lo, hi, p, &f.bound, visit_first, &f);
-        if (f.face >= 0) { /* (always: the nearest one is in that walk) */
-            m.face = f.face;
-            memcpy(m.q, f.q, sizeof f.q);
-            memcpy(m.w, f.w, sizeof f.w);
-        }
-    }
     *face = m.face;
     if (m.face < 0) return INFINITY;
     const int32_t *t = c->faces + 3 * m.face;
