@@ -315,15 +315,40 @@ static void visit_tie(void *ctx, int f)
     m->n++;
 }
 
+/* The guessed query (mesh_distance without warm): m holds the guess's
+ * triangle and distance, [lo, hi] the box it bounds. Every triangle at the
+ * nearest distance is in that box; of them the answer is the one the plain
+ * search's walk over the reach gives first (its earliest cell, then the
+ * lower index), so ties go where they always went. Past MAX_TIES of them,
+ * the plain walk itself. */
+static void guessed_nearest(const drape_collider *c, const double p[3], const double lo[3], const double hi[3],
+                            mesh_query *m)
+{
+    tie_query tq = {.c = c, .p = p, .best = m->best, .bound = nextafter(m->best, INFINITY), .n = 1, .ties = {m->face}};
+    drape_grid_visit_near(&c->grid, lo, hi, p, &tq.bound, visit_tie, &tq);
+    double rlo[3], rhi[3];
+    for (int d = 0; d < 3; d++) rlo[d] = p[d] - c->reach, rhi[d] = p[d] + c->reach;
+    if (tq.n > MAX_TIES) {
+        *m = (mesh_query){.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
+        drape_grid_visit_near(&c->grid, rlo, rhi, p, &m->best, visit_face, m);
+        return;
+    }
+    int64_t first = INT64_MAX;
+    for (int k = 0; k < tq.n; k++) {
+        int f = tq.ties[k];
+        int64_t key = drape_grid_first_cell(&c->grid, c->lo + 3 * f, c->hi + 3 * f, rlo, rhi) * c->F + f;
+        if (key < first) first = key, m->face = f;
+    }
+    const int32_t *t = c->faces + 3 * m->face;
+    m->best = drape_closest_on_triangle(m->q, m->w, p, c->v + 3 * t[0], c->v + 3 * t[1], c->v + 3 * t[2]);
+}
+
 /* vel (may be NULL): the surface point's velocity, its barycentric share of
  * the vertices' last step times inv_dt; *face the nearest triangle (-1: none).
  * hint >= 0, with warm queries: a bound to start from (only triangles nearer
  * than the hint's are looked at; a tie goes to the hint). Without warm: a
- * guess that only makes the search cheaper. The answer is then the search
- * over the whole reach's boxes, in the grid's order, first of equals: the
- * guess bounds a small box where the nearest distance is found, and a walk
- * in that order, which skips every cell and triangle farther than it, stops
- * at the first triangle at that distance. */
+ * guess that only makes the search cheaper (guessed_nearest), the answer the
+ * plain search's. */
 static double mesh_distance(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
                             double inv_dt, int hint, int *face)
 {
@@ -334,32 +359,8 @@ static double mesh_distance(const drape_collider *c, const double p[3], double q
         if (m.face >= 0) half = sqrt(m.best) * (1 + 1e-12) + 1e-15;
     }
     for (int d = 0; d < 3; d++) lo[d] = p[d] - half, hi[d] = p[d] + half;
-    int done = 0;
-    if (hint >= 0 && !c->warm && m.face >= 0 && !c->plain) {
-        /* the guess: every triangle at the nearest distance, found in the
-         * small box; the plain search's answer is the one its walk over the
-         * reach gives first (the earliest cell, then the lower index) */
-        tie_query tq = {.c = c, .p = p, .best = m.best, .bound = nextafter(m.best, INFINITY), .n = 1, .ties = {hint}};
-        drape_grid_visit_near(&c->grid, lo, hi, p, &tq.bound, visit_tie, &tq);
-        if (tq.n <= MAX_TIES) {
-            double rlo[3], rhi[3];
-            int64_t first = INT64_MAX;
-            for (int d = 0; d < 3; d++) rlo[d] = p[d] - c->reach, rhi[d] = p[d] + c->reach;
-            for (int k = 0; k < tq.n; k++) {
-                int f = tq.ties[k];
-                int64_t key = drape_grid_first_cell(&c->grid, c->lo + 3 * f, c->hi + 3 * f, rlo, rhi) * c->F + f;
-                if (key < first) first = key, m.face = f;
-            }
-            const int32_t *t = c->faces + 3 * m.face;
-            m.best = drape_closest_on_triangle(m.q, m.w, p, c->v + 3 * t[0], c->v + 3 * t[1], c->v + 3 * t[2]);
-            done = 1;
-        } else { /* many ties: the plain walk */
-            m = (mesh_query){.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
-            for (int d = 0; d < 3; d++) lo[d] = p[d] - c->reach, hi[d] = p[d] + c->reach;
-        }
-    }
-    if (done)
-        ;
+    if (m.face >= 0 && !c->warm && !c->plain)
+        guessed_nearest(c, p, lo, hi, &m);
     else if (c->plain)
         drape_grid_visit(&c->grid, lo, hi, visit_face, &m);
     else
@@ -586,10 +587,13 @@ int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_
                 }
             }
         }
-        int hit = 0, face = warm || (mem && !c->plain) ? c->pt_face[i] : -1, out = 0;
+        /* each pass's query starts from the last nearest triangle (warm
+         * implies the memory) */
+        int guess = warm || !c->plain;
+        int hit = 0, face = guess && mem ? c->pt_face[i] : -1, out = 0;
         double dist = 0;
         for (int pass = 0; pass < 3; pass++) {
-            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, warm || !c->plain ? face : -1, &face), keep = margin;
+            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, guess ? face : -1, &face), keep = margin;
             if (pass == 0 && track && c->pt_track[i] >= 0 && c->pt_track[i] != face) {
                 double tq[3], tn[3], tv[3];
                 double s = tracked(c, p, c->pt_prev + 3 * i, c->pt_track[i], c->fresh, tq, tn, tv, inv_dt);
