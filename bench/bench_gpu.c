@@ -5,7 +5,8 @@
  * table with, per precision, the largest |CUDA − CPU| and |CUDA − CUDA FP32|
  * of the batch-32 outputs and the device launches of a batch of 1.
  *
- *   drape_bench_gpu BUNDLE...   env: DRAPE_BENCH_THREADS (CPU threads, default all cores),
+ *   drape_bench_gpu [--refine] BUNDLE...   (--refine: bench_refine below)
+ *                               env: DRAPE_BENCH_THREADS (CPU threads, default all cores),
  *                                    DRAPE_PYTHON (default /usr/bin/python3),
  *                                    DRAPE_BENCH_JSON (a file: the numbers as JSON
  *                                    lines too, for bench/gpu_goals.py)
@@ -239,11 +240,74 @@ static int bench_bundle(const char *path, int threads)
     return 0;
 }
 
+/* --refine BUNDLE: the refine step inside the CUDA batch (refine.cu)
+ * against the same backend with DRAPE_CUDA_REFINE=host (module A on the
+ * device, the step on the host's threads, as before), FP16, ms per frame
+ * per batch, and the largest |device − host| over a batch of 32. */
+static int bench_refine(const char *path, int threads)
+{
+    drape_model *m;
+    drape_error e = {0};
+    if (drape_model_load(&m, path, &e)) {
+        fprintf(stderr, "bench: %s\n", e.msg);
+        return 1;
+    }
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    int Vmax = 0, refined = 0;
+    for (int i = 0; i < m->cfg.n_garments; i++) {
+        Vmax = m->garments[i].V > Vmax ? m->garments[i].V : Vmax;
+        refined += m->cfg.refine[i].iters > 0;
+    }
+    static float poses[MAXN * HIST_FLOATS];
+    unsigned s = 1;
+    for (int i = 0; i < MAXN * HIST_FLOATS; i++) poses[i] = 0.3f * rnd(&s);
+    float *outs[MAXN], *host32[32];
+    for (int a = 0; a < MAXN; a++) outs[a] = malloc(sizeof(float) * 3 * Vmax);
+    for (int a = 0; a < 32; a++) host32[a] = malloc(sizeof(float) * 3 * Vmax);
+    drape_frame fr[MAXN];
+    double t[2][NB], err = 0;
+    printf("| %s (%d of %d garments refined) | refine | A b=1 | A b=8 | A b=32 | A b=64 | A b=256 | |device − host| |\n",
+           name, refined, m->cfg.n_garments);
+    printf("|---|---|---|---|---|---|---|---|\n");
+    for (int dev = 0; dev < 2; dev++) {
+        if (!dev) setenv("DRAPE_CUDA_REFINE", "host", 1);
+        rig gpu;
+        int rc = rig_open(&gpu, m, "cuda", DRAPE_PRECISION_FP16, threads);
+        unsetenv("DRAPE_CUDA_REFINE");
+        if (rc) return 1;
+        for (int b = 0; b < NB; b++) {
+            make_frames(fr, poses, outs, &gpu, m, BATCHES[b]);
+            t[dev][b] = time_batch(gpu.be, fr, BATCHES[b], 1000);
+            json_row(name, dev ? "cuda_refine_device" : "cuda_refine_host", "fp16", BATCHES[b], t[dev][b]);
+        }
+        make_frames(fr, poses, dev ? outs : host32, &gpu, m, 32);
+        if (drape_backend_run(gpu.be, fr, 32, &e)) {
+            fprintf(stderr, "bench: %s\n", e.msg);
+            return 1;
+        }
+        for (int f = 0; dev && f < 32; f++) {
+            int V = m->garments[drape_identity_garment(fr[f].id)].V;
+            for (int i = 0; i < 3 * V; i++) err = fmax(err, fabs((double)fr[f].out[i] - host32[f][i]));
+        }
+        printf("| %s | %s |", name, dev ? "on the device" : "on the host");
+        for (int b = 0; b < NB; b++) printf(" %.4f |", t[dev][b]);
+        if (dev)
+            printf(" %.2e m; host / device %.2fx at 1, %.2fx at 256 |\n", err, t[0][0] / t[1][0], t[0][NB - 1] / t[1][NB - 1]);
+        else
+            printf(" (%d threads) |\n", threads);
+        rig_close(&gpu);
+    }
+    for (int a = 0; a < MAXN; a++) free(outs[a]);
+    for (int a = 0; a < 32; a++) free(host32[a]);
+    drape_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     drape_blas_threads_init();
     if (argc < 2) {
-        fprintf(stderr, "usage: drape_bench_gpu BUNDLE...\n");
+        fprintf(stderr, "usage: drape_bench_gpu BUNDLE... | drape_bench_gpu --refine BUNDLE\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -252,6 +316,11 @@ int main(int argc, char **argv)
     if (jp && *jp && !(json_out = fopen(jp, "a"))) {
         fprintf(stderr, "bench: cannot write %s\n", jp);
         return 1;
+    }
+    if (argc == 3 && !strcmp(argv[1], "--refine")) {
+        int rc = bench_refine(argv[2], threads);
+        if (json_out) fclose(json_out);
+        return rc;
     }
     printf("module A: ms per frame at batch");
     for (int b = 0; b < NB; b++) printf(" %d", BATCHES[b]);

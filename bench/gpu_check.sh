@@ -7,7 +7,8 @@
 # draped on the CUDA backend with the default model under 1,000 avatars x 30
 # fps (gpu_load.sh), then the goals' table (gpu_goals.py: each goal's row,
 # ours, the peer, the goal, pass or FAIL). Then, as far as the time allows,
-# the extras: draped's benchmark on the CUDA backend (bench_server.c) and
+# the extras: the refine step on the device against the host (bench_gpu.c
+# --refine), draped's benchmark on the CUDA backend (bench_server.c) and
 # training on CUDA (the train tests, whose fits take the GPU when there is
 # one, and train.py fit's speed there against the CPU, train_speed.sh).
 #
@@ -16,8 +17,8 @@
 #        GPU_CHECK_SECONDS  the whole run's limit (default 480): a step's own
 #                       limit shrinks to what is left, so the run ends in time
 #        GPU_CHECK_STEPS    the steps to run (default: device tests bench_gpu
-#                       torch_compile load goals, then the extras bench_server
-#                       train_tests train_speed); steps named here must run
+#                       torch_compile load goals, then the extras refine
+#                       bench_server train_tests train_speed); steps named here must run
 #        GPU_GOAL_PRECISION the precision the goals are judged at (fp16)
 #        DRAPE_PYTHON   a python3 with torch and numpy (default: python3 if it
 #                       imports torch, else /usr/bin/python3)
@@ -51,7 +52,7 @@ MODEL=models/default.safetensors
 
 first_rc=0
 TOTAL=${GPU_CHECK_SECONDS:-480}
-EXTRAS=" bench_server train_tests train_speed "
+EXTRAS=" refine bench_server train_tests train_speed "
 # the goals' table reads the measuring steps' logs: they leave it its seconds
 GOALS_RESERVE=0
 case " ${GPU_CHECK_STEPS:-goals} " in *" goals "*) GOALS_RESERVE=10 ;; esac
@@ -91,6 +92,7 @@ step torch_compile 125 "$DRAPE_PYTHON" train/bench_ref.py --model "$B/data/paper
     --device cuda --batches 1,8,32,64,256 --iters 20 --compile
 step load 50 bench/gpu_load.sh "$B" "$MODEL" 1000 30 10
 step goals 10 "$DRAPE_PYTHON" bench/gpu_goals.py "$LOG"
+step refine 40 env DRAPE_BENCH_THREADS=4 "$B/drape_bench_gpu" --refine "$MODEL"
 step bench_server 100 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 \
     "$B/drape_bench_server" "$MODEL" "$B/draped" "$B/drape"
 step train_tests 150 "$B/drape_tests" --filter 'train/*' --jobs 4

@@ -170,6 +170,12 @@ static void nets_identity_free(drape_backend *be, drape_identity *id)
     in->ops->identity_free(in, id);
 }
 
+static int nets_identity_refine(drape_backend *be, drape_identity *id, const drape_refine_view *r, drape_error *err)
+{
+    drape_backend *in = ((nets_backend *)be)->inner[net_slot(be->model, id->garment)];
+    return in->ops->identity_refine ? in->ops->identity_refine(in, id, r, err) : DRAPE_OK;
+}
+
 static int nets_run(drape_backend *be, drape_frame *frames, int n, drape_error *err)
 {
     nets_backend *nb = (nets_backend *)be;
@@ -243,6 +249,7 @@ static int create_nets(drape_backend **out, const char *kind, const drape_model 
     nb->ops.identity_free = nets_identity_free;
     nb->ops.run = nets_run;
     nb->ops.healthy = nets_healthy;
+    nb->ops.identity_refine = nets_identity_refine;
     *out = &nb->base;
     return DRAPE_OK;
 }

@@ -2,7 +2,9 @@
  * way, whichever made it (kernels/backends.c makes them). The inference
  * pipeline of one batch is two stages: module A on the backend, then the
  * refine step on the host (runtime/refine.h) for the garments that ask for
- * it; module B of an identity likewise, then its refine tables. */
+ * it, unless the backend runs it inside its own run (the CUDA backend:
+ * ops->identity_refine); module B of an identity likewise, then its refine
+ * tables. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +39,15 @@ int drape_identity_create(drape_backend *be, drape_identity **out, int garment, 
         return rc;
     }
     (*out)->bytes += drape_refine_bytes((*out)->refine);
+    if ((*out)->refine && be->ops->identity_refine) {
+        drape_refine_view v;
+        drape_refine_view_get((*out)->refine, &v);
+        if ((rc = be->ops->identity_refine(be, *out, &v, err))) {
+            drape_identity_free(be, *out);
+            *out = NULL;
+            return rc;
+        }
+    }
     return DRAPE_OK;
 }
 
@@ -84,7 +95,7 @@ int drape_backend_run(drape_backend *be, drape_frame *frames, int n, drape_error
     for (int i = 0; i < n; i++) {
         drape_frame *f = &frames[i];
         drape_error e = {0};
-        if (!f->lbs_only && f->id->refine && drape_refine_frame(f->id->refine, f->out, f->pose[t], f->trans[t], &e)) {
+        if (!f->lbs_only && f->id->refine && !f->id->refine_in_run && drape_refine_frame(f->id->refine, f->out, f->pose[t], f->trans[t], &e)) {
 #pragma omp critical(drape_refine_error)
             if (!rc) {
                 rc = e.code;

@@ -4,6 +4,7 @@
 #define DRAPE_BACKEND_IMPL_H
 
 #include "backend.h"
+#include "refine.h"
 
 /* What a backend is, for the code that must treat one kind apart (a nets
  * backend's parts, the CUDA plugin's test reads); never found by comparing
@@ -21,6 +22,10 @@ typedef struct {
     void (*identity_free)(drape_backend *be, drape_identity *id);
     int (*run)(drape_backend *be, drape_frame *frames, int n, drape_error *err);
     int (*healthy)(const drape_backend *be); /* NULL: always healthy */
+    /* optional: take an identity's refine step (its tables in r) into the
+     * backend's run; returns 0 and sets id->refine_in_run when it did, 0
+     * with it unset when the host is to run it. NULL: the host runs it. */
+    int (*identity_refine)(drape_backend *be, drape_identity *id, const drape_refine_view *r, drape_error *err);
 } drape_backend_ops;
 
 struct drape_backend {
@@ -36,6 +41,7 @@ struct drape_identity {
     size_t bytes;
     size_t device_bytes; /* of bytes, those in device memory */
     struct drape_refine *refine; /* the refine step's (runtime/refine.h), made by drape_identity_create; NULL: off */
+    int refine_in_run;           /* the backend's run refines its frames (ops->identity_refine), not the host */
 };
 
 extern const drape_backend_ops drape_backend_cpu;

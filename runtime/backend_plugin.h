@@ -18,7 +18,7 @@
 
 #include "backend_impl.h"
 
-#define DRAPE_BACKEND_API_VERSION 2 /* 2: drape_frame packs, identities count device bytes, launches */
+#define DRAPE_BACKEND_API_VERSION 3 /* 2: drape_frame packs, identities count device bytes, launches; 3: the refine step in the run */
 #define DRAPE_BACKEND_PLUGIN_INIT "drape_backend_plugin_init"
 
 /* What the program does for the plugin. Messages come formatted: the

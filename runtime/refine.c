@@ -8,12 +8,11 @@
  * frame is wild anyway, and its cost stays bounded (docs/design.md §2.8). */
 #define REFINE_CELLS_PER_VERTEX 256
 
-/* With rho > 0 the sweeps after the first REFINE_PLAIN_SWEEPS are
+/* With rho > 0 the sweeps after the first DRAPE_REFINE_PLAIN_SWEEPS are
  * Chebyshev-accelerated (Wang 2015): plain sweeps take out the stretch of a
  * few edges, the acceleration the garment-wide stretch they barely touch
  * (at k = 48 a plain sweep shrinks the smoothest error by 0.9965). The first
  * sweeps stay plain because their projection directions still turn fast. */
-#define REFINE_PLAIN_SWEEPS 10
 
 #include <math.h>
 #include <stdlib.h>
@@ -100,6 +99,11 @@ void drape_refine_free(drape_refine *r)
 
 size_t drape_refine_bytes(const drape_refine *r) { return r ? r->bytes : 0; }
 
+void drape_refine_view_get(const drape_refine *r, drape_refine_view *out)
+{
+    *out = (drape_refine_view){r->iters, r->k, r->margin, r->rho, r->v_s, r->l0, r->inv};
+}
+
 /* x_v moved along n_b to n_b·(x_v − x_b) = margin where it is less */
 static void push(double *x, int V, const int *nn, const double *bp, const float *bn, double margin)
 {
@@ -160,8 +164,8 @@ int drape_refine_frame(const drape_refine *r, float *x, const float pose[DRAPE_P
     for (int it = 0; it < r->iters; it++) {
         push(xa, V, nn, bp, bn, r->margin);
         sweep(xb, xa, p, r);
-        if (r->rho > 0 && it >= REFINE_PLAIN_SWEEPS) {
-            w = it == REFINE_PLAIN_SWEEPS ? 2 / (2 - rho2) : 4 / (4 - rho2 * w);
+        if (r->rho > 0 && it >= DRAPE_REFINE_PLAIN_SWEEPS) {
+            w = it == DRAPE_REFINE_PLAIN_SWEEPS ? 2 / (2 - rho2) : 4 / (4 - rho2 * w);
             for (int i = 0; i < 3 * V; i++) xb[i] = w * (xb[i] - xo[i]) + xo[i];
         }
         double *t = xo;

@@ -25,6 +25,9 @@
 
 typedef struct drape_refine drape_refine;
 
+/* with rho > 0, the sweeps after this many plain ones are accelerated (refine.c) */
+#define DRAPE_REFINE_PLAIN_SWEEPS 10
+
 /* What one identity (garment g, betas [S], validated) needs: the shaped
  * body, its joints and g(β)'s edge lengths. *out is NULL (and 0 returned)
  * when the model does not refine garment g. */
@@ -36,5 +39,15 @@ size_t drape_refine_bytes(const drape_refine *r);
  * trans [3] are frame t's. Returns 0 or DRAPE_ENOMEM (x then unchanged). */
 int drape_refine_frame(const drape_refine *r, float *x, const float pose[DRAPE_POSE_DIM], const float trans[3],
                        drape_error *err);
+
+/* An identity's tables and settings, for a backend that runs the step
+ * itself (the CUDA backend: kernels/cuda/refine_bodies.h). Views into r. */
+typedef struct {
+    int iters;
+    double k, margin, rho;
+    const float *v_s;        /* [Nb,3] the shaped rest body */
+    const double *l0, *inv;  /* [n_edges] rest lengths of g(β); [V] 1 / (1 + k deg_v) */
+} drape_refine_view;
+void drape_refine_view_get(const drape_refine *r, drape_refine_view *out);
 
 #endif

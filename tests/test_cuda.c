@@ -18,11 +18,13 @@
 #include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
+#include "../kernels/cuda/refine_bodies.h"
 #include "../kernels/cuda/tc_bodies.h"
 #include "../runtime/backend_plugin.h"
 #include "../runtime/backend_test.h"
 #include "../core/pack16.h"
 #include "../runtime/body.h"
+#include "../runtime/refine.h"
 #include "../core/mesh.h"
 #include "../runtime/uvmap.h"
 #include "util.h"
@@ -545,6 +547,102 @@ Test(cuda_host, knn_retarget_features_and_fcov)
     drape_model_free(m);
 }
 
+/* The device refine step's frame (kernels/cuda/refine_bodies.h), run on the
+ * host as one thread, is runtime/refine.c's frame to the last bit: the
+ * gathered sums, the incidence lists' order, the scan's tie rule and the
+ * Chebyshev weights. Module A's output is stood in for by plain skinning
+ * with a few millimetres of noise, so that edges are stretched and vertices
+ * pushed; the rest, the same frame through both. */
+static void refine_gather_case(const char *bundle, int garment, int iters, double rho)
+{
+    drape_model *m = tu_load(bundle);
+    if (iters) m->cfg.refine[garment].iters = iters, m->cfg.refine[garment].rho = rho;
+    const drape_garment *g = &m->garments[garment];
+    int V = g->V, Nb = m->Nb, nf = m->cfg.n_hist, t = nf - 1;
+    float betas[DRAPE_MAX_BETAS] = {0.8f, -0.6f, 0.3f};
+    drape_error e = {0};
+    drape_refine *r = NULL;
+    cr_assert_eq(drape_refine_create(&r, m, garment, betas, &e), 0, "%s", e.msg);
+    cr_assert(r, "%s garment %d: no refine step", bundle, garment);
+    drape_backend *cpu = tu_backend(m);
+    drape_identity *id = tu_identity(cpu, garment, betas, 3);
+    float *poses = malloc(sizeof(float) * 75 * nf), *x = malloc(sizeof(float) * 3 * V);
+    float *want = malloc(sizeof(float) * 3 * V), *got = malloc(sizeof(float) * 3 * V);
+    tu_random_poses(poses, nf, 0.3f, 0.2f, 91 + garment);
+    drape_frame f = {.id = id, .lbs_only = 1, .out = x};
+    for (int k = 0; k < nf; k++) f.pose[k] = poses + 75 * k, f.trans[k] = poses + 75 * k + 72;
+    cr_assert_eq(drape_backend_run(cpu, &f, 1, &e), 0, "%s", e.msg);
+    uint64_t s = 5;
+    for (int i = 0; i < 3 * V; i++) x[i] += 0.004f * tu_rand(&s);
+    memcpy(want, x, sizeof(float) * 3 * V);
+    memcpy(got, x, sizeof(float) * 3 * V);
+    cr_assert_eq(drape_refine_frame(r, want, f.pose[t], f.trans[t], &e), 0, "%s", e.msg);
+
+    /* the device's tables, built as the CUDA backend builds them */
+    drape_refine_view view;
+    drape_refine_view_get(r, &view);
+    int32_t *vf_start = malloc(sizeof(int32_t) * (Nb + 1)), *vf = malloc(sizeof(int32_t) * 3 * m->Fb);
+    int32_t *ve_start = malloc(sizeof(int32_t) * (V + 1)), *ve = malloc(sizeof(int32_t) * 2 * g->n_edges);
+    int32_t *c_start = malloc(sizeof(int32_t) * (Nb + 1)), *c_vert = malloc(sizeof(int32_t) * Nb);
+    int32_t *c_of = malloc(sizeof(int32_t) * Nb);
+    int64_t *sc = malloc(sizeof(int64_t) * 2 * Nb);
+    hd_incidence(vf_start, vf, m->body_faces, m->Fb, 3, Nb);
+    hd_incidence(ve_start, ve, g->edges, g->n_edges, 2, V);
+    int C = hd_body_clusters(c_start, c_vert, c_of, m->weights, m->v_template, Nb, sc);
+    hd_refine_args a = {m->weights, m->body_faces, vf_start, vf, Nb, c_start, c_vert, c_of, C, g->edges, ve_start, ve,
+                        g->body_nn, V, view.iters, view.k, view.margin, view.rho, view.v_s, view.l0, view.inv};
+    float J[DRAPE_JOINTS * 3], A[DRAPE_JOINTS * 12];
+    float *vs_h = malloc(sizeof(float) * 3 * Nb);
+    cr_assert_eq(drape_body_shape(vs_h, J, m, betas), 0);
+    drape_fk(A, f.pose[t], f.trans[t], J, m->parents);
+    float *body = malloc(sizeof(float) * 6 * (Nb + C));
+    double *work = malloc(sizeof(double) * 12 * V);
+    int32_t *nn = malloc(sizeof(int32_t) * V);
+    hd_refine_frame(got, body, work, nn, A, &a, 0, 1);
+
+    /* the clusters' search is the plain scan's answer near the body and far from it, from any hint */
+    int32_t *all = malloc(sizeof(int32_t) * Nb);
+    for (int i = 0; i < Nb; i++) all[i] = i;
+    uint64_t s2 = 17;
+    for (int q = 0; q < 3000; q++) {
+        const float *b = body + 3 * (q % Nb);
+        float sc2 = q < 1500 ? 0.03f : 1.0f;
+        double pt[3] = {b[0] + sc2 * tu_rand(&s2), b[1] + sc2 * tu_rand(&s2), b[2] + sc2 * tu_rand(&s2)};
+        double best = INFINITY;
+        int plain = 0x7fffffff, hint = (int)((uint64_t)(q * 7919) % (uint64_t)Nb);
+        hd_scan(body, all, Nb, pt, &best, &plain);
+        int got_nn = hd_nearest_body(body, c_start, c_vert, c_of, body + 6 * Nb, C, pt, hint);
+        cr_assert_eq(got_nn, plain, "point %d: the clusters' search gives body vertex %d, the scan %d", q, got_nn, plain);
+    }
+    free(all);
+    double moved = tu_max_abs_diff(want, x, 3 * V);
+    cr_log_info("%s %s (%d iters, rho %g): the refine step moved a vertex up to %.2f mm; the body in %d clusters",
+                bundle, g->name, view.iters, view.rho, 1e3 * moved, C);
+    cr_assert(moved > 1e-3, "the refine step did not move the garment: the case tests nothing");
+    size_t diff = 0;
+    for (int i = 0; i < 3 * V; i++) diff += memcmp(&got[i], &want[i], sizeof(float)) != 0;
+    cr_assert_eq(diff, 0, "%s %s: %zu of %d coordinates differ from refine.c's (max %.3g m)", bundle, g->name, diff,
+                 3 * V, tu_max_abs_diff(got, want, 3 * V));
+    free(body), free(work), free(nn), free(vs_h);
+    free(vf_start), free(vf), free(ve_start), free(ve), free(c_start), free(c_vert), free(c_of), free(sc);
+    free(poses), free(x), free(want), free(got);
+    drape_refine_free(r);
+    drape_identity_free(cpu, id);
+    drape_backend_free(cpu);
+    drape_model_free(m);
+}
+
+Test(cuda_host, refine_gathered_equals_the_host_refine_tiny) { refine_gather_case("tinyrefine_random", 0, 0, 0); }
+Test(cuda_host, refine_gathered_equals_the_host_refine_accelerated) { refine_gather_case("tinyrefine_random", 0, 40, 0.99); }
+Test(cuda_host, refine_gathered_equals_the_host_refine_default_tshirt)
+{
+    drape_model *m = tu_load("models/default.safetensors");
+    int g = drape_model_garment(m, "tshirt");
+    drape_model_free(m);
+    cr_assert(g >= 0);
+    refine_gather_case("models/default.safetensors", g, 0, 0);
+}
+
 /* ---------------- device: the backend vs the CPU backend ---------------- */
 
 
@@ -817,8 +915,8 @@ Test(cuda, module_a_own_network_fp16) { module_a_case("tinyown_random", 3, 7); }
 Test(cuda, module_b_small_fp16) { module_b_case("small_random", 3); }
 
 /* Frames packed on the device (f16, q16) are, byte for byte and box for box,
- * what the host packer makes of the same frames' positions; a refined
- * garment's are packed on the host after its refine step. Also: the batch's
+ * what the host packer makes of the same frames' positions, a refined
+ * garment's after its refine step on the device. Also: the batch's
  * launches are counted, and the tensor-core path needs fewer. */
 static void device_pack_case(const char *bundle, int precision)
 {
@@ -899,6 +997,66 @@ static void device_pack_case(const char *bundle, int precision)
 Test(cuda, device_packing_fp32) { device_pack_case("small_random", DRAPE_PRECISION_FP32); }
 Test(cuda, device_packing_fp16) { device_pack_case("small_random", DRAPE_PRECISION_FP16); }
 Test(cuda, device_packing_refined) { device_pack_case("tinyrefine_random", DRAPE_PRECISION_FP16); }
+
+/* The refine step inside the CUDA batch (refine.cu) against the same
+ * backend with DRAPE_CUDA_REFINE=host (module A's positions the same, the
+ * step then on the host, runtime/refine.c): within 0.1 mm everywhere, in a
+ * batch that mixes garments, plain skinning and packing. The device's
+ * identities hold the step's tables. */
+static void device_refine_case(const char *bundle)
+{
+    drape_model *m = tu_load(bundle);
+    setenv("DRAPE_CUDA_REFINE", "host", 1);
+    drape_backend *host = cuda_or_skip(m, DRAPE_PRECISION_FP32);
+    unsetenv("DRAPE_CUDA_REFINE");
+    drape_backend *dev = cuda_or_skip(m, DRAPE_PRECISION_FP32);
+    int G = m->cfg.n_garments, nf = m->cfg.n_hist;
+    float b1[3] = {1, -0.5f, 0.2f};
+    enum { N = 12 };
+    drape_identity *ih[N], *id[N];
+    float *poses = malloc(sizeof(float) * 75 * (N + nf));
+    tu_random_poses(poses, N + nf, 0.35f, 0.25f, 78);
+    drape_frame fh[N], fd[N];
+    for (int f = 0; f < N; f++) {
+        int g = f % G;
+        ih[f] = tu_identity(host, g, f & 1 ? b1 : NULL, f & 1 ? 3 : 0);
+        id[f] = tu_identity(dev, g, f & 1 ? b1 : NULL, f & 1 ? 3 : 0);
+        if (m->cfg.refine[g].iters > 0)
+            cr_assert(drape_identity_device_bytes(id[f]) > drape_identity_device_bytes(ih[f]),
+                      "garment %d: the device identity holds no refine tables", g);
+        int V = m->garments[g].V;
+        fh[f] = (drape_frame){.id = ih[f], .lbs_only = f == 5, .out = malloc(sizeof(float) * V * 3)};
+        for (int k = 0; k < nf; k++) {
+            fh[f].pose[k] = poses + 75 * (f + k);
+            fh[f].trans[k] = poses + 75 * (f + k) + 72;
+        }
+        fd[f] = fh[f];
+        fd[f].id = id[f];
+        fd[f].out = malloc(sizeof(float) * V * 3);
+    }
+    drape_error e = {0};
+    cr_assert_eq(drape_backend_run(host, fh, N, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_backend_run(dev, fd, N, &e), 0, "%s", e.msg);
+    for (int f = 0; f < N; f++) {
+        int V = m->garments[drape_identity_garment(fd[f].id)].V;
+        double d = tu_max_abs_diff(fd[f].out, fh[f].out, 3 * (int64_t)V);
+        cr_log_info("%s frame %d (garment %d%s): device refine within %.3g mm of the host's", bundle, f,
+                    drape_identity_garment(fd[f].id), fd[f].lbs_only ? ", plain skinning" : "", 1e3 * d);
+        cr_assert(d <= 1e-4, "frame %d: the device's refined garment is %.3g mm from the host's", f, 1e3 * d);
+    }
+    for (int f = 0; f < N; f++) {
+        free(fh[f].out), free(fd[f].out);
+        drape_identity_free(host, ih[f]);
+        drape_identity_free(dev, id[f]);
+    }
+    free(poses);
+    drape_backend_free(host);
+    drape_backend_free(dev);
+    drape_model_free(m);
+}
+
+Test(cuda, device_refine_matches_the_host_refine_tiny) { device_refine_case("tinyrefine_random"); }
+Test(cuda, device_refine_matches_the_host_refine_default) { device_refine_case("models/default.safetensors"); }
 
 /* draped on the CUDA backend with a small --cache-bytes: identities are
  * evicted least recently used, /metrics counts the device bytes they hold

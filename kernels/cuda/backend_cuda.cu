@@ -34,6 +34,7 @@ extern "C" {
 
 #include "bodies.h"
 #include "cuda_ops.h"
+#include "refine_bodies.h"
 #include "tc_bodies.h"
 
 /* Scratch of the UV stage per chunk of frames (maps, im2col, GEMM out) */
@@ -51,7 +52,7 @@ extern "C" {
 typedef struct {
     cudaGraphExec_t exec;
     int n;
-    int *key; /* [n] (garment·2 + lbs_only)·3 + device packing */
+    int *key; /* [n] ((garment·2 + lbs_only)·3 + device packing)·2 + device refine */
     unsigned long long used;
     int nodes; /* its kernels and copies */
 } graph_entry;
@@ -60,6 +61,9 @@ typedef struct {
     struct drape_identity base;
     void *dev; /* the one allocation; the views below point into it */
     float *film, *skin_w, *g, *c, *J, *F_cov;
+    void *rdev; /* the refine step's tables (cuda_identity_refine), NULL when the host refines */
+    float *r_vs;
+    double *r_l0, *r_inv;
 } cuda_identity;
 
 typedef struct {
@@ -68,6 +72,13 @@ typedef struct {
     int tc, bf16; /* the UV conv on tensor cores (BF16, FP16 maps); bf16: its type */
     int launches; /* the last batch's kernels and copies */
     int use_graphs, capturing; /* DRAPE_CUDA_GRAPHS=0 turns capture off */
+    /* the refine step in the batch (refine.cu) for the garments the model
+     * refines; DRAPE_CUDA_REFINE=host leaves it to the host, as before */
+    int refine_dev;
+    cu_body body;
+    float *r_body;
+    double *r_work;
+    int32_t *r_nn;
     graph_entry graphs[GRAPH_CACHE];
     unsigned long long tick;
     int *h_key;   /* [cap] the current batch's shape */
@@ -318,7 +329,7 @@ static void cuda_destroy(drape_backend *b)
 
 /* Bytes of a garment's derived tables, in upload order (see upload_garment);
  * tc: with the tensor-core conv's neighbour and sampling tables. */
-static size_t garment_table_bytes(const drape_garment *g, const drape_config *c, int tc)
+static size_t garment_table_bytes(const drape_garment *g, const drape_config *c, int tc, int refine)
 {
     size_t T = (size_t)c->uv_h * c->uv_w, s = 0, copies = (size_t)g->copy_start[g->V];
     s += align_up(T * 4) + align_up(T * 12) + align_up((size_t)g->n_cov * 4);
@@ -329,6 +340,7 @@ static size_t garment_table_bytes(const drape_garment *g, const drape_config *c,
         for (int l = 0; l < c->n_conv; l++) s += align_up((size_t)g->active_texels[l + 1] * 36);
         s += 2 * align_up(copies * 16);
     }
+    if (refine) s += 2 * align_up((size_t)g->n_edges * 8) + align_up((size_t)(g->V + 1) * 4);
     return s;
 }
 
@@ -345,8 +357,9 @@ static const void *stage(unsigned char *host, const unsigned char *dev, size_t *
  * only when the conv runs do not nest as the tensor-core conv needs (a
  * texel read that no layer writes: a bug in the runs, runtime/uvmap.c). */
 static int upload_garment(cu_garment *d, unsigned char *host, const unsigned char *dev, size_t *off,
-                          const cuda_backend *be, const drape_garment *g, const drape_config *c, drape_error *err)
+                          const cuda_backend *be, int gi, const drape_config *c, drape_error *err)
 {
+    const drape_garment *g = &be->base.model->garments[gi];
     size_t T = (size_t)c->uv_h * c->uv_w;
     memset(d, 0, sizeof *d);
     d->V = g->V;
@@ -368,6 +381,16 @@ static int upload_garment(cu_garment *d, unsigned char *host, const unsigned cha
     hd_input_cov((int32_t *)(host + *off), (const int32_t *)(host + ((const unsigned char *)d->pos[0] - dev)),
                  d->n_pos[0], g->cov_texel, g->n_cov, c->uv_w);
     d->in_cov = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[0] * 4);
+    if (be->refine_dev && c->refine[gi].iters > 0) {
+        d->r_iters = c->refine[gi].iters;
+        d->r_k = c->refine[gi].stiffness, d->r_margin = c->refine[gi].margin, d->r_rho = c->refine[gi].rho;
+        d->body_nn = dev_i(be, g->body_nn);
+        d->edges = (const int32_t *)stage(host, dev, off, g->edges, (size_t)g->n_edges * 8);
+        hd_incidence((int32_t *)(host + *off), (int32_t *)(host + *off + align_up((size_t)(g->V + 1) * 4)), g->edges,
+                     g->n_edges, 2, g->V);
+        d->ve_start = (const int32_t *)stage(host, dev, off, NULL, (size_t)(g->V + 1) * 4);
+        d->ve = (const int32_t *)stage(host, dev, off, NULL, (size_t)g->n_edges * 8);
+    }
     if (!be->tc) return DRAPE_OK;
 #define HOST_OF(ptr) ((const int32_t *)(host + ((const unsigned char *)(ptr) - dev)))
     for (int l = 0; l < c->n_conv; l++) {
@@ -407,7 +430,9 @@ static int upload_model(cuda_backend *be, drape_error *err)
     CU(cudaMemcpy(be->d_arena, m->arena, m->arena_bytes, cudaMemcpyHostToDevice));
     size_t bytes = align_up(sizeof(int32_t) * DRAPE_JOINTS) + align_up(sizeof(cu_garment) * c->n_garments), taps = 0;
     bytes += align_up((size_t)be->ycat * H * 4) + align_up((size_t)be->ycat * 4);
-    for (int i = 0; i < c->n_garments; i++) bytes += garment_table_bytes(&m->garments[i], c, be->tc);
+    for (int i = 0; i < c->n_garments; i++)
+        bytes += garment_table_bytes(&m->garments[i], c, be->tc, be->refine_dev && c->refine[i].iters > 0);
+    if (be->refine_dev) bytes += 2 * align_up((size_t)(m->Nb + 1) * 4) + align_up((size_t)m->Fb * 12) + 2 * align_up((size_t)m->Nb * 4);
     for (int l = 0; l < c->n_conv; l++) {
         size_t in = (size_t)net->conv[l].in, out = (size_t)net->conv[l].out, tp = (size_t)9 * be->Cp[l] * be->Cp[l + 1];
         taps = taps > 9 * in * out ? taps : 9 * in * out;
@@ -430,6 +455,28 @@ static int upload_model(cuda_backend *be, drape_error *err)
     size_t off = 0;
     int frc = DRAPE_OK;
     be->d_parents = (const int32_t *)stage(host, be->d_const, &off, m->parents, sizeof(int32_t) * DRAPE_JOINTS);
+    if (be->refine_dev) { /* the body for the refine step: its arena tensors, the faces at each vertex */
+        be->body.weights = dev_f(be, m->weights);
+        be->body.faces = dev_i(be, m->body_faces);
+        be->body.Nb = m->Nb;
+        hd_incidence((int32_t *)(host + off), (int32_t *)(host + off + align_up((size_t)(m->Nb + 1) * 4)),
+                     m->body_faces, m->Fb, 3, m->Nb);
+        be->body.vf_start = (const int32_t *)stage(host, be->d_const, &off, NULL, (size_t)(m->Nb + 1) * 4);
+        be->body.vf = (const int32_t *)stage(host, be->d_const, &off, NULL, (size_t)m->Fb * 12);
+        size_t o1 = off + align_up((size_t)(m->Nb + 1) * 4), o2 = o1 + align_up((size_t)m->Nb * 4);
+        int64_t *sc = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)m->Nb);
+        if (!sc) {
+            free(host);
+            free(wt);
+            return plugin_fail(err, DRAPE_ENOMEM, "cuda backend: out of host memory for the body's clusters");
+        }
+        be->body.C = hd_body_clusters((int32_t *)(host + off), (int32_t *)(host + o1), (int32_t *)(host + o2), m->weights,
+                                      m->v_template, m->Nb, sc);
+        free(sc);
+        be->body.c_start = (const int32_t *)stage(host, be->d_const, &off, NULL, (size_t)(m->Nb + 1) * 4);
+        be->body.c_vert = (const int32_t *)stage(host, be->d_const, &off, NULL, (size_t)m->Nb * 4);
+        be->body.c_of = (const int32_t *)stage(host, be->d_const, &off, NULL, (size_t)m->Nb * 4);
+    }
     /* [bonenet.3; pose_embed]: rows of Linear weights, one after the other */
     float *wc = (float *)(host + off);
     memcpy(wc, net->bonenet[3].w, (size_t)nb * H * 4);
@@ -458,7 +505,7 @@ static int upload_model(cuda_backend *be, drape_error *err)
         be->d_tcb[l] = (const float *)stage(host, be->d_const, &off, bp, (size_t)Cop * 4);
     }
     for (int i = 0; i < c->n_garments && !frc; i++)
-        frc = upload_garment(&be->h_garments[i], host, be->d_const, &off, be, &m->garments[i], c, err);
+        frc = upload_garment(&be->h_garments[i], host, be->d_const, &off, be, i, c, err);
     be->d_garments = (cu_garment *)stage(host, be->d_const, &off, be->h_garments, sizeof(cu_garment) * c->n_garments);
     rc = frc ? cudaSuccess : cudaMemcpy(be->d_const, host, bytes, cudaMemcpyHostToDevice);
     free(host);
@@ -520,8 +567,10 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     if (!rc)
         rc = cb_check(be, cublasSetWorkspace(be->blas, be->blas_ws, BLAS_WORKSPACE), "cublasSetWorkspace", __FILE__,
                       __LINE__, err);
-    const char *gr = getenv("DRAPE_CUDA_GRAPHS");
+    const char *gr = getenv("DRAPE_CUDA_GRAPHS"), *rf = getenv("DRAPE_CUDA_REFINE");
     be->use_graphs = !(gr && !strcmp(gr, "0"));
+    for (int i = 0; i < c->n_garments; i++) be->refine_dev |= c->refine[i].iters > 0;
+    if (rf && !strcmp(rf, "host")) be->refine_dev = 0;
     if (!rc && be->tc) rc = cu_check(be, cu_conv_tc_setup(), "cudaFuncSetAttribute (tensor-core conv)", __FILE__, __LINE__, err);
     if (!rc) rc = upload_model(be, err);
     if (rc) {
@@ -687,12 +736,34 @@ out:
     return rc;
 }
 
+/* The refine step's tables of an identity on the device (ops->identity_refine):
+ * its shaped body, rest lengths and diagonal, one allocation. */
+static int cuda_identity_refine(drape_backend *b, drape_identity *x, const drape_refine_view *r, drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    cuda_identity *id = (cuda_identity *)x;
+    if (!be->healthy) return refuse_unhealthy(err);
+    if (!be->refine_dev) return DRAPE_OK; /* DRAPE_CUDA_REFINE=host: the host runs it */
+    const drape_garment *g = &b->model->garments[x->garment];
+    size_t nb[3] = {(size_t)b->model->Nb * 12, (size_t)g->n_edges * 8, (size_t)g->V * 8};
+    carve_item it[3] = {{&id->r_vs, nb[0]}, {&id->r_l0, nb[1]}, {&id->r_inv, nb[2]}};
+    int rc = carve(be, &id->rdev, it, 3, "an identity's refine tables", err);
+    if (rc) return rc;
+    const void *src[3] = {r->v_s, r->l0, r->inv};
+    void *dst[3] = {id->r_vs, id->r_l0, id->r_inv};
+    for (int i = 0; i < 3; i++) CU(cudaMemcpy(dst[i], src[i], nb[i], cudaMemcpyHostToDevice));
+    for (int i = 0; i < 3; i++) x->device_bytes += align_up(nb[i]), x->bytes += align_up(nb[i]);
+    x->refine_in_run = 1;
+    return DRAPE_OK;
+}
+
 static void cuda_identity_free(drape_backend *b, drape_identity *x)
 {
     cuda_backend *be = (cuda_backend *)b;
     cuda_identity *id = (cuda_identity *)x;
     cudaStreamSynchronize(be->stream); /* a batch in flight may still read it */
     cudaFree(id->dev);
+    cudaFree(id->rdev);
     cudaGetLastError();
     free(id);
 }
@@ -719,6 +790,9 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
         {&be->ycat_out, (size_t)cap * be->ycat * 4},
         {&be->T_hat, (size_t)cap * B * 48},      {&be->q, (size_t)cap * B * 12},        {&be->M, (size_t)cap * B * 48},
         {&be->p, nv * 4},                        {&be->out, nv * 4},                    {&be->d_rec, be->rec_bytes},
+        /* the refine step's scratch (none without it) */
+        {&be->r_body, be->refine_dev ? (size_t)cap * (be->base.model->Nb + be->body.C) * 24 : 0},
+        {&be->r_work, be->refine_dev ? nv * 32 : 0},   {&be->r_nn, be->refine_dev ? nv / 3 * 4 : 0},
     };
     int rc = carve(be, &be->d_batch, it, (int)(sizeof it / sizeof *it), "a batch", err);
     if (rc) return rc;
@@ -883,6 +957,13 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
     for (int s0 = 0; s0 < ns; s0 += be->chunk)
         if ((rc = uv_chunk(be, hf, hs, s0, ns - s0 < be->chunk ? ns - s0 : be->chunk, Vmax, &launches, err)))
             return rc;
+    /* the refine step of the frames whose identities have one */
+    if (be->refine_dev) {
+        cu_refine(be->p, be->r_body, be->r_work, be->r_nn, be->A, be->Hf, be->d_frames, be->d_garments, be->body, n,
+                  c->n_hist, s);
+        LAUNCHED();
+        launches++;
+    }
     /* step 10, the packing, and the copy back */
     cu_finish(be->d_rec, (float *)be->d_rec, be->out, be->p, be->Hf, be->d_frames, n, s);
     LAUNCHED();
@@ -966,9 +1047,10 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
             memcpy(hp + (size_t)75 * (nf * f + k), frames[f].pose[k], 72 * sizeof(float));
             memcpy(hp + (size_t)75 * (nf * f + k) + 72, frames[f].trans[k], 3 * sizeof(float));
         }
-        int pack = frames[f].lbs_only || !id->base.refine ? frames[f].pack : DRAPE_PACK_NONE;
+        int refine = !frames[f].lbs_only && id->base.refine_in_run;
+        int pack = frames[f].lbs_only || !id->base.refine || refine ? frames[f].pack : DRAPE_PACK_NONE;
         hf[f] = cu_frame{id->film, id->skin_w, id->g, id->c, id->J, id->F_cov, gi, frames[f].lbs_only != 0, V, off,
-                         pack, (int64_t)rec};
+                         pack, (int64_t)rec, refine, id->r_vs, id->r_l0, id->r_inv};
         rec += (size_t)V * (pack ? 6 : 12);
         rec = (rec + 15) & ~(size_t)15;
         off += V;
@@ -982,7 +1064,7 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
                 r += be->h_garments[hf[hs[i].frame].garment].n_pos[l + 1];
             }
     if (ns && (rc = grow_uv(be, ns < be->chunk ? ns : be->chunk, err))) return rc;
-    for (int f = 0; f < n; f++) be->h_key[f] = (2 * hf[f].garment + hf[f].lbs) * 3 + hf[f].pack;
+    for (int f = 0; f < n; f++) be->h_key[f] = ((2 * hf[f].garment + hf[f].lbs) * 3 + hf[f].pack) * 2 + hf[f].refine;
     if ((rc = launch_batch(be, n, ns, hf, hs, Vmax, rec, err))) return rc;
     CU(cudaStreamSynchronize(be->stream));
     const float *meta = (const float *)be->h_out;
@@ -1022,6 +1104,7 @@ static int cuda_identity_read(drape_backend *b, const drape_identity *x, float *
 namespace {
 const drape_backend_ops cuda_ops = {
     "cuda", DRAPE_BACKEND_CUDA, cuda_create, cuda_destroy, cuda_identity_create, cuda_identity_free, cuda_run, cuda_healthy,
+    cuda_identity_refine,
 };
 }
 

@@ -27,7 +27,24 @@ typedef struct {
     const int32_t *nbr[DRAPE_MAX_CONV], *tap_row;
     const float *tap_w;
     int V, n_cov, n_pos[DRAPE_MAX_CONV + 1];
+    /* the refine step's (refine_bodies.h; NULL when the garment is not
+     * refined): edges [n_edges,2], the edges at each vertex ve_start [V+1],
+     * ve [2·n_edges]; its settings from the model's config */
+    const int32_t *edges, *ve_start, *ve, *body_nn;
+    int r_iters;
+    double r_k, r_margin, r_rho;
 } cu_garment;
+
+/* The body, for the refine step: weights [Nb,24], faces [Fb,3], the faces
+ * at each vertex vf_start [Nb+1], vf [3·Fb]; its C clusters c_start [C+1],
+ * c_vert [Nb], c_of [Nb] (refine_bodies.h: hd_body_clusters) */
+typedef struct {
+    const float *weights;
+    const int32_t *faces, *vf_start, *vf;
+    int Nb;
+    const int32_t *c_start, *c_vert, *c_of;
+    int C;
+} cu_body;
 
 /* One frame of a batch: its identity's device arrays and where its vertices
  * go in the batch's [ΣV,3] arrays. */
@@ -36,6 +53,11 @@ typedef struct {
     int garment, lbs, V, out_off;
     int pack;        /* DRAPE_PACK_*: packed on the device (core/pack16.h) */
     int64_t rec_off; /* its record in the batch's output: 12V bytes of positions, or 6V packed */
+    /* refined on the device (cu_refine): the identity's shaped body [Nb,3],
+     * rest lengths [n_edges] and 1/(1 + k deg) [V]; refine 0: not */
+    int refine;
+    const float *r_vs;
+    const double *r_l0, *r_inv;
 } cu_frame;
 
 /* A frame of the UV stage in a chunk (slot = its maps in the chunk's
@@ -99,7 +121,15 @@ void cu_conv_epilogue(float *out, const float *y, const float *in, const float *
 /* p [ΣV,3] += bilinear samples of each slot's output map (3 channels) */
 void cu_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, int ns, const cu_frame *fr,
                       const cu_garment *gs, int Vmax, int64_t map_stride, int Hu, int Wu, cudaStream_t s);
-/* The end of a frame, a block per frame: its world positions Hf p; then
+/* The refine step (refine.cu), a block per frame, for the frames with
+ * refine set (the others' blocks return): p [ΣV,3] in, module A's
+ * positions in the heading frame; out, the refined world positions (which
+ * cu_finish then takes as they are). A [n,nf,24,12]: frame t's transforms
+ * pose the body. Scratch: body [n,6·(Nb+C)] floats, work [ΣV,12] doubles, nn [ΣV]. */
+void cu_refine(float *p, float *body, double *work, int32_t *nn, const float *A, const float *Hf, const cu_frame *fr,
+               const cu_garment *gs, cu_body bd, int n, int nf, cudaStream_t s);
+/* The end of a frame, a block per frame: its world positions Hf p (p as
+ * they are for a refined frame); then
  * either those into its record (rec + rec_off), or, for a packed frame, its
  * bbox (meta [n][8]: min xyz, max xyz, status 1 / −1 when not finite) and its
  * f16 or q16 bytes there (scratch [ΣV,3] holds the positions meanwhile). */

@@ -233,6 +233,16 @@ void cu_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, int 
     k_uv_sample_add<<<dim3(blocks_for(Vmax), ns), THREADS, 0, s>>>(p, maps, slots, fr, gs, map_stride, Hu, Wu);
 }
 
+/* a vertex's world position: H p, or p itself where cu_refine has made it one */
+static __device__ void world(float *w, const float *H, const float *p, int refined)
+{
+    if (!refined) {
+        hd_apply(w, H, p);
+        return;
+    }
+    for (int k = 0; k < 3; k++) w[k] = p[k];
+}
+
 /* a block per frame (see cu_finish); blockDim.x a multiple of 32, ≤ 1024 */
 __global__ void k_finish(unsigned char *rec, float *meta, float *scratch, const float *p, const float *Hf,
                          const cu_frame *fr)
@@ -242,7 +252,7 @@ __global__ void k_finish(unsigned char *rec, float *meta, float *scratch, const 
     const int V = x->V, tid = threadIdx.x;
     if (!x->pack) {
         float *o = (float *)(rec + x->rec_off);
-        for (int v = tid; v < V; v += blockDim.x) hd_apply(o + 3 * v, H, pf + 3 * v);
+        for (int v = tid; v < V; v += blockDim.x) world(o + 3 * v, H, pf + 3 * v, x->refine);
         return;
     }
     float *w = scratch + 3 * (size_t)x->out_off;
@@ -252,7 +262,7 @@ __global__ void k_finish(unsigned char *rec, float *meta, float *scratch, const 
     int bi[6] = {-1, -1, -1, -1, -1, -1}, bad = 0;
     for (int k = 0; k < 6; k++) bv[k] = 0;
     for (int v = tid; v < V; v += blockDim.x) {
-        hd_apply(w + 3 * v, H, pf + 3 * v);
+        world(w + 3 * v, H, pf + 3 * v, x->refine);
         for (int k = 0; k < 3; k++) {
             float c = w[3 * v + k];
             bad |= !isfinite(c);
