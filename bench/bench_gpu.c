@@ -146,23 +146,36 @@ static void json_row(const char *bundle, const char *backend, const char *precis
     fflush(json_out);
 }
 
-static int bench_bundle(const char *path, int threads)
+/* The bundle at path, its name, the fixed random poses of MAXN avatars and
+ * output buffers for them (outs [MAXN], ref [32]); NULL when it does not load */
+static float poses[MAXN * HIST_FLOATS];
+static drape_model *bench_setup(const char *path, const char **name, float **outs, float **ref)
 {
     drape_model *m;
     drape_error e = {0};
     if (drape_model_load(&m, path, &e)) {
         fprintf(stderr, "bench: %s\n", e.msg);
-        return 1;
+        return NULL;
     }
-    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     int Vmax = 0;
     for (int i = 0; i < m->cfg.n_garments; i++) Vmax = m->garments[i].V > Vmax ? m->garments[i].V : Vmax;
-    static float poses[MAXN * HIST_FLOATS];
     unsigned s = 1;
     for (int i = 0; i < MAXN * HIST_FLOATS; i++) poses[i] = 0.3f * rnd(&s);
-    float *outs[MAXN], *ref[32];
     for (int a = 0; a < MAXN; a++) outs[a] = malloc(sizeof(float) * 3 * Vmax);
     for (int a = 0; a < 32; a++) ref[a] = malloc(sizeof(float) * 3 * Vmax);
+    return m;
+}
+
+static int bench_bundle(const char *path, int threads)
+{
+    drape_error e = {0};
+    const char *name;
+    float *outs[MAXN], *ref[32];
+    drape_model *m = bench_setup(path, &name, outs, ref);
+    if (!m) return 1;
+    int Vmax = 0;
+    for (int i = 0; i < m->cfg.n_garments; i++) Vmax = m->garments[i].V > Vmax ? m->garments[i].V : Vmax;
     drape_frame fr[MAXN];
     int paper = m->cfg.uv_h >= 512;
 
@@ -246,24 +259,13 @@ static int bench_bundle(const char *path, int threads)
  * per batch, and the largest |device − host| over a batch of 32. */
 static int bench_refine(const char *path, int threads)
 {
-    drape_model *m;
     drape_error e = {0};
-    if (drape_model_load(&m, path, &e)) {
-        fprintf(stderr, "bench: %s\n", e.msg);
-        return 1;
-    }
-    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    int Vmax = 0, refined = 0;
-    for (int i = 0; i < m->cfg.n_garments; i++) {
-        Vmax = m->garments[i].V > Vmax ? m->garments[i].V : Vmax;
-        refined += m->cfg.refine[i].iters > 0;
-    }
-    static float poses[MAXN * HIST_FLOATS];
-    unsigned s = 1;
-    for (int i = 0; i < MAXN * HIST_FLOATS; i++) poses[i] = 0.3f * rnd(&s);
+    const char *name;
     float *outs[MAXN], *host32[32];
-    for (int a = 0; a < MAXN; a++) outs[a] = malloc(sizeof(float) * 3 * Vmax);
-    for (int a = 0; a < 32; a++) host32[a] = malloc(sizeof(float) * 3 * Vmax);
+    drape_model *m = bench_setup(path, &name, outs, host32);
+    if (!m) return 1;
+    int refined = 0;
+    for (int i = 0; i < m->cfg.n_garments; i++) refined += m->cfg.refine[i].iters > 0;
     drape_frame fr[MAXN];
     double t[2][NB], err = 0;
     printf("| %s (%d of %d garments refined) | refine | A b=1 | A b=8 | A b=32 | A b=64 | A b=256 | |device − host| |\n",

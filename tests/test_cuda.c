@@ -589,7 +589,7 @@ static void refine_gather_case(const char *bundle, int garment, int iters, doubl
     hd_incidence(vf_start, vf, m->body_faces, m->Fb, 3, Nb);
     hd_incidence(ve_start, ve, g->edges, g->n_edges, 2, V);
     int C = hd_body_clusters(c_start, c_vert, c_of, m->weights, m->v_template, Nb, sc);
-    hd_refine_args a = {m->weights, m->body_faces, vf_start, vf, Nb, c_start, c_vert, c_of, C, g->edges, ve_start, ve,
+    hd_refine_args a = {{m->weights, m->body_faces, vf_start, vf, Nb, c_start, c_vert, c_of, C}, g->edges, ve_start, ve,
                         g->body_nn, V, view.iters, view.k, view.margin, view.rho, view.v_s, view.l0, view.inv};
     float J[DRAPE_JOINTS * 3], A[DRAPE_JOINTS * 12];
     float *vs_h = malloc(sizeof(float) * 3 * Nb);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../../runtime/model.h"
+#include "refine_bodies.h"
 
 /* A garment's tables in device memory (views into the backend's constant
  * allocation). pos[l]: the flat padded positions ((i+1)(Wu+2) + j+1) of the
@@ -35,16 +36,8 @@ typedef struct {
     double r_k, r_margin, r_rho;
 } cu_garment;
 
-/* The body, for the refine step: weights [Nb,24], faces [Fb,3], the faces
- * at each vertex vf_start [Nb+1], vf [3·Fb]; its C clusters c_start [C+1],
- * c_vert [Nb], c_of [Nb] (refine_bodies.h: hd_body_clusters) */
-typedef struct {
-    const float *weights;
-    const int32_t *faces, *vf_start, *vf;
-    int Nb;
-    const int32_t *c_start, *c_vert, *c_of;
-    int C;
-} cu_body;
+/* The body, for the refine step (refine_bodies.h) */
+typedef hd_refine_body cu_body;
 
 /* One frame of a batch: its identity's device arrays and where its vertices
  * go in the batch's [ΣV,3] arrays. */

@@ -26,8 +26,7 @@ __global__ void __launch_bounds__(REFINE_THREADS) k_refine(float *p, float *body
         for (int k = 0; k < 3; k++) pf[3 * v + k] = w[k];
     }
     __syncthreads();
-    hd_refine_args a = {bd.weights, bd.faces, bd.vf_start, bd.vf, bd.Nb, bd.c_start, bd.c_vert, bd.c_of, bd.C,
-                        g->edges, g->ve_start, g->ve, g->body_nn, V, g->r_iters, g->r_k, g->r_margin, g->r_rho,
+    hd_refine_args a = {bd, g->edges, g->ve_start, g->ve, g->body_nn, V, g->r_iters, g->r_k, g->r_margin, g->r_rho,
                         x->r_vs, x->r_l0, x->r_inv};
     hd_refine_frame(pf, body + (size_t)blockIdx.x * (bd.Nb + bd.C) * 6, work + 12 * (size_t)x->out_off, nn + x->out_off,
                     A + ((size_t)blockIdx.x * nf + nf - 1) * HD_JOINTS * 12, &a, tid, nt);

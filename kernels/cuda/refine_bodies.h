@@ -178,17 +178,22 @@ static inline DRAPE_HD void hd_refine_sweep(double *xn, int v, const double *x, 
     for (int c = 0; c < 3; c++) xn[3 * v + c] = (p[3 * v + c] + k * acc[c]) * inv;
 }
 
-/* What one frame's refine reads: the model's body (weights [Nb,24], faces
- * [Fb,3] and the faces at each vertex, its C clusters), the garment's
- * edges, the edges at each vertex and each vertex's rest-time body vertex,
- * the identity's tables (runtime/refine.h: drape_refine_view) and the
- * step's settings. */
+/* The model's body, for the step: weights [Nb,24], faces [Fb,3], the faces
+ * at each vertex vf_start [Nb+1], vf [3·Fb]; its C clusters c_start [C+1],
+ * c_vert [Nb], c_of [Nb] (hd_body_clusters) */
 typedef struct {
     const float *weights;
     const int32_t *faces, *vf_start, *vf;
     int Nb;
     const int32_t *c_start, *c_vert, *c_of;
     int C;
+} hd_refine_body;
+
+/* What one frame's refine reads: the body, the garment's edges, the edges
+ * at each vertex and each vertex's rest-time body vertex, the identity's
+ * tables (runtime/refine.h: drape_refine_view) and the step's settings. */
+typedef struct {
+    hd_refine_body b;
     const int32_t *edges, *ve_start, *ve, *body_nn;
     int V, iters;
     double k, margin, rho;
@@ -203,20 +208,21 @@ typedef struct {
 static inline DRAPE_HD void hd_refine_frame(float *x, float *body, double *work, int32_t *nn, const float *A,
                                             const hd_refine_args *r, int tid, int nt)
 {
-    const int V = r->V, Nb = r->Nb;
+    const hd_refine_body *B = &r->b;
+    const int V = r->V, Nb = B->Nb;
     float *bv = body, *bn = body + 3 * (size_t)Nb, *boxes = bn + 3 * (size_t)Nb;
     double *p = work, *xa = p + 3 * (size_t)V, *xb = xa + 3 * (size_t)V, *xo = xb + 3 * (size_t)V;
-    for (int i = tid; i < Nb; i += nt) hd_body_vertex(bv + 3 * i, r->weights + (size_t)HD_JOINTS * i, A, r->v_s + 3 * i);
+    for (int i = tid; i < Nb; i += nt) hd_body_vertex(bv + 3 * i, B->weights + (size_t)HD_JOINTS * i, A, r->v_s + 3 * i);
     for (int v = tid; v < V; v += nt)
         for (int c = 0; c < 3; c++) p[3 * v + c] = xa[3 * v + c] = x[3 * v + c];
     HD_SYNC();
-    for (int i = tid; i < Nb; i += nt) hd_vertex_normal(bn + 3 * i, i, bv, r->faces, r->vf_start, r->vf);
-    for (int c = tid; c < r->C; c += nt)
-        hd_cluster_box(boxes + 6 * c, bv, r->c_vert + r->c_start[c], r->c_start[c + 1] - r->c_start[c]);
+    for (int i = tid; i < Nb; i += nt) hd_vertex_normal(bn + 3 * i, i, bv, B->faces, B->vf_start, B->vf);
+    for (int c = tid; c < B->C; c += nt)
+        hd_cluster_box(boxes + 6 * c, bv, B->c_vert + B->c_start[c], B->c_start[c + 1] - B->c_start[c]);
     HD_SYNC();
     /* the garment's rest-time body vertex is a near guess to start from (refine.c's hint) */
     for (int v = tid; v < V; v += nt)
-        nn[v] = hd_nearest_body(bv, r->c_start, r->c_vert, r->c_of, boxes, r->C, p + 3 * v, r->body_nn[v]);
+        nn[v] = hd_nearest_body(bv, B->c_start, B->c_vert, B->c_of, boxes, B->C, p + 3 * v, r->body_nn[v]);
     HD_SYNC();
     /* xo: the iterate before xa, which the accelerated sweeps extrapolate from */
     double w = 1, rho2 = r->rho * r->rho;
@@ -235,7 +241,7 @@ static inline DRAPE_HD void hd_refine_frame(float *x, float *body, double *work,
         xo = xa, xa = xb, xb = t;
     }
     for (int v = tid; v < V; v += nt) {
-        nn[v] = hd_nearest_body(bv, r->c_start, r->c_vert, r->c_of, boxes, r->C, xa + 3 * v, nn[v]);
+        nn[v] = hd_nearest_body(bv, B->c_start, B->c_vert, B->c_of, boxes, B->C, xa + 3 * v, nn[v]);
         hd_refine_push(xa + 3 * v, bv + 3 * nn[v], bn + 3 * nn[v], r->margin);
         for (int c = 0; c < 3; c++) x[3 * v + c] = (float)xa[3 * v + c];
     }
