@@ -432,7 +432,8 @@ static int upload_model(cuda_backend *be, drape_error *err)
     bytes += align_up((size_t)be->ycat * H * 4) + align_up((size_t)be->ycat * 4);
     for (int i = 0; i < c->n_garments; i++)
         bytes += garment_table_bytes(&m->garments[i], c, be->tc, be->refine_dev && c->refine[i].iters > 0);
-    if (be->refine_dev) bytes += 2 * align_up((size_t)(m->Nb + 1) * 4) + align_up((size_t)m->Fb * 12) + 2 * align_up((size_t)m->Nb * 4);
+    if (be->refine_dev) /* the body's face and cluster lists (below) */
+        bytes += 2 * align_up((size_t)(m->Nb + 1) * 4) + align_up((size_t)m->Fb * 12) + 2 * align_up((size_t)m->Nb * 4);
     for (int l = 0; l < c->n_conv; l++) {
         size_t in = (size_t)net->conv[l].in, out = (size_t)net->conv[l].out, tp = (size_t)9 * be->Cp[l] * be->Cp[l + 1];
         taps = taps > 9 * in * out ? taps : 9 * in * out;
