@@ -20,10 +20,10 @@ JOBS   ?= 2
 
 ifeq ($(DRAPE_DEPS_OK),)
 
-.PHONY: all test test-unit check bench clean deps bundles run eval model garment-model gpu-check fuzz fuzz-smoke
+.PHONY: all test test-unit check bench clean deps bundles run eval model garment-model gpu-check gpu-pack fuzz fuzz-smoke
 all:
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
-test test-unit check bench bundles run eval model garment-model gpu-check fuzz fuzz-smoke: deps
+test test-unit check bench bundles run eval model garment-model gpu-check gpu-pack fuzz fuzz-smoke: deps
 	@$(MAKE) --no-print-directory DRAPE_DEPS_OK=1 $@
 deps:
 	@scripts/deps.sh
@@ -102,7 +102,7 @@ BUNDLES := $(DATA)/tiny_random.safetensors $(DATA)/tiny_zero.safetensors \
            $(DATA)/tinyown_random.safetensors $(DATA)/tinyrefine_random.safetensors
 PY_ASSETS := train/make_bundle.py train/assets.py train/weld.py train/bundle.py
 
-.PHONY: all test test-unit check bench bundles cuda-note run gpu-check
+.PHONY: all test test-unit check bench bundles cuda-note run gpu-check gpu-pack
 
 # The service with the bundled default model (the trained one once it is in
 # models/, until then the best generated bundle) on the best backend; the
@@ -343,12 +343,17 @@ plan:
 
 # On a lent GPU, one command: the CUDA tests (device and host-body ones), the
 # CUDA-vs-CPU benchmark (module A per frame at batch 1..256, module B per
-# identity), and draped's benchmark on the CUDA backend (the default model;
-# 64 avatars x 30 fps against the p99 bound). Fails when no device is present
-# rather than skipping silently.
+# identity), draped on the CUDA backend (the default model; 1,000 avatars x
+# 30 fps against the p99 bound) and the goals' table. Fails when no device is
+# present rather than skipping silently. On a GPU machine without the
+# project's packages (the workplace's device machines: no network for
+# deps.sh), `make gpu-pack` here and bench/gpu_pack.sh's two lines there.
 gpu-check: all $(BUNDLES)
 	@if [ -z "$(NVCC)" ]; then echo "gpu-check: nvcc not found, no CUDA backend to check"; exit 1; fi
 	bench/gpu_check.sh $(BUILD)
+gpu-pack: all $(BUNDLES)
+	@if [ -z "$(NVCC)" ]; then echo "gpu-pack: nvcc not found, no CUDA backend to pack"; exit 1; fi
+	bench/gpu_pack.sh $(BUILD) .gpu
 
 -include $(LIB_OBJ:.o=.d) $(CU_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(BUILD)/bench/bench_module.d $(BUILD)/bench/bench_contention.d $(BUILD)/bench/bench_cloth.d $(BUILD)/bench/bench_server.d $(BUILD)/bench/bench_gpu.d $(BUILD)/fuzz/pose_fuzz.d \
          $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%.d)

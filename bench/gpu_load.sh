@@ -32,7 +32,8 @@ PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -f "$LOG"' EXIT
 PORT=
 for _ in $(seq 1 300); do
-    PORT=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\).*/\1/p' "$LOG" | head -1)
+    # draped prints "draped: listening on http://ADDR:PORT" on stdout at any log level
+    PORT=$(sed -n 's/.*listening on [a-z]*:\/\/[0-9.]*:\([0-9]*\).*/\1/p' "$LOG" | head -1)
     [ -n "$PORT" ] && break
     kill -0 $PID 2>/dev/null || break
     sleep 0.1

@@ -614,6 +614,12 @@ static void refine_gather_case(const char *bundle, int garment, int iters, doubl
         int got_nn = hd_nearest_body(body, c_start, c_vert, c_of, body + 6 * Nb, C, pt, hint);
         cr_assert_eq(got_nn, plain, "point %d: the clusters' search gives body vertex %d, the scan %d", q, got_nn, plain);
     }
+    /* a point that is not finite (a network's overflow) compares with nothing: the hint, an index in range */
+    const double bad[3][3] = {{NAN, 0, 0}, {0, INFINITY, 0}, {-INFINITY, NAN, 1}};
+    for (int q = 0; q < 3; q++) {
+        int got_nn = hd_nearest_body(body, c_start, c_vert, c_of, body + 6 * Nb, C, bad[q], 5);
+        cr_assert(got_nn >= 0 && got_nn < Nb, "a non-finite point %d: body vertex %d of %d", q, got_nn, Nb);
+    }
     free(all);
     double moved = tu_max_abs_diff(want, x, 3 * V);
     cr_log_info("%s %s (%d iters, rho %g): the refine step moved a vertex up to %.2f mm; the body in %d clusters",
@@ -1437,8 +1443,12 @@ Test(cuda_host, gpu_check_script_steps_logs_and_deadline)
     *(strrchr(build, '/') ? strrchr(build, '/') : build) = 0;
     const char *logs = tu_tmp("gpu-check-logs"), *empty = tu_tmp("gpu-check-empty");
 
+    /* the device step fails (3) where there is no GPU to list */
+    const int dev_rc = system("nvidia-smi -L >/dev/null 2>&1") == 0 ? 0 : 3;
+    char dev_exit[32];
+    snprintf(dev_exit, sizeof dev_exit, "== device: exit %d", dev_rc);
     int rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=device GPU_CHECK_LOG=%s bench/gpu_check.sh %s", logs, build);
-    cr_assert(rc == 0 && strstr(out, "== device (") && strstr(out, "== device: exit 0") && !strstr(out, "== tests"),
+    cr_assert(rc == dev_rc && strstr(out, "== device (") && strstr(out, dev_exit) && !strstr(out, "== tests"),
               "one step asked for (rc %d):\n%s", rc, out);
     snprintf(path, sizeof path, "%s/device.log", logs);
     cr_assert(access(path, R_OK) == 0, "no %s", path);
@@ -1446,10 +1456,11 @@ Test(cuda_host, gpu_check_script_steps_logs_and_deadline)
     cr_assert(access(path, F_OK) != 0, "a step not asked for left %s", path);
 
     /* a build folder without the programs: the step fails, the script goes on
-     * to the next step asked for and exits with the first failure's status */
+     * to the next step asked for and exits with the first failure's status
+     * (the device step runs first, in the script's order) */
     rc = tu_run(out, sizeof out, "mkdir -p %s && GPU_CHECK_STEPS='bench_gpu device' GPU_CHECK_LOG=%s bench/gpu_check.sh %s",
                 empty, logs, empty);
-    cr_assert(rc == 127 && strstr(out, "== bench_gpu: exit 127") && strstr(out, "== device: exit 0"),
+    cr_assert(rc == (dev_rc ? dev_rc : 127) && strstr(out, "== bench_gpu: exit 127") && strstr(out, dev_exit),
               "a failing step (rc %d):\n%s", rc, out);
 
     rc = tu_run(out, sizeof out, "GPU_CHECK_SECONDS=3 GPU_CHECK_STEPS='device tests' GPU_CHECK_LOG=%s bench/gpu_check.sh %s",
@@ -1500,7 +1511,7 @@ Test(cuda_host, gpu_check_goals_table_from_logs)
     fclose(f);
     snprintf(path, sizeof path, "%s/load.log", logs);
     f = fopen(path, "w");
-    fprintf(f, "draped on :4000 (cuda, fp16)\n{\"avatars\":1000,\"throughput_fps\":29990,\"sent\":300000,\"received\":300000,"
+    fprintf(f, "draped on :4000 (cuda, fp16)\n{\"avatars\":1000,\"fps\":30,\"duration_s\":10,\"throughput_fps\":29990,\"sent\":300000,\"received\":300000,"
                "\"dropped\":0,\"missing\":0,\"errors\":0,\"connection_errors\":0,\"latency_ms\":{\"p50\":3.1,\"p99\":7.9}}\n");
     fclose(f);
     int rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=goals GPU_CHECK_LOG=%s bench/gpu_check.sh %s", logs, build);
@@ -1520,5 +1531,20 @@ Test(cuda_host, gpu_check_goals_table_from_logs)
                 logs, build);
     cr_assert(rc == 1 && strstr(out, "| default model, draped, 1,000 avatars x 30 fps | — | — | p99 ≤ 10 ms, 0 dropped | FAIL |") &&
                   strstr(out, "| paper, module A at batch 1 | 9.0000 ms |") && strstr(out, "| small, batch 1 | — |"),
+              "(rc %d)\n%s", rc, out);
+    /* no torch.compile there: the paper rows against it are unmeasured, not FAILs, counted apart; a load
+     * whose client sent a third of the frames it was to fails though its latency is fine */
+    tu_run(out, sizeof out, "rm %s/torch_compile.log", logs);
+    snprintf(path, sizeof path, "%s/load.log", logs);
+    f = fopen(path, "w");
+    fprintf(f, "{\"avatars\":1000,\"fps\":30,\"duration_s\":10,\"throughput_fps\":9990,\"sent\":100000,"
+               "\"received\":100000,\"dropped\":0,\"missing\":0,\"errors\":0,\"connection_errors\":0,"
+               "\"latency_ms\":{\"p50\":3.1,\"p99\":7.9}}\n");
+    fclose(f);
+    rc = tu_run(out, sizeof out, "GPU_CHECK_STEPS=goals GPU_CHECK_LOG=%s bench/gpu_check.sh %s", logs, build);
+    cr_assert(rc == 1 && strstr(out, "| paper, batch 8 | 0.4000 ms | — (torch.compile) | faster than the peer | unmeasured |") &&
+                  strstr(out, "| small, batch 8 | 0.0500 ms | 0.5700 ms (PyTorch eager) | faster than the peer | pass |") &&
+                  strstr(out, "9990 frames/s | — | p99 ≤ 10 ms, 0 dropped | FAIL |") &&
+                  strstr(out, "8 of 14 goals pass, 5 unmeasured (no peer)"),
               "(rc %d)\n%s", rc, out);
 }

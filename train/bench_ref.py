@@ -75,7 +75,9 @@ def main():
             trans = torch.from_numpy(np.stack([w[1][2] for w in windows])).to(model.device)
             extra = {}
             if a.compile:
-                frames = torch.compile(model.frames)  # compiled again for each batch shape
+                # compiled again for each batch shape, static: the peer at its best per
+                # shape, and no second compile for a dynamic batch size
+                frames = torch.compile(model.frames, dynamic=False)
                 t0 = time.perf_counter()
                 frames(ident, poses, trans, a.lbs_only)
                 sync()

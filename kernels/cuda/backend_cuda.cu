@@ -745,6 +745,12 @@ static int cuda_identity_refine(drape_backend *b, drape_identity *x, const drape
     cuda_identity *id = (cuda_identity *)x;
     if (!be->healthy) return refuse_unhealthy(err);
     if (!be->refine_dev) return DRAPE_OK; /* DRAPE_CUDA_REFINE=host: the host runs it */
+    /* the kernel takes its settings from the garment's table, made at upload:
+     * an identity asking for others (a config changed since, a garment with
+     * no table) is refined on the host, as with DRAPE_CUDA_REFINE=host */
+    const cu_garment *dg = &be->h_garments[x->garment];
+    if (!dg->edges || dg->r_iters != r->iters || dg->r_k != r->k || dg->r_margin != r->margin || dg->r_rho != r->rho)
+        return DRAPE_OK;
     const drape_garment *g = &b->model->garments[x->garment];
     size_t nb[3] = {(size_t)b->model->Nb * 12, (size_t)g->n_edges * 8, (size_t)g->V * 8};
     carve_item it[3] = {{&id->r_vs, nb[0]}, {&id->r_l0, nb[1]}, {&id->r_inv, nb[2]}};
@@ -752,7 +758,10 @@ static int cuda_identity_refine(drape_backend *b, drape_identity *x, const drape
     if (rc) return rc;
     const void *src[3] = {r->v_s, r->l0, r->inv};
     void *dst[3] = {id->r_vs, id->r_l0, id->r_inv};
-    for (int i = 0; i < 3; i++) CU(cudaMemcpy(dst[i], src[i], nb[i], cudaMemcpyHostToDevice));
+    /* on the batches' stream (non-blocking, unordered with the legacy one),
+     * finished before the identity can reach a batch */
+    for (int i = 0; i < 3; i++) CU(cudaMemcpyAsync(dst[i], src[i], nb[i], cudaMemcpyHostToDevice, be->stream));
+    CU(cudaStreamSynchronize(be->stream));
     for (int i = 0; i < 3; i++) x->device_bytes += align_up(nb[i]), x->bytes += align_up(nb[i]);
     x->refine_in_run = 1;
     return DRAPE_OK;

@@ -133,7 +133,10 @@ static inline DRAPE_HD void hd_scan(const float *pts, const int32_t *ids, int n,
 /* The body vertex nearest p, of equal distances the lower index (refine.c's
  * answer): the hint's cluster first, then every cluster whose box is not
  * farther than the best so far (the slack covers the box distance's
- * rounding, as core/geom.c's searches do). boxes [C,6]. */
+ * rounding, as core/geom.c's searches do). boxes [C,6]. A p that is not
+ * finite compares with nothing: the hint comes back, as from core/geom.c's
+ * search that starts there (the frame goes out flagged, not read out of
+ * bounds). */
 static inline DRAPE_HD int hd_nearest_body(const float *pts, const int32_t *start, const int32_t *vert, const int32_t *of,
                                            const float *boxes, int C, const double *p, int hint)
 {
@@ -151,7 +154,7 @@ static inline DRAPE_HD int hd_nearest_body(const float *pts, const int32_t *star
         if (g2 > best * (1 + 1e-9) + 1e-18) continue;
         hd_scan(pts, vert + start[c], start[c + 1] - start[c], p, &best, &idx);
     }
-    return idx;
+    return idx == 0x7fffffff ? hint : idx;
 }
 
 /* x moved along the body normal n to n·(x − b) = margin where it is less */
