@@ -75,14 +75,15 @@ static void maxis(double *R, int axis, double rad)
     maa(R, aa);
 }
 
-/* angles (degrees) of R = R_i(a)·R_j(b)·R_k(c) for a cyclic order "XYZ",
- * "YZX" or "ZXY" */
+/* angles (degrees) of R = R_i(a)·R_j(b)·R_k(c) for any order "XYZ" ...
+ * "ZYX": the cyclic orders' formulas, their signs flipped for the others */
 static void meuler(double *deg, const double *R, const char *order)
 {
     int i = order[0] - 'X', j = order[1] - 'X', k = order[2] - 'X';
-    double b = atan2(R[3 * i + k], sqrt(R[3 * i + i] * R[3 * i + i] + R[3 * i + j] * R[3 * i + j]));
-    double a = atan2(-R[3 * j + k], R[3 * k + k]);
-    double c = atan2(-R[3 * i + j], R[3 * i + i]);
+    double sg = (j - i + 3) % 3 == 1 ? 1 : -1; /* XYZ, YZX, ZXY: +1 */
+    double b = atan2(sg * R[3 * i + k], sqrt(R[3 * i + i] * R[3 * i + i] + R[3 * i + j] * R[3 * i + j]));
+    double a = atan2(-sg * R[3 * j + k], R[3 * k + k]);
+    double c = atan2(-sg * R[3 * i + j], R[3 * i + i]);
     deg[0] = a * 180 / M_PI, deg[1] = b * 180 / M_PI, deg[2] = c * 180 / M_PI;
 }
 
@@ -465,7 +466,15 @@ static void expect_poses(const drape_motion *m, const float *poses, int T, doubl
     cr_assert_leq(worst_t, tol_m, "worst translation off by %g m", worst_t);
 }
 
+static void round_trip_scaled(tskel s, const char *skeleton, const char *units, int T, double scale);
+
 static void round_trip(tskel s, const char *skeleton, const char *units, int T)
+{
+    round_trip_scaled(s, skeleton, units, T, 0);
+}
+
+/* scale: metres per file unit given (--scale), 0 to detect them */
+static void round_trip_scaled(tskel s, const char *skeleton, const char *units, int T, double scale)
 {
     float *poses = malloc(sizeof *poses * 75 * (size_t)T);
     random_motion(poses, T, 7);
@@ -473,7 +482,7 @@ static void round_trip(tskel s, const char *skeleton, const char *units, int T)
     write_bvh(path, &s, poses, T, 30);
     drape_motion m;
     drape_error e = {0};
-    drape_motion_opts o = {.keep_heading = 1};
+    drape_motion_opts o = {.keep_heading = 1, .scale = scale};
     cr_assert_eq(drape_motion_load(&m, path, &o, &e), 0, "%s", e.msg);
     cr_assert_str_eq(m.skeleton, skeleton);
     cr_assert_str_eq(m.units, units);
@@ -498,6 +507,44 @@ Test(motion, mixamo_a_pose_in_cm_with_extra_joints_round_trips)
 Test(motion, cmu_names_units_and_a_rest_facing_x_round_trip)
 {
     round_trip(skel_cmu(), "cmu", "cmu", 40);
+}
+
+/* SMPL's skeleton under another map's names (the first of each joint's
+ * aliases in runtime/motion.c), in other units and channel orders */
+static tskel skel_renamed(const char *const names[NJ], double units, const char *root_rot, const char *rot)
+{
+    tskel s = skel_smpl();
+    for (int i = 0; i < s.n; i++)
+        if (s.j[i].smpl >= 0) snprintf(s.j[i].name, sizeof s.j[i].name, "%s", names[s.j[i].smpl]);
+    s.units = units, s.root_rot = root_rot, s.rot = rot;
+    return s;
+}
+
+/* Poser and three.js's names, inches, XZY joints under a YXZ root */
+Test(motion, poser_names_in_inches_round_trip)
+{
+    static const char *const poser[NJ] = {"hip", "lThigh", "rThigh", "abdomen", "lShin", "rShin", "abdomen2",
+                                          "lFoot", "rFoot", "chest", "lToe", "rToe", "neck", "lCollar", "rCollar",
+                                          "head", "lShldr", "rShldr", "lForeArm", "rForeArm", "lHand", "rHand",
+                                          "lMid1", "rMid1"};
+    round_trip(skel_renamed(poser, 1 / 0.0254, "YXZ", "XZY"), "poser", "inch", 40);
+}
+
+/* CMU's ASF names (lfemur, ltibia, ...), millimetres, ZYX */
+Test(motion, cmu_asf_names_in_mm_round_trip)
+{
+    static const char *const asf[NJ] = {"root", "lfemur", "rfemur", "lowerback", "ltibia", "rtibia", "upperback",
+                                        "lfoot", "rfoot", "thorax", "ltoes", "rtoes", "lowerneck", "lclavicle",
+                                        "rclavicle", "head", "lhumerus", "rhumerus", "lradius", "rradius", "lwrist",
+                                        "rwrist", "lhand", "rhand"};
+    round_trip(skel_renamed(asf, 1000, "ZYX", "ZYX"), "cmu", "mm", 40);
+}
+
+/* --scale: units given, not detected (a file in decimetres, which the leg
+ * length would not name) */
+Test(motion, scale_given_round_trips)
+{
+    round_trip_scaled(skel_renamed(drape_smpl_joint_names, 10, "ZXY", "ZXY"), "smpl", "scale", 40, 0.1);
 }
 
 /* SMPL's forward kinematics on Drape's rest joints: X [24][3] */
@@ -1161,4 +1208,11 @@ Test(motion, start_and_seconds_cut_the_file)
     drape_motion_opts late = {.start = 10};
     cr_assert_eq(drape_motion_load(&cut, path, &late, &e), DRAPE_ERANGE);
     cr_assert(strstr(e.msg, "start 10 s: the file lasts"), "%s", e.msg);
+}
+
+/* every Euler channel order, joints and root alike */
+Test(motion, every_euler_order_round_trips)
+{
+    const char *o[6] = {"XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"};
+    for (int i = 0; i < 6; i++) round_trip(skel_renamed(drape_smpl_joint_names, 1, o[5 - i], o[i]), "smpl", "m", 10);
 }

@@ -3,6 +3,7 @@
     /usr/bin/python3 train/check_assets.py body
     /usr/bin/python3 train/check_assets.py garment NAME [--resolution default]
     /usr/bin/python3 train/check_assets.py motions
+    /usr/bin/python3 train/check_assets.py heldout --recipe R --eval-args ARGS
 
 Run by tests/test_assets.c. Prints one line per check; exits 1 on the first
 failure with what failed.
@@ -351,14 +352,53 @@ def check_families():
     ok(not shapes & test_shapes, "wide plan: the test shapes are not training shapes")
 
 
+def check_heldout(recipe_path, eval_args, base):
+    """`make eval`'s per-seed table is held out from the recipe's training:
+    none of its test sequences plays a motion (family and seed: the same
+    motion, train/dataset.py's make_motion) that a dataset step of the recipe
+    trains on, and its unseen shapes are no training shape."""
+    import shlex
+    import dataset
+    import recipe
+    from bundle import read_bundle
+    cfg, _ = read_bundle(base)
+    _, r = recipe.load(recipe_path)
+    motions_seen, shapes_seen, steps = set(), set(), []
+    for s in r["step"]:
+        if s["tool"] != "dataset":
+            continue
+        a = dataset.parse_args(["--base", base, "--out", "x"] + shlex.split(recipe._args(r, s)))
+        train = [q for q in dataset.plan(cfg, a) if q["split"] == "train"]
+        motions_seen |= {(q["kind"], q["seed"]) for q in train}
+        shapes_seen |= {tuple(q["betas"]) for q in train}
+        steps.append(f"{s['name']} ({len(train)})")
+    ok(steps, f"{recipe_path}: the training data of the dataset steps {', '.join(steps) or '(none)'}")
+    a = dataset.parse_args(["--base", base, "--out", "x"] + shlex.split(eval_args))
+    test = [q for q in dataset.plan(cfg, a) if q["split"] == "test"]
+    ok(test, f"make eval's plan: {len(test)} test sequences")
+    trained = [q["name"] for q in test if (q["kind"], q["seed"]) in motions_seen]
+    ok(not trained, "make eval's sequences play no motion (family and seed) the recipe trains on" + (
+       f": {len(trained)} of {len(test)} do, {', '.join(trained[:6])}{' ...' if len(trained) > 6 else ''}"
+       if trained else ""))
+    shaped = [q["name"] for q in test if q["test_betas"] and tuple(q["betas"]) in shapes_seen]
+    ok(not shaped, "make eval's unseen shapes are no training shape" + (
+       f": {len(shaped)} sequences are, {', '.join(shaped[:6])}" if shaped else ""))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["body", "garment", "motions", "families"])
+    ap.add_argument("what", choices=["body", "garment", "motions", "families", "heldout"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--resolution", default="default")
+    ap.add_argument("--recipe", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes", "default.toml"),
+                    help="heldout: the recipe whose dataset steps are the training data")
+    ap.add_argument("--eval-args", default="", help="heldout: make eval's train/dataset.py arguments")
+    ap.add_argument("--base", default="models/default.safetensors", help="heldout: the bundle the plans draw shapes for")
     a = ap.parse_args(argv)
     try:
-        if a.what == "body":
+        if a.what == "heldout":
+            check_heldout(a.recipe, a.eval_args, a.base)
+        elif a.what == "body":
             check_body()
         elif a.what == "motions":
             check_motions()
