@@ -88,7 +88,9 @@ static int config_refine(drape_config *c, const json_t *r, drape_error *err)
 /* "teacher": {"args": "FLAGS", "garments": {"<garment>": "FLAGS", ...}, ...}:
  * the `drape sim garment` flags the bundle was trained against
  * (docs/design.md §3.3); a garment's own after the common ones, so they win.
- * Keys other than these two are train/'s (the prelude) and left alone.
+ * Keys other than these are train/'s; its "prelude": {"<garment>":
+ * "KIND:SEED:SECONDS"} is kept to be named (a string that is not short
+ * printable text is left alone, as before).
  * Only the strings are checked here; `drape sim garment` parses the flags. */
 static int teacher_flags(const json_t *v, const char *what, drape_error *err)
 {
@@ -124,6 +126,13 @@ static int config_teacher(drape_config *c, const json_t *t, drape_error *err)
         char what[DRAPE_NAME_MAX + 16];
         snprintf(what, sizeof what, "garments.%s", name);
         if ((rc = teacher_flags(v, what, err))) return rc;
+    }
+    const json_t *pre = json_object_get(t, "prelude");
+    for (int g = 0; g < c->n_garments; g++) {
+        const char *p = json_string_value(json_object_get(pre, c->garments[g]));
+        int ok = p && strlen(p) < sizeof c->teacher_prelude[g];
+        for (const char *q = p; ok && *q; q++) ok = (unsigned char)*q >= 0x20 && (unsigned char)*q <= 0x7e;
+        if (ok) snprintf(c->teacher_prelude[g], sizeof c->teacher_prelude[g], "%s", p);
     }
     for (int g = 0; g < c->n_garments; g++) {
         const char *own = json_string_value(json_object_get(per, c->garments[g]));

@@ -49,6 +49,10 @@ typedef struct {
      * has_teacher 0: the bundle carries none */
     int has_teacher;
     char teacher[DRAPE_MAX_GARMENTS][DRAPE_TEACHER_MAX];
+    /* train/'s worn-in start before each clip ("KIND:SEED:SECONDS" of its
+     * motion generator; "" for none), read only to be named: the C teacher
+     * cannot play it, so `drape sim garment` says its frames start from rest */
+    char teacher_prelude[DRAPE_MAX_GARMENTS][64];
     /* the config's "untrained": 1 for a garment no network was trained for
      * (`drape garment add`, docs/garments.md): it runs in lbs and physics
      * modes, never neural */

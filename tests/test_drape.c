@@ -326,15 +326,20 @@ Test(drape, sim_garment_takes_the_bundles_teacher_settings)
     write_poses(pin, 3, 75, -1);
     tu_config_plus(tu_bundle("tiny_random"), teach,
                 "\"teacher\": {\"args\": \"--max-substeps 2 --max-disp 0.03 --iters 3\", "
-                "\"garments\": {\"skirt\": \"--iters 4 --vertex-margin 0.002\"}}");
+                "\"garments\": {\"skirt\": \"--iters 4 --vertex-margin 0.002\"}, "
+                "\"prelude\": {\"skirt\": \"walk:1:1.5\", \"miniskirt\": 7}}");
     const char *run = "%s sim garment --model '%s' --garment %s --poses '%s' --out '%s' --settle 2 %s";
     cr_assert_eq(tu_run(out, sizeof out, run, bin(), teach, "skirt", pin, pout, ""), 0, "%s", out);
     cr_assert(strstr(out, "settings: the bundle's teacher for skirt (--max-substeps 2 --max-disp 0.03 --iters 3 "
                           "--iters 4 --vertex-margin 0.002)"), "%s", out);
     cr_assert(strstr(out, "(at most 2, 0.03 m) of 4 iterations, vertex margin 0.002 m"), "%s", out);
-    /* the other garment has the common flags only */
+    /* its worn-in prelude, which the C teacher cannot play, is named */
+    cr_assert(strstr(out, "note: the bundle's teacher played a worn-in start before each clip (train/'s motion "
+                          "walk:1:1.5"), "%s", out);
+    /* the other garment has the common flags only, and no prelude (its entry is not a string) */
     cr_assert_eq(tu_run(out, sizeof out, run, bin(), teach, "miniskirt", pin, pout, ""), 0, "%s", out);
-    cr_assert(strstr(out, "(at most 2, 0.03 m) of 3 iterations, vertex margin -1 m"), "%s", out);
+    cr_assert(strstr(out, "(at most 2, 0.03 m) of 3 iterations, vertex margin -1 m") && !strstr(out, "worn-in"),
+              "%s", out);
     /* flags given win */
     cr_assert_eq(tu_run(out, sizeof out, run, bin(), teach, "skirt", pin, pout, "--iters 6 --max-disp 0.05"), 0,
                  "%s", out);

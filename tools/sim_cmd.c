@@ -194,6 +194,11 @@ static int with_teacher(garment_opts *o, const drape_tool_job *j, int argc, char
     *o = o2;
     printf("settings: the bundle's teacher for %s (%s), the command line's over them\n", j->m->cfg.garments[j->gi],
            *t ? t : "none of its own");
+    const char *pre = j->m->cfg.teacher_prelude[j->gi];
+    if (*pre)
+        printf("note: the bundle's teacher played a worn-in start before each clip (train/'s motion %s, "
+               "train/dataset.py --garment-prelude); this run starts from rest, so until the cloth settles its "
+               "frames are not that reference's (train/eval.py plays the prelude)\n", pre);
     return 0;
 }
 
