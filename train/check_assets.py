@@ -364,6 +364,7 @@ def check_heldout(recipe_path, eval_args, base):
     cfg, _ = read_bundle(base)
     _, r = recipe.load(recipe_path)
     motions_seen, shapes_seen, steps = set(), set(), []
+    minutes, shapes = {}, {}
     for s in r["step"]:
         if s["tool"] != "dataset":
             continue
@@ -371,8 +372,19 @@ def check_heldout(recipe_path, eval_args, base):
         train = [q for q in dataset.plan(cfg, a) if q["split"] == "train"]
         motions_seen |= {(q["kind"], q["seed"]) for q in train}
         shapes_seen |= {tuple(q["betas"]) for q in train}
+        for q in train:
+            minutes[q["garment"]] = minutes.get(q["garment"], 0) + a.seconds / 60
+            shapes.setdefault(q["garment"], set()).add(tuple(q["betas"]))
         steps.append(f"{s['name']} ({len(train)})")
     ok(steps, f"{recipe_path}: the training data of the dataset steps {', '.join(steps) or '(none)'}")
+    # issue 31's size, on the recipe's own arguments: at least 20 minutes
+    # over at least 8 shapes per garment, no held-out family trained on
+    for g in sorted(minutes):
+        ok(minutes[g] >= 20 - 1e-9 and len(shapes[g]) >= 8,
+           f"{g}: {minutes[g]:.1f} minutes of training motion over {len(shapes[g])} shapes")
+    trained_held = sorted({k for k, _ in motions_seen} & set(motions.HELD_OUT_FAMILIES))
+    ok(not trained_held, "no held-out family in the recipe's training data" +
+       (f": {', '.join(trained_held)}" if trained_held else ""))
     a = dataset.parse_args(["--base", base, "--out", "x"] + shlex.split(eval_args))
     test = [q for q in dataset.plan(cfg, a) if q["split"] == "test"]
     ok(test, f"make eval's plan: {len(test)} test sequences")
