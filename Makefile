@@ -87,6 +87,10 @@ NVCCFLAGS := -O3 -std=c++17 $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a)
              -gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS)) \
              -Xcompiler -fPIC,-Wall,-Wextra -Werror all-warnings -MMD -MP -DDRAPE_HAVE_CUDA
 CFLAGS    += -DDRAPE_HAVE_CUDA
+# the refine step contracts no a*b+c into an FMA: its arithmetic is then
+# refine.c's (the host build has none), so that a near-tie of two body
+# vertices goes the same way on the device as on the host
+$(BUILD)/kernels/cuda/refine.o: NVCCFLAGS += -fmad=false
 CUDA_PLUGIN := $(BUILD)/libdrape_cuda.so
 endif
 # The CUDA plugin is dlopen'ed on demand (kernels/backends.c); it calls the
