@@ -83,10 +83,11 @@ Test(cuda_host, tc_neighbour_tables_small) { neighbours_case("small_random"); }
  * channel, output column) once. */
 Test(cuda_host, tc_tiles_cover_k_and_rows_once)
 {
-    int cips[4] = {16, 48, 64, 128}, cops[4] = {16, 32, 64, 192};
+    /* Cop 128: BN 128, the one tile over 48 KB of shared memory (BK 32) */
+    int cips[4] = {16, 48, 64, 128}, cops[5] = {16, 32, 64, 128, 192};
     uint64_t s = 5;
     for (int a = 0; a < 4; a++)
-        for (int b = 0; b < 4; b++) {
+        for (int b = 0; b < 5; b++) {
             int Cip = cips[a], Cop = cops[b], BK = hd_tc_bk(Cip), BN = hd_tc_bn(Cop), KC = 9 * (Cip / BK);
             int rows_left = 100 + a * 9; /* a partial block */
             cr_assert(Cip % BK == 0 && Cop % BN == 0 && BN >= 16);

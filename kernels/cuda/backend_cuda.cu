@@ -22,6 +22,7 @@
  *   marks the backend unhealthy: later calls are refused, never exit(). */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,11 @@ typedef struct {
 
 typedef struct {
     struct drape_backend base;
+    /* the batcher runs batches, but identities are made and dropped on the
+     * server's connection threads (the identity cache): whatever uses the
+     * stream takes this, or an identity's copies and kernels would land in
+     * a batch's graph capture (see the ops table) */
+    pthread_mutex_t mu;
     int precision, healthy;
     int tc, bf16; /* the UV conv on tensor cores (BF16, FP16 maps); bf16: its type */
     int launches; /* the last batch's kernels and copies */
@@ -324,6 +330,7 @@ static void cuda_destroy(drape_backend *b)
     if (be->blas) cublasDestroy(be->blas);
     if (be->stream) cudaStreamDestroy(be->stream);
     cudaGetLastError();
+    pthread_mutex_destroy(&be->mu);
     free(be);
 }
 
@@ -521,6 +528,7 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     const drape_config *c = &m->cfg;
     cuda_backend *be = (cuda_backend *)calloc(1, sizeof *be);
     if (!be) return plugin_fail(err, DRAPE_ENOMEM, "out of memory");
+    pthread_mutex_init(&be->mu, NULL);
     be->base.ops = &cuda_ops;
     be->base.model = m;
     be->healthy = 1;
@@ -1111,14 +1119,62 @@ static int cuda_identity_read(drape_backend *b, const drape_identity *x, float *
     return DRAPE_OK;
 }
 
+/* The ops that use the stream, one at a time (cuda_backend.mu): a batch
+ * and an identity made or dropped on another thread never interleave. */
+static int serial_identity_create(drape_backend *b, drape_identity **out, int garment, const float *betas,
+                                  drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    pthread_mutex_lock(&be->mu);
+    int rc = cuda_identity_create(b, out, garment, betas, err);
+    pthread_mutex_unlock(&be->mu);
+    return rc;
+}
+
+static void serial_identity_free(drape_backend *b, drape_identity *x)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    pthread_mutex_lock(&be->mu);
+    cuda_identity_free(b, x);
+    pthread_mutex_unlock(&be->mu);
+}
+
+static int serial_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    pthread_mutex_lock(&be->mu);
+    int rc = cuda_run(b, frames, n, err);
+    pthread_mutex_unlock(&be->mu);
+    return rc;
+}
+
+static int serial_identity_refine(drape_backend *b, drape_identity *x, const drape_refine_view *r, drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    pthread_mutex_lock(&be->mu);
+    int rc = cuda_identity_refine(b, x, r, err);
+    pthread_mutex_unlock(&be->mu);
+    return rc;
+}
+
+static int serial_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g,
+                                float *c, float *J, float *F_cov, drape_error *err)
+{
+    cuda_backend *be = (cuda_backend *)b;
+    pthread_mutex_lock(&be->mu);
+    int rc = cuda_identity_read(b, x, film, skin_w, g, c, J, F_cov, err);
+    pthread_mutex_unlock(&be->mu);
+    return rc;
+}
+
 namespace {
 const drape_backend_ops cuda_ops = {
-    "cuda", DRAPE_BACKEND_CUDA, cuda_create, cuda_destroy, cuda_identity_create, cuda_identity_free, cuda_run, cuda_healthy,
-    cuda_identity_refine,
+    "cuda", DRAPE_BACKEND_CUDA, cuda_create, cuda_destroy, serial_identity_create, serial_identity_free, serial_run,
+    cuda_healthy, serial_identity_refine,
 };
 }
 
-static const drape_backend_plugin cuda_plugin = {DRAPE_BACKEND_API_VERSION, &cuda_ops, cuda_probe, cuda_identity_read,
+static const drape_backend_plugin cuda_plugin = {DRAPE_BACKEND_API_VERSION, &cuda_ops, cuda_probe, serial_identity_read,
                                                  cuda_launches};
 
 /* The plugin's one export (runtime/backend_plugin.h): the program's

@@ -243,8 +243,10 @@ static __device__ void world(float *w, const float *H, const float *p, int refin
     for (int k = 0; k < 3; k++) w[k] = p[k];
 }
 
-/* a block per frame (see cu_finish); blockDim.x a multiple of 32, ≤ 1024 */
-__global__ void k_finish(unsigned char *rec, float *meta, float *scratch, const float *p, const float *Hf,
+/* a block per frame (see cu_finish); blockDim.x a multiple of 32, ≤ 1024.
+ * Launched at 1024: the bound keeps its registers within what that needs
+ * (at -G, unbounded, it took 72 and could not launch) */
+__global__ void __launch_bounds__(1024) k_finish(unsigned char *rec, float *meta, float *scratch, const float *p, const float *Hf,
                          const cu_frame *fr)
 {
     const cu_frame *x = &fr[blockIdx.x];
