@@ -11,6 +11,7 @@ static void cpu_destroy(drape_backend *b)
     free(be->M); free(be->phat); free(be->delta);
     free(be->map_in); free(be->map_a); free(be->map_b); free(be->conv_packed);
     cpu_pool_free(be->pool);
+    pthread_mutex_destroy(&be->cores_mu);
     free(be);
 }
 
@@ -27,6 +28,7 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
      * thread inside them (set once per process, runtime/omp_env.h), so two
      * pools never spin against each other. */
     drape_cores_init(&be->cores);
+    pthread_mutex_init(&be->cores_mu, NULL);
     be->team = 1;
     if (opts->threads > 1 && cpu_pool_create(&be->pool, opts->threads - 1)) {
         cpu_destroy(&be->base);
@@ -67,8 +69,10 @@ static int cpu_identity_create(drape_backend *b, drape_identity **out, int garme
 {
     cpu_backend *be = (cpu_backend *)b;
     cpu_identity *id;
-    be->team = drape_cores_team(&be->cores, b->threads);
-    int rc = cpu_module_b(&id, b->model, garment, betas, be->team, err);
+    pthread_mutex_lock(&be->cores_mu);
+    int team = drape_cores_team(&be->cores, b->threads);
+    pthread_mutex_unlock(&be->cores_mu);
+    int rc = cpu_module_b(&id, b->model, garment, betas, team, err);
     *out = rc ? NULL : &id->base;
     return rc;
 }
@@ -82,7 +86,9 @@ static void cpu_identity_free(drape_backend *b, drape_identity *id)
 static int cpu_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
 {
     cpu_backend *be = (cpu_backend *)b;
+    pthread_mutex_lock(&be->cores_mu);
     be->team = drape_cores_team(&be->cores, b->threads);
+    pthread_mutex_unlock(&be->cores_mu);
     return cpu_module_a(be, frames, n, err);
 }
 

@@ -2,6 +2,8 @@
 #ifndef DRAPE_CPU_BACKEND_H
 #define DRAPE_CPU_BACKEND_H
 
+#include <pthread.h>
+
 #include "../../runtime/backend_impl.h"
 #include "../../runtime/cores.h"
 #include "ops.h"
@@ -20,10 +22,12 @@ typedef struct {
 
 typedef struct {
     struct drape_backend base; /* base.threads: the most threads of any region */
-    /* the threads actually used, from the cores free now (runtime/cores.h),
-     * set at the start of each run and identity: the conv's pool team, the
-     * GEMMs' OpenMP team */
+    /* the threads actually used, from the cores free now (runtime/cores.h):
+     * team is the run's (the conv's pool team, the GEMMs' OpenMP team), set
+     * at the start of each run; an identity, made on another thread while a
+     * batch runs, takes its own. cores_mu guards cores between the two. */
     drape_cores cores;
+    pthread_mutex_t cores_mu;
     int team;
     cpu_pool *pool; /* base.threads − 1 workers; NULL with one thread */
     cpu_conv conv[DRAPE_MAX_CONV]; /* the model's conv layers, packed */
