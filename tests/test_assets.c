@@ -25,6 +25,8 @@ Test(assets, tshirt) { check("garment tshirt"); }
 Test(assets, motions) { check("motions"); }
 /* issue 31's families: limits, speeds, the spin's rate, the held-out plan */
 Test(assets, families) { check("families"); }
+/* the committed capture clips: format, size, source and licence, evaluation only */
+Test(assets, clips) { check("clips"); }
 
 /* make eval's per-seed tables are held out from the shipped recipe's
  * training data (train/check_assets.py heldout through `make eval-heldout`,

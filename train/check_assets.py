@@ -4,6 +4,7 @@
     /usr/bin/python3 train/check_assets.py garment NAME [--resolution default]
     /usr/bin/python3 train/check_assets.py motions
     /usr/bin/python3 train/check_assets.py heldout --recipe R --eval-args ARGS
+    /usr/bin/python3 train/check_assets.py clips
 
 Run by tests/test_assets.c. Prints one line per check; exits 1 on the first
 failure with what failed.
@@ -397,9 +398,47 @@ def check_heldout(recipe_path, eval_args, base):
        f": {len(shaped)} sequences are, {', '.join(shaped[:6])}" if shaped else ""))
 
 
+def check_clips(root):
+    """The committed capture clips (issue 31): data/motions (the rows by
+    family) and data/motions-final (the final set), at least 3 in all and
+    at most 2 MB together; each `drape infer`'s pose file ([T,75] float32,
+    finite, at least 2 s at 30 fps, the root starting at the origin on the
+    ground plane's x and z) and named with its source in its folder's
+    README, which has a licence section; data/motions' index.json titles
+    each; no recipe names either folder (evaluation only)."""
+    import glob
+    import json
+    total, n = 0, 0
+    for d in ("data/motions", "data/motions-final"):
+        with open(os.path.join(root, d, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        ok("## Licence" in readme, f"{d}/README.md has a licence section")
+        files = sorted(glob.glob(os.path.join(root, d, "*.npy")))
+        for path in files:
+            name = os.path.basename(path)
+            a = np.load(path)
+            ok(a.dtype == np.float32 and a.ndim == 2 and a.shape[1] == 75 and a.shape[0] >= 60 and np.isfinite(a).all()
+               and abs(a[0, 72]) < 1e-6 and abs(a[0, 74]) < 1e-6,
+               f"{d}/{name}: {a.shape} {a.dtype}, finite, starting at the origin")
+            ok(f"`{name}`" in readme, f"{d}/README.md names {name}")
+            total += os.path.getsize(path)
+            n += 1
+        if d == "data/motions":
+            with open(os.path.join(root, d, "index.json"), encoding="utf-8") as f:
+                index = json.load(f)
+            stems = {os.path.basename(p)[:-4] for p in files}
+            ok(stems == set(index) and all(v.get("title") for v in index.values()),
+               f"{d}/index.json titles exactly its {len(stems)} clips")
+    ok(n >= 3 and total <= 2 << 20, f"{n} clips, {total / 1e6:.2f} MB together (at most 2 MB)")
+    for r in sorted(glob.glob(os.path.join(root, "train", "recipes", "*.toml"))):
+        with open(r, encoding="utf-8") as f:
+            text = f.read()
+        ok("data/motions" not in text, f"{os.path.relpath(r, root)} reads no capture clip")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["body", "garment", "motions", "families", "heldout"])
+    ap.add_argument("what", choices=["body", "garment", "motions", "families", "heldout", "clips"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--resolution", default="default")
     ap.add_argument("--recipe", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes", "default.toml"),
@@ -410,6 +449,8 @@ def main(argv=None):
     try:
         if a.what == "heldout":
             check_heldout(a.recipe, a.eval_args, a.base)
+        elif a.what == "clips":
+            check_clips(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         elif a.what == "body":
             check_body()
         elif a.what == "motions":
