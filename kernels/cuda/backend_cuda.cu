@@ -72,7 +72,7 @@ typedef struct {
     /* the batcher runs batches, but identities are made and dropped on the
      * server's connection threads (the identity cache): whatever uses the
      * stream takes this, or an identity's copies and kernels would land in
-     * a batch's graph capture (see the ops table) */
+     * a batch's graph capture (stream_hold) */
     pthread_mutex_t mu;
     int precision, healthy;
     int tc, bf16; /* the UV conv on tensor cores (BF16, FP16 maps); bf16: its type */
@@ -126,6 +126,16 @@ typedef struct {
     void *tc_a, *tc_b;                      /* BF16, FP16: the compact maps, ping-pong */
     float *tc_out;                          /* ... and the last layer's FP32 output */
 } cuda_backend;
+
+/* Held for the whole of each op that uses the stream (run, an identity's
+ * create, refine, free and read): see cuda_backend.mu. */
+struct stream_hold {
+    pthread_mutex_t *mu;
+    explicit stream_hold(cuda_backend *be) : mu(&be->mu) { pthread_mutex_lock(mu); }
+    ~stream_hold() { pthread_mutex_unlock(mu); }
+    stream_hold(const stream_hold &) = delete;
+    stream_hold &operator=(const stream_hold &) = delete;
+};
 
 /* ---- the program's services ---- */
 
@@ -657,6 +667,7 @@ static int cuda_identity_create(drape_backend *b, drape_identity **out, int garm
                                 drape_error *err)
 {
     cuda_backend *be = (cuda_backend *)b;
+    stream_hold hold(be);
     if (!be->healthy) return refuse_unhealthy(err);
     const drape_model *m = b->model;
     const drape_config *cf = &m->cfg;
@@ -750,6 +761,7 @@ out:
 static int cuda_identity_refine(drape_backend *b, drape_identity *x, const drape_refine_view *r, drape_error *err)
 {
     cuda_backend *be = (cuda_backend *)b;
+    stream_hold hold(be);
     cuda_identity *id = (cuda_identity *)x;
     if (!be->healthy) return refuse_unhealthy(err);
     if (!be->refine_dev) return DRAPE_OK; /* DRAPE_CUDA_REFINE=host: the host runs it */
@@ -778,6 +790,7 @@ static int cuda_identity_refine(drape_backend *b, drape_identity *x, const drape
 static void cuda_identity_free(drape_backend *b, drape_identity *x)
 {
     cuda_backend *be = (cuda_backend *)b;
+    stream_hold hold(be);
     cuda_identity *id = (cuda_identity *)x;
     cudaStreamSynchronize(be->stream); /* a batch in flight may still read it */
     cudaFree(id->dev);
@@ -1042,6 +1055,7 @@ static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, con
 static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
 {
     cuda_backend *be = (cuda_backend *)b;
+    stream_hold hold(be);
     if (!be->healthy) return refuse_unhealthy(err);
     if (n > 65535) return plugin_fail(err, DRAPE_EINVAL, "cuda backend: at most 65535 frames per batch (got %d)", n);
     const drape_model *m = b->model;
@@ -1106,6 +1120,7 @@ static int cuda_identity_read(drape_backend *b, const drape_identity *x, float *
                               float *J, float *F_cov, drape_error *err)
 {
     cuda_backend *be = (cuda_backend *)b;
+    stream_hold hold(be);
     const cuda_identity *id = (const cuda_identity *)x;
     const drape_model *m = b->model;
     const drape_garment *gm = &m->garments[id->base.garment];
@@ -1119,62 +1134,14 @@ static int cuda_identity_read(drape_backend *b, const drape_identity *x, float *
     return DRAPE_OK;
 }
 
-/* The ops that use the stream, one at a time (cuda_backend.mu): a batch
- * and an identity made or dropped on another thread never interleave. */
-static int serial_identity_create(drape_backend *b, drape_identity **out, int garment, const float *betas,
-                                  drape_error *err)
-{
-    cuda_backend *be = (cuda_backend *)b;
-    pthread_mutex_lock(&be->mu);
-    int rc = cuda_identity_create(b, out, garment, betas, err);
-    pthread_mutex_unlock(&be->mu);
-    return rc;
-}
-
-static void serial_identity_free(drape_backend *b, drape_identity *x)
-{
-    cuda_backend *be = (cuda_backend *)b;
-    pthread_mutex_lock(&be->mu);
-    cuda_identity_free(b, x);
-    pthread_mutex_unlock(&be->mu);
-}
-
-static int serial_run(drape_backend *b, drape_frame *frames, int n, drape_error *err)
-{
-    cuda_backend *be = (cuda_backend *)b;
-    pthread_mutex_lock(&be->mu);
-    int rc = cuda_run(b, frames, n, err);
-    pthread_mutex_unlock(&be->mu);
-    return rc;
-}
-
-static int serial_identity_refine(drape_backend *b, drape_identity *x, const drape_refine_view *r, drape_error *err)
-{
-    cuda_backend *be = (cuda_backend *)b;
-    pthread_mutex_lock(&be->mu);
-    int rc = cuda_identity_refine(b, x, r, err);
-    pthread_mutex_unlock(&be->mu);
-    return rc;
-}
-
-static int serial_identity_read(drape_backend *b, const drape_identity *x, float *film, float *skin_w, float *g,
-                                float *c, float *J, float *F_cov, drape_error *err)
-{
-    cuda_backend *be = (cuda_backend *)b;
-    pthread_mutex_lock(&be->mu);
-    int rc = cuda_identity_read(b, x, film, skin_w, g, c, J, F_cov, err);
-    pthread_mutex_unlock(&be->mu);
-    return rc;
-}
-
 namespace {
 const drape_backend_ops cuda_ops = {
-    "cuda", DRAPE_BACKEND_CUDA, cuda_create, cuda_destroy, serial_identity_create, serial_identity_free, serial_run,
-    cuda_healthy, serial_identity_refine,
+    "cuda", DRAPE_BACKEND_CUDA, cuda_create, cuda_destroy, cuda_identity_create, cuda_identity_free, cuda_run, cuda_healthy,
+    cuda_identity_refine,
 };
 }
 
-static const drape_backend_plugin cuda_plugin = {DRAPE_BACKEND_API_VERSION, &cuda_ops, cuda_probe, serial_identity_read,
+static const drape_backend_plugin cuda_plugin = {DRAPE_BACKEND_API_VERSION, &cuda_ops, cuda_probe, cuda_identity_read,
                                                  cuda_launches};
 
 /* The plugin's one export (runtime/backend_plugin.h): the program's
