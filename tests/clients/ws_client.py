@@ -292,11 +292,22 @@ async def flood(n="60"):
     print(json.dumps({"sent": N, "frames": len(seqs), "dropped": dropped}))
 
 
-async def hostile_neighbour(seconds="4", limit_trans="10000", limit_angle="100"):
-    """One connection streams poses at the validator's limits as fast as it
-    is served (root jumping between ±limit every frame, joints at ±limit);
-    another streams calm poses at 30 fps. Every hostile frame is finite, and
-    the calm avatar's frames never stop for 0.5 s or more."""
+def cpu_seconds(pid):
+    """user + system CPU time of process pid so far (/proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def hostile_neighbour(pid, seconds="3", limit_trans="10000", limit_angle="100"):
+    """One connection streams poses as fast as it is served while another
+    streams calm poses at 30 fps, twice: first ordinary poses, then poses at
+    the validator's limits (root jumping between ±limit every frame, joints
+    at ±limit). Every hostile frame is finite, the calm avatar is served all
+    along, and a frame at the limits costs draped (pid) no more CPU time than
+    an ordinary one (within 3x). The cost is measured in CPU time, not as the
+    calm avatar's waits: a wait also grows when the machine is busy (a CI
+    neighbour stalled this test's draped for 3.6 s once), CPU time does not."""
     T, lt, la = float(seconds), float(limit_trans), float(limit_angle)
     rng = np.random.default_rng(7)
     h, c = await connect(True), await connect(True)
@@ -304,41 +315,54 @@ async def hostile_neighbour(seconds="4", limit_trans="10000", limit_angle="100")
     await h.until(lambda m: m["op"] == "opened")
     await c.send({"op": "open", "avatar": "c", "garment": GARMENT})
     await c.until(lambda m: m["op"] == "opened")
-    stop = time.time() + T
-    hostile = {"sent": 0, "frames": 0}
+    seq = {"h": 0, "c": 0}
 
-    async def attack():
-        t = 0
-        while time.time() < stop:
-            sign = 1.0 if t % 2 else -1.0
-            p = (rng.choice([-1.0, 1.0], 72) * la).tolist()
-            tr = [sign * lt, -sign * lt, sign * lt]
-            await h.send({"op": "pose", "avatar": "h", "seq": t, "pose": p, "trans": tr})
-            hostile["sent"] += 1
-            t += 1
-            m = await h.until(lambda m: m["op"] in ("frame", "error"))
-            check(m["op"] == "frame", f"a pose inside the limits was refused: {m}")
-            check(np.isfinite(decode(m)).all(), f"hostile frame {m['seq']} is not finite")
-            hostile["frames"] += 1
+    async def phase(hostile):
+        stop = time.time() + T
+        served = {"h": 0, "c": 0}
 
-    async def calm():
-        times, t = [], 0
-        while time.time() < stop:
-            await c.send({"op": "pose", "avatar": "c", "seq": t, "pose": pose(t)})
-            t += 1
-            await c.until(lambda m: m["op"] == "frame")
-            times.append(time.time())
-            await asyncio.sleep(max(0.0, 1 / 30 - (time.time() - times[-1])))
-        return times
+        async def attack():
+            while time.time() < stop:
+                t = seq["h"]
+                if hostile:
+                    sign = 1.0 if t % 2 else -1.0
+                    p = (rng.choice([-1.0, 1.0], 72) * la).tolist()
+                    tr = [sign * lt, -sign * lt, sign * lt]
+                else:
+                    p, tr = pose(t, 1), [0.0, 0.0, 0.01 * (t % 50)]
+                await h.send({"op": "pose", "avatar": "h", "seq": t, "pose": p, "trans": tr})
+                seq["h"] += 1
+                m = await h.until(lambda m: m["op"] in ("frame", "error"))
+                check(m["op"] == "frame", f"a pose inside the limits was refused: {m}")
+                check(np.isfinite(decode(m)).all(), f"hostile frame {m['seq']} is not finite")
+                served["h"] += 1
 
-    _, times = await asyncio.gather(attack(), calm())
-    gaps = np.diff(times)
-    check(len(times) > 10 and hostile["frames"] > 2, f"too few frames: calm {len(times)}, hostile {hostile}")
-    check(gaps.max() < 0.5, f"the calm avatar waited {gaps.max():.3f} s for a frame")
+        async def calm():
+            times = []
+            while time.time() < stop:
+                await c.send({"op": "pose", "avatar": "c", "seq": seq["c"], "pose": pose(seq["c"])})
+                seq["c"] += 1
+                await c.until(lambda m: m["op"] == "frame")
+                served["c"] += 1
+                times.append(time.time())
+                await asyncio.sleep(max(0.0, 1 / 30 - (time.time() - times[-1])))
+            return times
+
+        cpu0 = cpu_seconds(pid)
+        _, times = await asyncio.gather(attack(), calm())
+        cpu = cpu_seconds(pid) - cpu0
+        gaps = np.diff(times)
+        check(served["c"] > 10 and served["h"] > 2, f"too few frames ({'hostile' if hostile else 'ordinary'}): {served}")
+        return {"served": served, "cpu_ms_per_frame": round(1e3 * cpu / (served["h"] + served["c"]), 3),
+                "max_gap_s": round(float(gaps.max()), 4), "p50_gap_s": round(float(np.median(gaps)), 4)}
+
+    ordinary = await phase(False)
+    limits = await phase(True)
     await h.ws.close()
     await c.ws.close()
-    print(json.dumps({"hostile": hostile, "calm_frames": len(times), "max_gap_s": round(float(gaps.max()), 4),
-                      "p50_gap_s": round(float(np.median(gaps)), 4)}))
+    ratio = limits["cpu_ms_per_frame"] / max(ordinary["cpu_ms_per_frame"], 1e-3)
+    print(json.dumps({"ordinary": ordinary, "at_limits": limits, "cost_ratio": round(ratio, 3)}))
+    check(ratio < 3.0, f"a frame at the limits costs {ratio:.2f}x an ordinary frame's CPU time")
 
 
 async def teleport(how="reset", expect="same", before="40", after="8"):
