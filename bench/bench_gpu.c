@@ -6,6 +6,8 @@
  * of the batch-32 outputs and the device launches of a batch of 1.
  *
  *   drape_bench_gpu [--refine] BUNDLE...   (--refine: bench_refine below)
+ *   drape_bench_gpu --profile BUNDLE PRECISION BATCH GARMENT PACK
+ *                               (where a batch's device time goes: bench_profile)
  *                               env: DRAPE_BENCH_THREADS (CPU threads, default all cores),
  *                                    DRAPE_PYTHON (default /usr/bin/python3),
  *                                    DRAPE_BENCH_JSON (a file: the numbers as JSON
@@ -305,6 +307,59 @@ static int bench_refine(const char *path, int threads)
     return 0;
 }
 
+/* --profile BUNDLE PRECISION BATCH GARMENT PACK: the batch (every frame
+ * the same garment's, packed as PACK: 0 f32, 1 f16, 2 q16) timed with
+ * graphs (ms per batch, the median), then run again with
+ * DRAPE_CUDA_PROFILE=1, whose backend prints each stage's device time */
+static int bench_profile(const char *path, int precision, int n, int garment, int pack)
+{
+    drape_error e = {0};
+    drape_model *m = NULL;
+    if (drape_model_load(&m, path, &e)) {
+        fprintf(stderr, "bench: %s\n", e.msg);
+        return 1;
+    }
+    if (n < 1 || n > MAXN || garment < 0 || garment >= m->cfg.n_garments) {
+        fprintf(stderr, "bench: batch 1..%d, garment 0..%d\n", MAXN, m->cfg.n_garments - 1);
+        drape_model_free(m);
+        return 2;
+    }
+    float *poses = malloc(sizeof(float) * HIST_FLOATS * MAXN), *outs[MAXN];
+    unsigned s = 11;
+    for (int i = 0; i < HIST_FLOATS * MAXN; i++) poses[i] = rnd(&s) * 0.4f;
+    for (int a = 0; a < n; a++) outs[a] = malloc(sizeof(float) * 3 * m->garments[garment].V);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) setenv("DRAPE_CUDA_PROFILE", "1", 1);
+        drape_backend *be = NULL;
+        drape_identity *id = NULL;
+        drape_backend_opts o = {.threads = 1, .precision = precision};
+        if (drape_backend_create(&be, "cuda", m, &o, &e) || drape_identity_create(be, &id, garment, NULL, 0, &e)) {
+            fprintf(stderr, "bench: %s\n", e.msg);
+            return 1;
+        }
+        drape_frame fr[MAXN];
+        for (int a = 0; a < n; a++) {
+            fr[a] = (drape_frame){.id = id, .out = outs[a], .pack = pack};
+            for (int k = 0; k < m->cfg.n_hist; k++) {
+                fr[a].pose[k] = poses + HIST_FLOATS * a + 75 * k;
+                fr[a].trans[k] = poses + HIST_FLOATS * a + 75 * k + 72;
+            }
+        }
+        double ms = time_batch(be, fr, n, 1000.0) * n;
+        if (!pass)
+            printf("%s, %s, garment %s, batch %d, pack %d: %.4f ms per batch with graphs (%.4f ms per frame), "
+                   "%d launches\n", path, drape_precision_name(precision), m->garments[garment].name, n, pack, ms, ms / n,
+                   drape_backend_cuda_launches(be));
+        drape_identity_free(be, id);
+        drape_backend_free(be); /* pass 1: prints the profile */
+        unsetenv("DRAPE_CUDA_PROFILE");
+    }
+    for (int a = 0; a < n; a++) free(outs[a]);
+    free(poses);
+    drape_model_free(m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     drape_blas_threads_init();
@@ -319,6 +374,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: cannot write %s\n", jp);
         return 1;
     }
+    if (argc == 7 && !strcmp(argv[1], "--profile"))
+        return bench_profile(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
     if (argc == 3 && !strcmp(argv[1], "--refine")) {
         int rc = bench_refine(argv[2], threads);
         if (json_out) fclose(json_out);

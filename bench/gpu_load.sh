@@ -47,5 +47,18 @@ echo "draped on :$PORT (cuda, $PREC), $MODEL, garment $GARMENT; $AVATARS avatars
 # warm: the identity and the batch shapes' graphs
 "$B/drape" load --url "ws://127.0.0.1:$PORT/v1/stream" --avatars "$CONNS" --connections "$CONNS" --fps 30 \
     --duration 2 --garment "$GARMENT" --format "$FORMAT" >/dev/null || true
-"$B/drape" load --url "ws://127.0.0.1:$PORT/v1/stream" --avatars "$AVATARS" --connections "$CONNS" --fps "$FPS" \
-    --duration "$SECONDS_" --garment "$GARMENT" --format "$FORMAT" --json
+REPORT=$("$B/drape" load --url "ws://127.0.0.1:$PORT/v1/stream" --avatars "$AVATARS" --connections "$CONNS" --fps "$FPS" \
+    --duration "$SECONDS_" --garment "$GARMENT" --format "$FORMAT" --json)
+rc=$?
+# where a frame's time went, from draped's own histograms (both runs above)
+curl -s "http://127.0.0.1:$PORT/metrics" | awk '
+    /^drape_frame_[a-z]*_seconds_(sum|count) / { split($1, k, "_seconds_"); v[k[1] "_" k[2]] = $2 }
+    /^drape_batches_total / { nb = $2 } /^drape_batch_frames_total / { nf = $2 }
+    END {
+        printf "draped: %d batches, %.1f frames per batch;", nb, nb ? nf / nb : 0
+        n = split("queue compute pack server", s, " ")
+        for (i = 1; i <= n; i++) { c = v["drape_frame_" s[i] "_count"]
+            printf " %s %.3f ms", s[i], c ? 1e3 * v["drape_frame_" s[i] "_sum"] / c : 0 }
+        printf " (means per frame)\n" }'
+echo "$REPORT"
+exit $rc

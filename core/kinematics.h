@@ -172,31 +172,45 @@ static inline DRAPE_HD void hd_inverse_rigid(float *out, const float *a)
     for (int i = 0; i < 12; i++) out[i] = r[i];
 }
 
-/* One thread per (frame, history step): A [24,12] skinning transforms of one
- * pose [72] + trans [3] for shaped joints J [24,3] (docs/design.md §2.1). G [24,12]
- * is scratch (registers/local memory on the device). */
+/* hd_fk in three steps, so that a device can run the joints side by side:
+ * joint k's local transform [12] (its rotation, the offset from its parent) */
+static inline DRAPE_HD void hd_fk_local(float *local, const float *pose, const float *trans, const float *J,
+                                        const int32_t *parents, int k)
+{
+    float R[9];
+    hd_rodrigues(R, pose + 3 * k);
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) local[4 * i + j] = R[3 * i + j];
+        local[4 * i + 3] = k == 0 ? J[i] + trans[i] : J[3 * k + i] - J[3 * parents[k] + i];
+    }
+}
+
+/* G [24,12] the world transforms, chained down the tree from local [24,12] */
+static inline DRAPE_HD void hd_fk_chain(float *G, const float *local, const int32_t *parents)
+{
+    for (int i = 0; i < 12; i++) G[i] = local[i];
+    for (int k = 1; k < HD_JOINTS; k++) hd_compose(G + 12 * k, G + 12 * parents[k], local + 12 * k);
+}
+
+/* A_k [12] joint k's skinning transform from its world transform g [12] */
+static inline DRAPE_HD void hd_fk_skin(float *A_k, const float *g, const float *J, int k)
+{
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) A_k[4 * i + j] = g[4 * i + j];
+        A_k[4 * i + 3] = g[4 * i + 3] - (g[4 * i] * J[3 * k] + g[4 * i + 1] * J[3 * k + 1] + g[4 * i + 2] * J[3 * k + 2]);
+    }
+}
+
+/* A [24,12] skinning transforms of one pose [72] + trans [3] for shaped
+ * joints J [24,3] (docs/design.md §2.1); G [24,12] scratch, the world
+ * transforms. */
 static inline DRAPE_HD void hd_fk(float *A, float *G, const float *pose, const float *trans, const float *J,
                                   const int32_t *parents)
 {
-    for (int k = 0; k < HD_JOINTS; k++) {
-        float R[9], local[12];
-        hd_rodrigues(R, pose + 3 * k);
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) local[4 * i + j] = R[3 * i + j];
-            local[4 * i + 3] = k == 0 ? J[i] + trans[i] : J[3 * k + i] - J[3 * parents[k] + i];
-        }
-        if (k == 0)
-            for (int i = 0; i < 12; i++) G[i] = local[i];
-        else
-            hd_compose(G + 12 * k, G + 12 * parents[k], local);
-    }
-    for (int k = 0; k < HD_JOINTS; k++) {
-        const float *g = G + 12 * k;
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) A[12 * k + 4 * i + j] = g[4 * i + j];
-            A[12 * k + 4 * i + 3] = g[4 * i + 3] - (g[4 * i] * J[3 * k] + g[4 * i + 1] * J[3 * k + 1] + g[4 * i + 2] * J[3 * k + 2]);
-        }
-    }
+    float local[HD_JOINTS * 12];
+    for (int k = 0; k < HD_JOINTS; k++) hd_fk_local(local + 12 * k, pose, trans, J, parents, k);
+    hd_fk_chain(G, local, parents);
+    for (int k = 0; k < HD_JOINTS; k++) hd_fk_skin(A + 12 * k, G + 12 * k, J, k);
 }
 
 /* H [12] heading frame [R_y(ψ) | J_0 + trans] of the current pose */

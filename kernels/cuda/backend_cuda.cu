@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern "C" {
 #include "../../runtime/backend_plugin.h"
@@ -67,6 +68,27 @@ typedef struct {
     double *r_l0, *r_inv;
 } cuda_identity;
 
+/* DRAPE_CUDA_PROFILE=1 (a diagnostic, bench_gpu --profile): graphs off, an
+ * event after each stage's launches, and the device time between one event
+ * and the next summed by the call site that recorded the later one; the
+ * table goes to stderr when the backend is freed. A spin kernel ahead of
+ * each batch lets the host queue the whole batch before the device starts,
+ * so a gap is the device's time, not the host's launch time. */
+#define PROF_EVENTS 256
+#define PROF_SITES 64
+typedef struct {
+    cudaEvent_t ev[PROF_EVENTS];
+    const char *fn[PROF_EVENTS];
+    int line[PROF_EVENTS], n;
+    struct {
+        const char *fn;
+        int line, hits;
+        double ms;
+    } site[PROF_SITES];
+    int n_sites, runs;
+    double host_ms, dev_ms;
+} cu_profile;
+
 typedef struct {
     struct drape_backend base;
     /* the batcher runs batches, but identities are made and dropped on the
@@ -87,6 +109,7 @@ typedef struct {
     int32_t *r_nn;
     graph_entry graphs[GRAPH_CACHE];
     unsigned long long tick;
+    cu_profile *prof; /* DRAPE_CUDA_PROFILE=1: each launch's device time (prof_mark) */
     int *h_key;   /* [cap] the current batch's shape */
     void *blas_ws;
     cublasComputeType_t compute;
@@ -204,8 +227,67 @@ static int cb_check(cuda_backend *be, cublasStatus_t rc, const char *what, const
         int rc_ = cb_check(be, (call), #call, __FILE__, __LINE__, err);           \
         if (rc_) return rc_;                                                      \
     } while (0)
-/* after a stage's launches: launch errors are reported here */
-#define LAUNCHED() CU(cudaPeekAtLastError())
+static double wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void prof_mark(cuda_backend *be, const char *fn, int line)
+{
+    cu_profile *p = be->prof;
+    if (!p || p->n == PROF_EVENTS) return;
+    cudaEventRecord(p->ev[p->n], be->stream);
+    p->fn[p->n] = fn;
+    p->line[p->n++] = line;
+}
+
+/* after a batch's synchronize: the gaps between its events, by site (the
+ * first batch is the warm-up and is not counted) */
+static void prof_collect(cuda_backend *be, double host_ms)
+{
+    cu_profile *p = be->prof;
+    if (!p) return;
+    for (int i = 1; i < p->n && p->runs > 0; i++) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, p->ev[i - 1], p->ev[i]);
+        int k = 0;
+        while (k < p->n_sites && !(p->site[k].line == p->line[i] && !strcmp(p->site[k].fn, p->fn[i]))) k++;
+        if (k == PROF_SITES) continue;
+        if (k == p->n_sites) {
+            p->site[k].fn = p->fn[i];
+            p->site[k].line = p->line[i];
+            p->n_sites++;
+        }
+        p->site[k].hits++;
+        p->site[k].ms += ms;
+        p->dev_ms += ms;
+    }
+    if (p->runs++ > 0) p->host_ms += host_ms;
+    p->n = 0;
+}
+
+static void prof_print(const cuda_backend *be)
+{
+    const cu_profile *p = be->prof;
+    if (!p || p->runs < 2) return;
+    int r = p->runs - 1;
+    fprintf(stderr, "cuda profile: %d batches (graphs off); per batch: host %.4f ms from run's start to its end, "
+            "device %.4f ms over the stages below\n| site | events per batch | ms per batch | share |\n|---|---|---|---|\n",
+            r, p->host_ms / r, p->dev_ms / r);
+    for (int k = 0; k < p->n_sites; k++)
+        fprintf(stderr, "| %s:%d | %.1f | %.4f | %.1f%% |\n", p->site[k].fn, p->site[k].line, (double)p->site[k].hits / r,
+                p->site[k].ms / r, 100.0 * p->site[k].ms / (p->dev_ms > 0 ? p->dev_ms : 1));
+}
+
+/* after a stage's launches: launch errors are reported here (and, when
+ * profiling, the stage's end is marked) */
+#define LAUNCHED()                                                                \
+    do {                                                                          \
+        CU(cudaPeekAtLastError());                                                \
+        if (be->prof) prof_mark(be, __func__, __LINE__);                          \
+    } while (0)
 
 static int cuda_probe(char *why, size_t n)
 {
@@ -271,6 +353,7 @@ static int gemm(cuda_backend *be, float *y, const float *x, const float *w, int 
     CB(cublasGemmEx(be->blas, w_rows_out ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_32F,
                     w_rows_out ? in : out, x, CUDA_R_32F, in, &zero, y, CUDA_R_32F, out, be->compute,
                     CUBLAS_GEMM_DEFAULT));
+    if (be->prof) prof_mark(be, "gemm", out);
     return DRAPE_OK;
 }
 
@@ -332,6 +415,11 @@ static void cuda_destroy(drape_backend *b)
 {
     cuda_backend *be = (cuda_backend *)b;
     if (be->stream) cudaStreamSynchronize(be->stream);
+    if (be->prof) {
+        prof_print(be);
+        for (int i = 0; i < PROF_EVENTS; i++) cudaEventDestroy(be->prof->ev[i]);
+        free(be->prof);
+    }
     free_batch(be);
     cudaFree(be->d_uv);
     cudaFree(be->blas_ws);
@@ -588,6 +676,11 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
                       __LINE__, err);
     const char *gr = getenv("DRAPE_CUDA_GRAPHS"), *rf = getenv("DRAPE_CUDA_REFINE");
     be->use_graphs = !(gr && !strcmp(gr, "0"));
+    const char *pf = getenv("DRAPE_CUDA_PROFILE");
+    if (!rc && pf && !strcmp(pf, "1") && (be->prof = (cu_profile *)calloc(1, sizeof *be->prof))) {
+        for (int i = 0; i < PROF_EVENTS; i++) cudaEventCreate(&be->prof->ev[i]);
+        be->use_graphs = 0;
+    }
     for (int i = 0; i < c->n_garments; i++) be->refine_dev |= c->refine[i].iters > 0;
     if (rf && !strcmp(rf, "host")) be->refine_dev = 0;
     if (!rc && be->tc) rc = cu_check(be, cu_conv_tc_setup(), "cudaFuncSetAttribute (tensor-core conv)", __FILE__, __LINE__, err);
@@ -960,7 +1053,12 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
     const drape_config *c = &m->cfg;
     int B = c->bones, H = c->hidden, rc, launches = 0;
     cudaStream_t s = be->stream;
+    if (be->prof) {
+        cu_spin(2000000, s);
+        prof_mark(be, "start", 0);
+    }
     CU(cudaMemcpyAsync(be->d_poses, be->h_stage, be->stage_bytes, cudaMemcpyHostToDevice, s));
+    if (be->prof) prof_mark(be, "copy_in", 0);
 
     /* steps 1–2, then Bone-Net over the batch (FiLM + ReLU fused) */
     cu_fk(be->A, be->Hf, be->Hinv, be->d_poses, be->d_frames, be->d_parents, n, c->n_hist, s);
@@ -999,6 +1097,7 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
     cu_finish(be->d_rec, (float *)be->d_rec, be->out, be->p, be->Hf, be->d_frames, n, s);
     LAUNCHED();
     CU(cudaMemcpyAsync(be->h_out, be->d_rec, out_bytes, cudaMemcpyDeviceToHost, s));
+    if (be->prof) prof_mark(be, "copy_out", 0);
     be->launches = launches + 2;
     return DRAPE_OK;
 }
@@ -1056,6 +1155,7 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
 {
     cuda_backend *be = (cuda_backend *)b;
     stream_hold hold(be);
+    double t_run = be->prof ? wall_ms() : 0;
     if (!be->healthy) return refuse_unhealthy(err);
     if (n > 65535) return plugin_fail(err, DRAPE_EINVAL, "cuda backend: at most 65535 frames per batch (got %d)", n);
     const drape_model *m = b->model;
@@ -1099,6 +1199,7 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
     for (int f = 0; f < n; f++) be->h_key[f] = ((2 * hf[f].garment + hf[f].lbs) * 3 + hf[f].pack) * 2 + hf[f].refine;
     if ((rc = launch_batch(be, n, ns, hf, hs, Vmax, rec, err))) return rc;
     CU(cudaStreamSynchronize(be->stream));
+    if (be->prof) prof_collect(be, wall_ms() - t_run);
     const float *meta = (const float *)be->h_out;
     for (int f = 0; f < n; f++) {
         const unsigned char *r = be->h_out + hf[f].rec_off;

@@ -129,6 +129,10 @@ void cu_refine(float *p, float *body, double *work, int32_t *nn, const float *A,
 void cu_finish(unsigned char *rec, float *meta, float *scratch, const float *p, const float *Hf, const cu_frame *fr,
                int n, cudaStream_t s);
 
+/* one thread busy for about `cycles` clock cycles: holds the stream while
+ * the host queues a batch (the profile, DRAPE_CUDA_PROFILE) */
+void cu_spin(long long cycles, cudaStream_t s);
+
 /* ---- the tensor-core conv (conv_tc.cu; precisions BF16, FP16) ---- */
 
 /* once per process and device: lets the conv kernels use their shared memory */
