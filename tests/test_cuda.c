@@ -553,7 +553,7 @@ Test(cuda_host, knn_retarget_features_and_fcov)
  * Chebyshev weights. Module A's output is stood in for by plain skinning
  * with a few millimetres of noise, so that edges are stretched and vertices
  * pushed; the rest, the same frame through both. */
-static void refine_gather_case(const char *bundle, int garment, int iters, double rho)
+static void refine_gather_case_as(const char *bundle, int garment, int iters, double rho, int per_edge)
 {
     drape_model *m = tu_load(bundle);
     if (iters) m->cfg.refine[garment].iters = iters, m->cfg.refine[garment].rho = rho;
@@ -590,13 +590,14 @@ static void refine_gather_case(const char *bundle, int garment, int iters, doubl
     hd_incidence(ve_start, ve, g->edges, g->n_edges, 2, V);
     int C = hd_body_clusters(c_start, c_vert, c_of, m->weights, m->v_template, Nb, sc);
     hd_refine_args a = {{m->weights, m->body_faces, vf_start, vf, Nb, c_start, c_vert, c_of, C}, g->edges, ve_start, ve,
-                        g->body_nn, V, view.iters, view.k, view.margin, view.rho, view.v_s, view.l0, view.inv};
+                        g->body_nn, V, g->n_edges, view.iters, view.k, view.margin, view.rho, view.v_s, view.l0, view.inv,
+                        per_edge};
     float J[DRAPE_JOINTS * 3], A[DRAPE_JOINTS * 12];
     float *vs_h = malloc(sizeof(float) * 3 * Nb);
     cr_assert_eq(drape_body_shape(vs_h, J, m, betas), 0);
     drape_fk(A, f.pose[t], f.trans[t], J, m->parents);
-    float *body = malloc(sizeof(float) * 6 * (Nb + C));
-    double *work = malloc(sizeof(double) * 12 * V);
+    float *body = malloc(sizeof(float) * 6 * (Nb + C + HD_CLUSTER_GROUPS(C)));
+    double *work = malloc(sizeof(double) * HD_REFINE_WORK(V, g->n_edges));
     int32_t *nn = malloc(sizeof(int32_t) * V);
     hd_refine_frame(got, body, work, nn, A, &a, 0, 1);
 
@@ -622,8 +623,9 @@ static void refine_gather_case(const char *bundle, int garment, int iters, doubl
     }
     free(all);
     double moved = tu_max_abs_diff(want, x, 3 * V);
-    cr_log_info("%s %s (%d iters, rho %g): the refine step moved a vertex up to %.2f mm; the body in %d clusters",
-                bundle, g->name, view.iters, view.rho, 1e3 * moved, C);
+    cr_log_info("%s %s (%d iters, rho %g, edge terms %s): the refine step moved a vertex up to %.2f mm; the body "
+                "in %d clusters", bundle, g->name, view.iters, view.rho, per_edge ? "a pass of their own" : "at each end",
+                1e3 * moved, C);
     cr_assert(moved > 1e-3, "the refine step did not move the garment: the case tests nothing");
     size_t diff = 0;
     for (int i = 0; i < 3 * V; i++) diff += memcmp(&got[i], &want[i], sizeof(float)) != 0;
@@ -636,6 +638,11 @@ static void refine_gather_case(const char *bundle, int garment, int iters, doubl
     drape_identity_free(cpu, id);
     drape_backend_free(cpu);
     drape_model_free(m);
+}
+
+static void refine_gather_case(const char *bundle, int garment, int iters, double rho)
+{
+    for (int per_edge = 0; per_edge < 2; per_edge++) refine_gather_case_as(bundle, garment, iters, rho, per_edge);
 }
 
 Test(cuda_host, refine_gathered_equals_the_host_refine_tiny) { refine_gather_case("tinyrefine_random", 0, 0, 0); }

@@ -107,6 +107,10 @@ typedef struct {
     float *r_body;
     double *r_work;
     int32_t *r_nn;
+    int r_wpv; /* r_work's doubles per vertex: cu_refine_work_per_vertex, max over the refined garments */
+    /* the refine kernel's shape (DRAPE_CUDA_REFINE_EDGES=0|1, DRAPE_CUDA_REFINE_THREADS=512|1024, for
+     * bench_gpu --profile to weigh them on one machine; the results are the same) */
+    int r_per_edge, r_threads;
     graph_entry graphs[GRAPH_CACHE];
     unsigned long long tick;
     cu_profile *prof; /* DRAPE_CUDA_PROFILE=1: each launch's device time (prof_mark) */
@@ -490,6 +494,7 @@ static int upload_garment(cu_garment *d, unsigned char *host, const unsigned cha
         d->r_iters = c->refine[gi].iters;
         d->r_k = c->refine[gi].stiffness, d->r_margin = c->refine[gi].margin, d->r_rho = c->refine[gi].rho;
         d->body_nn = dev_i(be, g->body_nn);
+        d->n_edges = g->n_edges;
         d->edges = (const int32_t *)stage(host, dev, off, g->edges, (size_t)g->n_edges * 8);
         hd_incidence((int32_t *)(host + *off), (int32_t *)(host + *off + align_up((size_t)(g->V + 1) * 4)), g->edges,
                      g->n_edges, 2, g->V);
@@ -683,6 +688,14 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     }
     for (int i = 0; i < c->n_garments; i++) be->refine_dev |= c->refine[i].iters > 0;
     if (rf && !strcmp(rf, "host")) be->refine_dev = 0;
+    const char *re = getenv("DRAPE_CUDA_REFINE_EDGES"), *rt = getenv("DRAPE_CUDA_REFINE_THREADS");
+    be->r_per_edge = !(re && !strcmp(re, "0"));
+    be->r_threads = rt && !strcmp(rt, "512") ? 512 : 1024;
+    for (int i = 0; i < c->n_garments; i++)
+        if (c->refine[i].iters > 0) {
+            int wpv = cu_refine_work_per_vertex(m->garments[i].V, m->garments[i].n_edges);
+            be->r_wpv = wpv > be->r_wpv ? wpv : be->r_wpv;
+        }
     if (!rc && be->tc) rc = cu_check(be, cu_conv_tc_setup(), "cudaFuncSetAttribute (tensor-core conv)", __FILE__, __LINE__, err);
     if (!rc) rc = upload_model(be, err);
     if (rc) {
@@ -915,8 +928,8 @@ static int grow_batch(cuda_backend *be, int n, drape_error *err)
         {&be->T_hat, (size_t)cap * B * 48},      {&be->q, (size_t)cap * B * 12},        {&be->M, (size_t)cap * B * 48},
         {&be->p, nv * 4},                        {&be->out, nv * 4},                    {&be->d_rec, be->rec_bytes},
         /* the refine step's scratch (none without it) */
-        {&be->r_body, be->refine_dev ? (size_t)cap * (be->base.model->Nb + be->body.C) * 24 : 0},
-        {&be->r_work, be->refine_dev ? nv * 32 : 0},   {&be->r_nn, be->refine_dev ? nv / 3 * 4 : 0},
+        {&be->r_body, be->refine_dev ? (size_t)cap * cu_refine_body_floats(&be->body) * 4 : 0},
+        {&be->r_work, be->refine_dev ? nv / 3 * be->r_wpv * 8 : 0}, {&be->r_nn, be->refine_dev ? nv / 3 * 4 : 0},
     };
     int rc = carve(be, &be->d_batch, it, (int)(sizeof it / sizeof *it), "a batch", err);
     if (rc) return rc;
@@ -1089,7 +1102,7 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
     /* the refine step of the frames whose identities have one */
     if (be->refine_dev) {
         cu_refine(be->p, be->r_body, be->r_work, be->r_nn, be->A, be->Hf, be->d_frames, be->d_garments, be->body, n,
-                  c->n_hist, s);
+                  c->n_hist, be->r_wpv, be->r_per_edge, be->r_threads, s);
         LAUNCHED();
         launches++;
     }

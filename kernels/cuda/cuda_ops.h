@@ -32,7 +32,7 @@ typedef struct {
      * refined): edges [n_edges,2], the edges at each vertex ve_start [V+1],
      * ve [2·n_edges]; its settings from the model's config */
     const int32_t *edges, *ve_start, *ve, *body_nn;
-    int r_iters;
+    int n_edges, r_iters;
     double r_k, r_margin, r_rho;
 } cu_garment;
 
@@ -118,9 +118,20 @@ void cu_uv_sample_add(float *p, const float *maps, const cu_uv_slot *slots, int 
  * refine set (the others' blocks return): p [ΣV,3] in, module A's
  * positions in the heading frame; out, the refined world positions (which
  * cu_finish then takes as they are). A [n,nf,24,12]: frame t's transforms
- * pose the body. Scratch: body [n,6·(Nb+C)] floats, work [ΣV,12] doubles, nn [ΣV]. */
+ * pose the body. Scratch: body [n,cu_refine_body_floats(bd)] floats, work
+ * [ΣV,wpv] doubles (wpv: cu_refine_work_per_vertex), nn [ΣV]. per_edge:
+ * the sweeps' edge terms in a pass of their own; threads: a block's, 512
+ * or 1024 (the results are the same). */
 void cu_refine(float *p, float *body, double *work, int32_t *nn, const float *A, const float *Hf, const cu_frame *fr,
-               const cu_garment *gs, cu_body bd, int n, int nf, cudaStream_t s);
+               const cu_garment *gs, cu_body bd, int n, int nf, int wpv, int per_edge, int threads, cudaStream_t s);
+/* a frame's body scratch: posed vertices, normals, cluster and group boxes */
+static inline DRAPE_HD size_t cu_refine_body_floats(const cu_body *bd)
+{
+    return 6 * ((size_t)bd->Nb + bd->C + HD_CLUSTER_GROUPS(bd->C));
+}
+/* doubles of work per garment vertex that hold any refined garment's
+ * HD_REFINE_WORK(V, E) */
+static inline int cu_refine_work_per_vertex(int V, int E) { return 12 + 3 * ((E + V - 1) / V); }
 /* The end of a frame, a block per frame: its world positions Hf p (p as
  * they are for a refined frame); then
  * either those into its record (rec + rec_off), or, for a packed frame, its

@@ -7,11 +7,15 @@
 #include "cuda_ops.h"
 #include "refine_bodies.h"
 
-#define REFINE_THREADS 512
+/* Blocks of up to 1024 threads at 64 registers (108 unbounded): the H200
+ * ran 512-thread blocks one per SM, a frame on 16 warps. cu_refine's
+ * threads: 1024, or 512 for two frames per SM (the backend's choice). */
+#define REFINE_THREADS 1024
 
-__global__ void __launch_bounds__(REFINE_THREADS) k_refine(float *p, float *body, double *work, int32_t *nn,
-                                                          const float *A, const float *Hf, const cu_frame *fr,
-                                                          const cu_garment *gs, cu_body bd, int nf)
+__global__ void __launch_bounds__(REFINE_THREADS, 1) k_refine(float *p, float *body, double *work, int32_t *nn,
+                                                             const float *A, const float *Hf, const cu_frame *fr,
+                                                             const cu_garment *gs, cu_body bd, int nf, int wpv,
+                                                             int per_edge)
 {
     const cu_frame *x = &fr[blockIdx.x];
     if (!x->refine) return;
@@ -26,14 +30,15 @@ __global__ void __launch_bounds__(REFINE_THREADS) k_refine(float *p, float *body
         for (int k = 0; k < 3; k++) pf[3 * v + k] = w[k];
     }
     __syncthreads();
-    hd_refine_args a = {bd, g->edges, g->ve_start, g->ve, g->body_nn, V, g->r_iters, g->r_k, g->r_margin, g->r_rho,
-                        x->r_vs, x->r_l0, x->r_inv};
-    hd_refine_frame(pf, body + (size_t)blockIdx.x * (bd.Nb + bd.C) * 6, work + 12 * (size_t)x->out_off, nn + x->out_off,
+    hd_refine_args a = {bd,       g->edges, g->ve_start, g->ve,   g->body_nn, V,       g->n_edges, g->r_iters,
+                        g->r_k,   g->r_margin, g->r_rho, x->r_vs, x->r_l0,    x->r_inv, per_edge};
+    hd_refine_frame(pf, body + (size_t)blockIdx.x * cu_refine_body_floats(&bd), work + (size_t)wpv * x->out_off,
+                    nn + x->out_off,
                     A + ((size_t)blockIdx.x * nf + nf - 1) * HD_JOINTS * 12, &a, tid, nt);
 }
 
 void cu_refine(float *p, float *body, double *work, int32_t *nn, const float *A, const float *Hf, const cu_frame *fr,
-               const cu_garment *gs, cu_body bd, int n, int nf, cudaStream_t s)
+               const cu_garment *gs, cu_body bd, int n, int nf, int wpv, int per_edge, int threads, cudaStream_t s)
 {
-    k_refine<<<n, REFINE_THREADS, 0, s>>>(p, body, work, nn, A, Hf, fr, gs, bd, nf);
+    k_refine<<<n, threads, 0, s>>>(p, body, work, nn, A, Hf, fr, gs, bd, nf, wpv, per_edge);
 }

@@ -130,6 +130,39 @@ static inline DRAPE_HD void hd_scan(const float *pts, const int32_t *ids, int n,
     }
 }
 
+/* squared distance from p to box b [6] (min xyz, max xyz); and whether a
+ * box that far may hold a point not farther than best (the slack covers
+ * the rounding, as core/geom.c's searches do) */
+static inline DRAPE_HD double hd_box_dist2(const float *b, const double *p)
+{
+    double g2 = 0;
+    for (int d = 0; d < 3; d++) {
+        double g = p[d] < b[d] ? b[d] - p[d] : p[d] > b[3 + d] ? p[d] - b[3 + d] : 0;
+        g2 += g * g;
+    }
+    return g2;
+}
+#define HD_BOX_MAY_HOLD(g2, best) ((g2) <= (best) * (1 + 1e-9) + 1e-18)
+
+/* Clusters are numbered by dominant joint, then cell (hd_body_clusters):
+ * runs of HD_CLUSTER_GROUP of them lie close together, and a box around
+ * each run (stored after the clusters' boxes) lets the search pass over a
+ * run at once. */
+#define HD_CLUSTER_GROUP 16
+#define HD_CLUSTER_GROUPS(C) (((C) + HD_CLUSTER_GROUP - 1) / HD_CLUSTER_GROUP)
+
+/* boxes [C + groups, 6]: group q's box, the union of its clusters' */
+static inline DRAPE_HD void hd_group_box(float *boxes, int C, int q)
+{
+    float *gb = boxes + 6 * ((size_t)C + q);
+    for (int d = 0; d < 3; d++) gb[d] = INFINITY, gb[3 + d] = -INFINITY;
+    for (int c = q * HD_CLUSTER_GROUP; c < C && c < (q + 1) * HD_CLUSTER_GROUP; c++)
+        for (int d = 0; d < 3; d++) {
+            gb[d] = fminf(gb[d], boxes[6 * c + d]);
+            gb[3 + d] = fmaxf(gb[3 + d], boxes[6 * c + 3 + d]);
+        }
+}
+
 /* The body vertex nearest p, of equal distances the lower index (refine.c's
  * answer): the hint's cluster first, then every cluster whose box is not
  * farther than the best so far (the slack covers the box distance's
@@ -141,18 +174,15 @@ static inline DRAPE_HD int hd_nearest_body(const float *pts, const int32_t *star
                                            const float *boxes, int C, const double *p, int hint)
 {
     double best = INFINITY;
-    int idx = 0x7fffffff, h = of[hint];
+    int idx = 0x7fffffff, h = of[hint], G = HD_CLUSTER_GROUPS(C);
     hd_scan(pts, vert + start[h], start[h + 1] - start[h], p, &best, &idx);
-    for (int c = 0; c < C; c++) {
-        if (c == h) continue;
-        const float *b = boxes + 6 * c;
-        double g2 = 0;
-        for (int d = 0; d < 3; d++) {
-            double g = p[d] < b[d] ? b[d] - p[d] : p[d] > b[3 + d] ? p[d] - b[3 + d] : 0;
-            g2 += g * g;
+    /* a group's box holds its clusters' boxes: not farther than any of them */
+    for (int q = 0; q < G; q++) {
+        if (!HD_BOX_MAY_HOLD(hd_box_dist2(boxes + 6 * ((size_t)C + q), p), best)) continue;
+        for (int c = q * HD_CLUSTER_GROUP; c < C && c < (q + 1) * HD_CLUSTER_GROUP; c++) {
+            if (c == h || !HD_BOX_MAY_HOLD(hd_box_dist2(boxes + 6 * c, p), best)) continue;
+            hd_scan(pts, vert + start[c], start[c + 1] - start[c], p, &best, &idx);
         }
-        if (g2 > best * (1 + 1e-9) + 1e-18) continue;
-        hd_scan(pts, vert + start[c], start[c + 1] - start[c], p, &best, &idx);
     }
     return idx == 0x7fffffff ? hint : idx;
 }
@@ -165,18 +195,37 @@ static inline DRAPE_HD void hd_refine_push(double *x, const float *b, const floa
         for (int c = 0; c < 3; c++) x[c] += (margin - d) * n[c];
 }
 
+/* edge e's term of a sweep, sd [3] = s d with d = x_i - x_j, s = l0_e / |d|
+ * (refine.c's): worked out once per edge for both its ends, whose square
+ * root and division were most of a sweep when each end did them */
+static inline DRAPE_HD void hd_refine_edge(double *sd, int e, const double *x, const int32_t *edges, const double *l0)
+{
+    int i = edges[2 * e], j = edges[2 * e + 1];
+    double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
+    double l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), s = l0[e] / fmax(l, 1e-12);
+    for (int c = 0; c < 3; c++) sd[3 * e + c] = s * d[c];
+}
+
 /* one Jacobi sweep at vertex v: xn_v = (p_v + k Σ_e (x_u + l0_e d̂_vu)) / (1 + k deg_v), inv = 1/(1 + k deg_v);
- * ve_start/ve: the edges at each vertex, ascending (refine.c's scatter order) */
+ * sd [E,3] the edges' terms (hd_refine_edge), or NULL: each edge's term
+ * worked out here; ve_start/ve: the edges at each vertex, ascending
+ * (refine.c's scatter order) */
 static inline DRAPE_HD void hd_refine_sweep(double *xn, int v, const double *x, const double *p, const int32_t *edges,
-                                            const int32_t *ve_start, const int32_t *ve, const double *l0, double k,
-                                            double inv)
+                                            const int32_t *ve_start, const int32_t *ve, const double *sd,
+                                            const double *l0, double k, double inv)
 {
     double acc[3] = {0, 0, 0};
     for (int q = ve_start[v]; q < ve_start[v + 1]; q++) {
         int e = ve[q], i = edges[2 * e], j = edges[2 * e + 1];
-        double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
-        double l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), s = l0[e] / fmax(l, 1e-12);
-        for (int c = 0; c < 3; c++) acc[c] += v == i ? x[3 * j + c] + s * d[c] : x[3 * i + c] - s * d[c];
+        double t[3];
+        if (sd) {
+            for (int c = 0; c < 3; c++) t[c] = sd[3 * e + c];
+        } else {
+            double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
+            double l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), s = l0[e] / fmax(l, 1e-12);
+            for (int c = 0; c < 3; c++) t[c] = s * d[c];
+        }
+        for (int c = 0; c < 3; c++) acc[c] += v == i ? x[3 * j + c] + t[c] : x[3 * i + c] - t[c];
     }
     for (int c = 0; c < 3; c++) xn[3 * v + c] = (p[3 * v + c] + k * acc[c]) * inv;
 }
@@ -198,23 +247,29 @@ typedef struct {
 typedef struct {
     hd_refine_body b;
     const int32_t *edges, *ve_start, *ve, *body_nn;
-    int V, iters;
+    int V, E, iters;
     double k, margin, rho;
     const float *v_s;         /* [Nb,3] the identity's shaped rest body */
     const double *l0, *inv;   /* [n_edges], [V] */
+    int per_edge;             /* the sweeps' edge terms in a pass of their own (hd_refine_edge) */
 } hd_refine_args;
+
+/* Doubles of one frame's work scratch: four [V,3] iterates and the
+ * edges' terms [E,3] */
+#define HD_REFINE_WORK(V, E) (12 * (size_t)(V) + 3 * (size_t)(E))
 
 /* One frame, in place: x [V,3] world positions (in: module A's, out:
  * refined); A [24,12] frame t's skinning transforms. Scratch: body
- * [6·Nb + 6·C] (posed vertices, normals, cluster boxes), work [V,12]
- * doubles, nn [V]. */
+ * [6·Nb + 6·C + 6·groups] floats (posed vertices, normals, cluster and
+ * group boxes), work [HD_REFINE_WORK(V, E)] doubles, nn [V]. */
 static inline DRAPE_HD void hd_refine_frame(float *x, float *body, double *work, int32_t *nn, const float *A,
                                             const hd_refine_args *r, int tid, int nt)
 {
     const hd_refine_body *B = &r->b;
-    const int V = r->V, Nb = B->Nb;
+    const int V = r->V, E = r->E, Nb = B->Nb;
     float *bv = body, *bn = body + 3 * (size_t)Nb, *boxes = bn + 3 * (size_t)Nb;
     double *p = work, *xa = p + 3 * (size_t)V, *xb = xa + 3 * (size_t)V, *xo = xb + 3 * (size_t)V;
+    double *sd = xo + 3 * (size_t)V;
     for (int i = tid; i < Nb; i += nt) hd_body_vertex(bv + 3 * i, B->weights + (size_t)HD_JOINTS * i, A, r->v_s + 3 * i);
     for (int v = tid; v < V; v += nt)
         for (int c = 0; c < 3; c++) p[3 * v + c] = xa[3 * v + c] = x[3 * v + c];
@@ -223,21 +278,32 @@ static inline DRAPE_HD void hd_refine_frame(float *x, float *body, double *work,
     for (int c = tid; c < B->C; c += nt)
         hd_cluster_box(boxes + 6 * c, bv, B->c_vert + B->c_start[c], B->c_start[c + 1] - B->c_start[c]);
     HD_SYNC();
-    /* the garment's rest-time body vertex is a near guess to start from (refine.c's hint) */
-    for (int v = tid; v < V; v += nt)
-        nn[v] = hd_nearest_body(bv, B->c_start, B->c_vert, B->c_of, boxes, B->C, p + 3 * v, r->body_nn[v]);
+    for (int q = tid; q < HD_CLUSTER_GROUPS(B->C); q += nt) hd_group_box(boxes, B->C, q);
     HD_SYNC();
-    /* xo: the iterate before xa, which the accelerated sweeps extrapolate from */
+    /* the garment's rest-time body vertex is a near guess to start from
+     * (refine.c's hint); then the first sweep's push */
+    for (int v = tid; v < V; v += nt) {
+        nn[v] = hd_nearest_body(bv, B->c_start, B->c_vert, B->c_of, boxes, B->C, p + 3 * v, r->body_nn[v]);
+        if (r->iters > 0) hd_refine_push(xa + 3 * v, bv + 3 * nn[v], bn + 3 * nn[v], r->margin);
+    }
+    HD_SYNC();
+    /* xo: the iterate before xa, which the accelerated sweeps extrapolate
+     * from. A vertex's sweep also does the next sweep's push, which reads
+     * only that vertex. Either way (per_edge or not), refine.c's arithmetic. */
     double w = 1, rho2 = r->rho * r->rho;
     for (int it = 0; it < r->iters; it++) {
-        for (int v = tid; v < V; v += nt) hd_refine_push(xa + 3 * v, bv + 3 * nn[v], bn + 3 * nn[v], r->margin);
-        HD_SYNC();
-        int cheb = r->rho > 0 && it >= DRAPE_REFINE_PLAIN_SWEEPS;
+        if (r->per_edge) {
+            for (int e = tid; e < E; e += nt) hd_refine_edge(sd, e, xa, r->edges, r->l0);
+            HD_SYNC();
+        }
+        int cheb = r->rho > 0 && it >= DRAPE_REFINE_PLAIN_SWEEPS, push = it + 1 < r->iters;
         if (cheb) w = it == DRAPE_REFINE_PLAIN_SWEEPS ? 2 / (2 - rho2) : 4 / (4 - rho2 * w);
         for (int v = tid; v < V; v += nt) {
-            hd_refine_sweep(xb, v, xa, p, r->edges, r->ve_start, r->ve, r->l0, r->k, r->inv[v]);
+            hd_refine_sweep(xb, v, xa, p, r->edges, r->ve_start, r->ve, r->per_edge ? sd : NULL, r->l0, r->k,
+                            r->inv[v]);
             if (cheb)
                 for (int c = 0; c < 3; c++) xb[3 * v + c] = w * (xb[3 * v + c] - xo[3 * v + c]) + xo[3 * v + c];
+            if (push) hd_refine_push(xb + 3 * v, bv + 3 * nn[v], bn + 3 * nn[v], r->margin);
         }
         HD_SYNC();
         double *t = xo;
