@@ -8,7 +8,9 @@
 # (bench_gpu.c --refine), PyTorch's torch.compile at paper scale and batch
 # 1, 256, 8, 32 and 64, then the goals' table (gpu_goals.py: each goal's row,
 # ours, the peer, the goal, pass, FAIL or unmeasured). Then, as far as the
-# time allows, the extras: draped's benchmark on the CUDA backend (bench_server.c) and
+# time allows, the extras: where the device time goes and the kernels'
+# variants weighed (gpu_profile.sh), the device tests on the variants the
+# defaults do not take, draped's benchmark on the CUDA backend (bench_server.c) and
 # training on CUDA (the train tests, whose fits take the GPU when there is
 # one, and train.py fit's speed there against the CPU, train_speed.sh).
 #
@@ -18,7 +20,7 @@
 #                       limit shrinks to what is left, so the run ends in time
 #        GPU_CHECK_STEPS    the steps to run (default: device tests bench_gpu
 #                       load refine torch_compile goals, then the extras
-#                       bench_server train_tests train_speed); steps named here must run
+#                       profile variants bench_server train_tests train_speed); steps named here must run
 #        GPU_GOAL_PRECISION the precision the goals are judged at (fp16)
 #        DRAPE_PYTHON   a python3 with torch and numpy (default: python3 if it
 #                       imports torch, else /usr/bin/python3)
@@ -52,7 +54,7 @@ MODEL=models/default.safetensors
 
 first_rc=0
 TOTAL=${GPU_CHECK_SECONDS:-480}
-EXTRAS=" bench_server train_tests train_speed "
+EXTRAS=" profile variants bench_server train_tests train_speed "
 # the goals' table reads the measuring steps' logs: they leave it its seconds
 GOALS_RESERVE=0
 case " ${GPU_CHECK_STEPS:-goals} " in *" goals "*) GOALS_RESERVE=10 ;; esac
@@ -98,9 +100,14 @@ step load 50 bench/gpu_load.sh "$B" "$MODEL" 1000 30 10
 step refine 40 env DRAPE_BENCH_THREADS=4 "$B/drape_bench_gpu" --refine "$MODEL"
 # the peer last of the measuring steps (its compiles take the longest);
 # batch 256, the goal's, right after batch 1
-step torch_compile 110 "$DRAPE_PYTHON" train/bench_ref.py --model "$B/data/paper_random.safetensors" \
+step torch_compile 140 "$DRAPE_PYTHON" train/bench_ref.py --model "$B/data/paper_random.safetensors" \
     --device cuda --batches 1,256,8,32,64 --iters 20 --compile
 step goals 10 "$DRAPE_PYTHON" bench/gpu_goals.py "$LOG"
+# where the device time goes, and the kernels' variants weighed; the device
+# tests again on the variants the defaults do not take
+step profile 90 bench/gpu_profile.sh "$B" "$MODEL"
+step variants 60 env DRAPE_CUDA_CONV_BK=64 DRAPE_CUDA_REFINE_EDGES=0 DRAPE_CUDA_REFINE_THREADS=512 \
+    "$B/drape_tests" --filter "cuda/*" --jobs 4
 step bench_server 100 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 \
     "$B/drape_bench_server" "$MODEL" "$B/draped" "$B/drape"
 step train_tests 150 "$B/drape_tests" --filter 'train/*' --jobs 4

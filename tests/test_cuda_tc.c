@@ -83,12 +83,14 @@ Test(cuda_host, tc_neighbour_tables_small) { neighbours_case("small_random"); }
  * channel, output column) once. */
 Test(cuda_host, tc_tiles_cover_k_and_rows_once)
 {
-    /* Cop 128: BN 128, the one tile over 48 KB of shared memory (BK 32) */
+    /* Cop 128: BN 128, the tiles over 48 KB of shared memory (BK 32, 64) */
     int cips[4] = {16, 48, 64, 128}, cops[5] = {16, 32, 64, 128, 192};
     uint64_t s = 5;
+    for (int wide = 0; wide < 2; wide++)
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 5; b++) {
-            int Cip = cips[a], Cop = cops[b], BK = hd_tc_bk(Cip), BN = hd_tc_bn(Cop), KC = 9 * (Cip / BK);
+            int Cip = cips[a], Cop = cops[b], BK = hd_tc_bk(Cip, wide), BN = hd_tc_bn(Cop), KC = 9 * (Cip / BK);
+            cr_assert(BK == (wide && Cip % 64 == 0 ? 64 : Cip % 32 ? 16 : 32), "Cip %d wide %d: BK %d", Cip, wide, BK);
             int rows_left = 100 + a * 9; /* a partial block */
             cr_assert(Cip % BK == 0 && Cop % BN == 0 && BN >= 16);
             int32_t nbr[TC_BM * 9];
@@ -99,7 +101,7 @@ Test(cuda_host, tc_tiles_cover_k_and_rows_once)
                 int tap, ci0;
                 hd_tc_kchunk(&tap, &ci0, kc, Cip, BK);
                 cr_assert(tap >= 0 && tap < 9 && ci0 >= 0 && ci0 + BK <= Cip && ci0 % BK == 0);
-                unsigned char tile[TC_BM][32] = {{0}};
+                unsigned char tile[TC_BM][64] = {{0}};
                 for (int i = 0; i < TC_BM * BK / 8; i++) {
                     int r, c;
                     int64_t src = hd_tc_a_src(&r, &c, nbr, rows_left, i, tap, ci0, Cip, BK);
@@ -111,7 +113,7 @@ Test(cuda_host, tc_tiles_cover_k_and_rows_once)
                     if (r >= rows_left || nbr[9 * r + tap] < 0) cr_assert_eq(src, -1, "row %d tap %d: zeros", r, tap);
                     else cr_assert_eq(src, (int64_t)nbr[9 * r + tap] * Cip + ci0 + c);
                 }
-                unsigned char wt[32][128] = {{0}};
+                unsigned char wt[64][128] = {{0}};
                 int n0 = BN < Cop ? BN : 0; /* the second column tile when there is one */
                 for (int i = 0; i < BK * BN / 8; i++) {
                     int k, c;
@@ -246,7 +248,7 @@ static float round16(float x, int bf16) { return bf16 ? hd_bf16_value(hd_bf16_bi
 static void emulate_layer(float *out, float *pre, const float *in, const float *wp, const float *bp,
                           const int32_t *nbr, int rows, int Cip, int Cop, int mode, int last, int bf16)
 {
-    int BK = hd_tc_bk(Cip), BN = last ? 16 : hd_tc_bn(Cop), KC = 9 * (Cip / BK);
+    int BK = hd_tc_bk(Cip, 0), BN = last ? 16 : hd_tc_bn(Cop), KC = 9 * (Cip / BK);
     float *As = malloc(sizeof(float) * TC_BM * BK), *Bs = malloc(sizeof(float) * BK * BN);
     float *acc = malloc(sizeof(float) * TC_BM * BN);
     int32_t nbr_s[TC_BM * 9];

@@ -111,6 +111,7 @@ typedef struct {
     /* the refine kernel's shape (DRAPE_CUDA_REFINE_EDGES=0|1, DRAPE_CUDA_REFINE_THREADS=512|1024, for
      * bench_gpu --profile to weigh them on one machine; the results are the same) */
     int r_per_edge, r_threads;
+    int conv_wide; /* DRAPE_CUDA_CONV_BK=64: the tensor-core conv's K chunks of 64 (hd_tc_bk) */
     graph_entry graphs[GRAPH_CACHE];
     unsigned long long tick;
     cu_profile *prof; /* DRAPE_CUDA_PROFILE=1: each launch's device time (prof_mark) */
@@ -691,6 +692,8 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     const char *re = getenv("DRAPE_CUDA_REFINE_EDGES"), *rt = getenv("DRAPE_CUDA_REFINE_THREADS");
     be->r_per_edge = !(re && !strcmp(re, "0"));
     be->r_threads = rt && !strcmp(rt, "512") ? 512 : 1024;
+    const char *bk = getenv("DRAPE_CUDA_CONV_BK");
+    be->conv_wide = bk && !strcmp(bk, "64");
     for (int i = 0; i < c->n_garments; i++)
         if (c->refine[i].iters > 0) {
             int wpv = cu_refine_work_per_vertex(m->garments[i].V, m->garments[i].n_edges);
@@ -1003,7 +1006,7 @@ static int uv_chunk_tc(cuda_backend *be, int s0, int ns, int Vmax, int *launches
         const drape_conv *cv = &m->net.conv[l];
         int last = l == L - 1, mode = last ? 0 : cv->in == cv->out ? 2 : 1;
         cu_conv_tc(last ? (void *)be->tc_out : bufs[(l + 1) & 1], bufs[l & 1], be->d_tcw[l], be->d_tcb[l], slots, ns,
-                   be->d_frames, be->d_garments, l, (int)be->rows_max[l], be->Cp[l], be->Cp[l + 1], mode, last, be->bf16,
+                   be->d_frames, be->d_garments, l, (int)be->rows_max[l], be->Cp[l], be->Cp[l + 1], mode, last, be->bf16, be->conv_wide,
                    be->tc_stride, last ? be->tc_out_stride : be->tc_stride, s);
         LAUNCHED();
     }

@@ -190,7 +190,8 @@ template <typename T> cudaError_t tc_setup_type()
 #define ONE(BN, BK, LAST) if (e == cudaSuccess) e = tc_setup_one<T, BN, BK, LAST>()
     ONE(16, 16, false); ONE(32, 16, false); ONE(64, 16, false); ONE(128, 16, false);
     ONE(16, 32, false); ONE(32, 32, false); ONE(64, 32, false); ONE(128, 32, false);
-    ONE(16, 16, true); ONE(16, 32, true);
+    ONE(16, 64, false); ONE(32, 64, false); ONE(64, 64, false); ONE(128, 64, false);
+    ONE(16, 16, true); ONE(16, 32, true); ONE(16, 64, true);
 #undef ONE
     return e;
 }
@@ -209,13 +210,19 @@ void tc_launch(void *out, const void *in, const void *wt, const float *bias, con
 template <typename T>
 void tc_dispatch(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,
                  const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode, int last,
-                 int64_t in_stride, int64_t out_stride, cudaStream_t s)
+                 int wide, int64_t in_stride, int64_t out_stride, cudaStream_t s)
 {
-    int BK = hd_tc_bk(Cip), BN = last ? 16 : hd_tc_bn(Cop);
+    int BK = hd_tc_bk(Cip, wide), BN = last ? 16 : hd_tc_bn(Cop);
 #define GO(bn, bk, lst) tc_launch<T, bn, bk, lst>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, in_stride, out_stride, s)
     if (last) {
-        if (BK == 32) GO(16, 32, true);
+        if (BK == 64) GO(16, 64, true);
+        else if (BK == 32) GO(16, 32, true);
         else GO(16, 16, true);
+    } else if (BK == 64) {
+        if (BN == 128) GO(128, 64, false);
+        else if (BN == 64) GO(64, 64, false);
+        else if (BN == 32) GO(32, 64, false);
+        else GO(16, 64, false);
     } else if (BK == 32) {
         if (BN == 128) GO(128, 32, false);
         else if (BN == 64) GO(64, 32, false);
@@ -240,13 +247,13 @@ cudaError_t cu_conv_tc_setup(void)
 
 void cu_conv_tc(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,
                 const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode, int last,
-                int bf16, int64_t in_stride, int64_t out_stride, cudaStream_t s)
+                int bf16, int wide, int64_t in_stride, int64_t out_stride, cudaStream_t s)
 {
     if (bf16)
-        tc_dispatch<__nv_bfloat16>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, last, in_stride,
-                                   out_stride, s);
+        tc_dispatch<__nv_bfloat16>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, last, wide,
+                                   in_stride, out_stride, s);
     else
-        tc_dispatch<__half>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, last, in_stride,
+        tc_dispatch<__half>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, last, wide, in_stride,
                             out_stride, s);
 }
 

@@ -33,8 +33,10 @@
 
 static inline DRAPE_HD int hd_tc_pad(int c) { return (c + 15) & ~15; }
 
-/* K chunk: 32 channels of one tap when the padded width allows, else 16 */
-static inline DRAPE_HD int hd_tc_bk(int Cip) { return Cip % 32 ? 16 : 32; }
+/* K chunk: 32 channels of one tap when the padded width allows, else 16;
+ * wide: 64 where it divides (half the barriers per K, twice the shared
+ * memory: two blocks of BN 128 still fit an SM) */
+static inline DRAPE_HD int hd_tc_bk(int Cip, int wide) { return wide && Cip % 64 == 0 ? 64 : Cip % 32 ? 16 : 32; }
 
 /* output tile width: the widest of 128, 64, 32, 16 that divides Cop (padded) */
 static inline DRAPE_HD int hd_tc_bn(int Cop) { return Cop % 128 == 0 ? 128 : Cop % 64 == 0 ? 64 : Cop % 32 == 0 ? 32 : 16; }
