@@ -5,7 +5,14 @@
 #
 #   bench/gpu_load.sh BUILD MODEL [AVATARS] [FPS] [SECONDS]
 #   env: GPU_LOAD_PRECISION (default fp16), GPU_LOAD_CONNECTIONS (default 8:
-#        draped takes at most 256 avatars per stream), GPU_LOAD_FORMAT (q16)
+#        draped takes at most 256 avatars per stream), GPU_LOAD_FORMAT (q16),
+#        GPU_LOAD_MAX_BATCH (default 128), GPU_LOAD_MAX_DELAY_US (default 1000)
+#
+# draped's batch at most 128 frames: the refine step runs a frame per SM
+# (1024-thread blocks), so a batch of up to the SM count (132 on an H200)
+# takes one wave of about 2 ms; at 256 a batch of ~160 took two waves, 7 ms
+# a batch and p99 24.6 ms (2026-12-04). docs/server.md says the same to
+# users.
 set -u
 B=${1:?build folder}
 MODEL=${2:?model bundle}
@@ -15,6 +22,8 @@ SECONDS_=${5:-10}
 PREC=${GPU_LOAD_PRECISION:-fp16}
 CONNS=${GPU_LOAD_CONNECTIONS:-8}
 FORMAT=${GPU_LOAD_FORMAT:-q16}
+MAX_BATCH=${GPU_LOAD_MAX_BATCH:-128}
+MAX_DELAY=${GPU_LOAD_MAX_DELAY_US:-1000}
 LOG=$(mktemp)
 GARMENT=$("${DRAPE_PYTHON:-python3}" - "$MODEL" 2>/dev/null <<'EOF'
 import json, struct, sys
@@ -27,7 +36,7 @@ EOF
 GARMENT=${GARMENT:-skirt}
 
 "$B/draped" --port 0 --bind 127.0.0.1 --model "$MODEL" --backend cuda --precision "$PREC" \
-    --max-batch 256 --max-delay-us 2000 --log-level warn >"$LOG" 2>&1 &
+    --max-batch "$MAX_BATCH" --max-delay-us "$MAX_DELAY" --log-level warn >"$LOG" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -f "$LOG"' EXIT
 PORT=
@@ -43,7 +52,7 @@ if [ -z "$PORT" ]; then
     cat "$LOG"
     exit 1
 fi
-echo "draped on :$PORT (cuda, $PREC), $MODEL, garment $GARMENT; $AVATARS avatars x $FPS fps for $SECONDS_ s over $CONNS connections ($FORMAT)"
+echo "draped on :$PORT (cuda, $PREC, --max-batch $MAX_BATCH --max-delay-us $MAX_DELAY), $MODEL, garment $GARMENT; $AVATARS avatars x $FPS fps for $SECONDS_ s over $CONNS connections ($FORMAT)"
 # warm: the identity and the batch shapes' graphs
 "$B/drape" load --url "ws://127.0.0.1:$PORT/v1/stream" --avatars "$CONNS" --connections "$CONNS" --fps 30 \
     --duration 2 --garment "$GARMENT" --format "$FORMAT" >/dev/null || true

@@ -109,9 +109,16 @@ typedef struct {
     int32_t *r_nn;
     int r_wpv; /* r_work's doubles per vertex: cu_refine_work_per_vertex, max over the refined garments */
     /* the refine kernel's shape (DRAPE_CUDA_REFINE_EDGES=0|1, DRAPE_CUDA_REFINE_THREADS=512|1024, for
-     * bench_gpu --profile to weigh them on one machine; the results are the same) */
+     * bench_gpu --profile to weigh them on one machine; the results are the same). The H200 (2026-12-04,
+     * default model, skirt): the edge terms at each end and 1024 threads took 1.83 ms a frame at batch 1,
+     * 4.03 ms a batch of 256; a pass of their own, 2.44 and 5.50; 512 threads, 2.36 and 3.99 */
     int r_per_edge, r_threads;
-    int conv_wide; /* DRAPE_CUDA_CONV_BK=64: the tensor-core conv's K chunks of 64 (hd_tc_bk) */
+    /* DRAPE_CUDA_REFINE_ITERS=N: every refined garment's sweeps (a profile's split of the step's
+     * fixed cost from its sweeps; the frames are not the model's then) */
+    int r_iters_override;
+    /* the tensor-core conv's K chunks of 64 where they divide (hd_tc_bk); DRAPE_CUDA_CONV_BK=32: of 32.
+     * The H200, paper scale: 0.526 against 0.609 ms at batch 1, 0.467 against 0.542 ms a frame at 256 */
+    int conv_wide;
     graph_entry graphs[GRAPH_CACHE];
     unsigned long long tick;
     cu_profile *prof; /* DRAPE_CUDA_PROFILE=1: each launch's device time (prof_mark) */
@@ -492,7 +499,7 @@ static int upload_garment(cu_garment *d, unsigned char *host, const unsigned cha
                  d->n_pos[0], g->cov_texel, g->n_cov, c->uv_w);
     d->in_cov = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[0] * 4);
     if (be->refine_dev && c->refine[gi].iters > 0) {
-        d->r_iters = c->refine[gi].iters;
+        d->r_iters = be->r_iters_override > 0 ? be->r_iters_override : c->refine[gi].iters;
         d->r_k = c->refine[gi].stiffness, d->r_margin = c->refine[gi].margin, d->r_rho = c->refine[gi].rho;
         d->body_nn = dev_i(be, g->body_nn);
         d->n_edges = g->n_edges;
@@ -690,10 +697,11 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     for (int i = 0; i < c->n_garments; i++) be->refine_dev |= c->refine[i].iters > 0;
     if (rf && !strcmp(rf, "host")) be->refine_dev = 0;
     const char *re = getenv("DRAPE_CUDA_REFINE_EDGES"), *rt = getenv("DRAPE_CUDA_REFINE_THREADS");
-    be->r_per_edge = !(re && !strcmp(re, "0"));
+    be->r_per_edge = re && !strcmp(re, "1");
     be->r_threads = rt && !strcmp(rt, "512") ? 512 : 1024;
-    const char *bk = getenv("DRAPE_CUDA_CONV_BK");
-    be->conv_wide = bk && !strcmp(bk, "64");
+    const char *bk = getenv("DRAPE_CUDA_CONV_BK"), *ri = getenv("DRAPE_CUDA_REFINE_ITERS");
+    be->conv_wide = !(bk && !strcmp(bk, "32"));
+    be->r_iters_override = ri ? atoi(ri) : 0;
     for (int i = 0; i < c->n_garments; i++)
         if (c->refine[i].iters > 0) {
             int wpv = cu_refine_work_per_vertex(m->garments[i].V, m->garments[i].n_edges);
@@ -878,7 +886,8 @@ static int cuda_identity_refine(drape_backend *b, drape_identity *x, const drape
      * an identity asking for others (a config changed since, a garment with
      * no table) is refined on the host, as with DRAPE_CUDA_REFINE=host */
     const cu_garment *dg = &be->h_garments[x->garment];
-    if (!dg->edges || dg->r_iters != r->iters || dg->r_k != r->k || dg->r_margin != r->margin || dg->r_rho != r->rho)
+    int iters = be->r_iters_override > 0 ? be->r_iters_override : r->iters;
+    if (!dg->edges || dg->r_iters != iters || dg->r_k != r->k || dg->r_margin != r->margin || dg->r_rho != r->rho)
         return DRAPE_OK;
     const drape_garment *g = &b->model->garments[x->garment];
     size_t nb[3] = {(size_t)b->model->Nb * 12, (size_t)g->n_edges * 8, (size_t)g->V * 8};
@@ -1078,6 +1087,7 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
 
     /* steps 1–2, then Bone-Net over the batch (FiLM + ReLU fused) */
     cu_fk(be->A, be->Hf, be->Hinv, be->d_poses, be->d_frames, be->d_parents, n, c->n_hist, s);
+    LAUNCHED();
     cu_bone_input(be->X, be->T_hat, be->q, be->A, be->Hinv, be->d_frames, be->d_garments, dev_f(be, m->net.in_mean),
                   dev_f(be, m->net.in_std), m->net.in_min ? dev_f(be, m->net.in_min) : NULL,
                   m->net.in_min ? dev_f(be, m->net.in_max) : NULL, n, B, c->n_hist, s);
