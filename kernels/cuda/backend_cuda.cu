@@ -44,8 +44,13 @@ extern "C" {
 #define ALIGN 256
 /* cuBLAS workspace of our own, so that GEMMs captured into a graph never allocate */
 #define BLAS_WORKSPACE ((size_t)32 << 20)
-/* captured batch shapes kept (least recently used evicted) */
-#define GRAPH_CACHE 8
+/* captured batch shapes kept (least recently used evicted). A shape is the
+ * batch's size and its frames' kinds, and a server's batches come in every
+ * size up to --max-batch: at 8 the H200's load run (batches of 60-128
+ * frames) captured and instantiated a graph for nearly every batch. 256
+ * keep every size of one kind of traffic; an executable graph of this
+ * backend's 20-40 nodes is a few kilobytes. */
+#define GRAPH_CACHE 256
 
 /* A batch's launch sequence captured as a CUDA graph. Its shape: the frame
  * count and each frame's (garment, plain skinning), which fix every launch
