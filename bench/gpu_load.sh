@@ -36,7 +36,7 @@ EOF
 GARMENT=${GARMENT:-skirt}
 
 "$B/draped" --port 0 --bind 127.0.0.1 --model "$MODEL" --backend cuda --precision "$PREC" \
-    --max-batch "$MAX_BATCH" --max-delay-us "$MAX_DELAY" --log-level warn >"$LOG" 2>&1 &
+    --max-batch "$MAX_BATCH" --max-delay-us "$MAX_DELAY" --log-level debug >"$LOG" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -f "$LOG"' EXIT
 PORT=
@@ -69,5 +69,7 @@ curl -s "http://127.0.0.1:$PORT/metrics" | awk '
         for (i = 1; i <= n; i++) { c = v["drape_frame_" s[i] "_count"]
             printf " %s %.3f ms", s[i], c ? 1e3 * v["drape_frame_" s[i] "_sum"] / c : 0 }
         printf " (means per frame)\n" }'
+# a batch shape is captured as a CUDA graph once, then replayed
+echo "draped: $(grep -c 'captured batch shape' "$LOG") batch shapes captured ($(sed -n 's/.*captured batch shape.* in \([0-9.]*\) ms.*/\1/p' "$LOG" | sort -g | tail -1) ms the longest)"
 echo "$REPORT"
 exit $rc

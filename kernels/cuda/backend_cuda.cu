@@ -125,7 +125,7 @@ typedef struct {
      * The H200, paper scale: 0.526 against 0.609 ms at batch 1, 0.467 against 0.542 ms a frame at 256 */
     int conv_wide;
     graph_entry graphs[GRAPH_CACHE];
-    unsigned long long tick;
+    unsigned long long tick, captures;
     cu_profile *prof; /* DRAPE_CUDA_PROFILE=1: each launch's device time (prof_mark) */
     int *h_key;   /* [cap] the current batch's shape */
     void *blas_ws;
@@ -1156,6 +1156,7 @@ static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, con
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
     drape_error cap = {0, ""};
+    double t_cap = wall_ms();
     CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     be->capturing = 1;
     int rc = enqueue_batch(be, n, ns, hf, hs, Vmax, out_bytes, &cap);
@@ -1178,6 +1179,10 @@ static int launch_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, con
     memcpy(key, be->h_key, (size_t)n * sizeof(int));
     *slot = graph_entry{exec, n, key, ++be->tick, (int)nodes};
     be->launches = (int)nodes; /* what the device runs, cuBLAS's own kernels included */
+    be->captures++;
+    /* once per batch shape in a steady load (gpu_load.sh counts these) */
+    plugin_log(DRAPE_LOG_DEBUG, "cuda backend: captured batch shape %llu (%d frames, %zu nodes) in %.2f ms",
+               be->captures, n, nodes, wall_ms() - t_cap);
     CU(cudaGraphLaunch(exec, s));
     return DRAPE_OK;
 }
