@@ -319,23 +319,29 @@ static int bench_profile(const char *path, int precision, int n, int garment, in
         fprintf(stderr, "bench: %s\n", e.msg);
         return 1;
     }
-    if (n < 1 || n > MAXN || garment < 0 || garment >= m->cfg.n_garments) {
-        fprintf(stderr, "bench: batch 1..%d, garment 0..%d\n", MAXN, m->cfg.n_garments - 1);
+    if (n < 1 || n > MAXN || garment < 0 || garment >= m->cfg.n_garments || precision < 0 ||
+        precision >= DRAPE_PRECISION_COUNT || pack < 0 || pack > DRAPE_PACK_Q16) {
+        fprintf(stderr, "bench: batch 1..%d, garment 0..%d, precision 0..%d, pack 0..%d\n", MAXN,
+                m->cfg.n_garments - 1, DRAPE_PRECISION_COUNT - 1, DRAPE_PACK_Q16);
         drape_model_free(m);
         return 2;
     }
+    int rc = 0;
     float *poses = malloc(sizeof(float) * HIST_FLOATS * MAXN), *outs[MAXN];
     unsigned s = 11;
     for (int i = 0; i < HIST_FLOATS * MAXN; i++) poses[i] = rnd(&s) * 0.4f;
     for (int a = 0; a < n; a++) outs[a] = malloc(sizeof(float) * 3 * m->garments[garment].V);
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 2 && !rc; pass++) {
         if (pass) setenv("DRAPE_CUDA_PROFILE", "1", 1);
         drape_backend *be = NULL;
         drape_identity *id = NULL;
         drape_backend_opts o = {.threads = 1, .precision = precision};
         if (drape_backend_create(&be, "cuda", m, &o, &e) || drape_identity_create(be, &id, garment, NULL, 0, &e)) {
             fprintf(stderr, "bench: %s\n", e.msg);
-            return 1;
+            if (be) drape_backend_free(be);
+            unsetenv("DRAPE_CUDA_PROFILE");
+            rc = 1;
+            break;
         }
         drape_frame fr[MAXN];
         for (int a = 0; a < n; a++) {
@@ -357,7 +363,7 @@ static int bench_profile(const char *path, int precision, int n, int garment, in
     for (int a = 0; a < n; a++) free(outs[a]);
     free(poses);
     drape_model_free(m);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -374,8 +380,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench: cannot write %s\n", jp);
         return 1;
     }
-    if (argc == 7 && !strcmp(argv[1], "--profile"))
-        return bench_profile(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+    if (argc == 7 && !strcmp(argv[1], "--profile")) {
+        int rc = bench_profile(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+        if (json_out) fclose(json_out);
+        return rc;
+    }
     if (argc == 3 && !strcmp(argv[1], "--refine")) {
         int rc = bench_refine(argv[2], threads);
         if (json_out) fclose(json_out);

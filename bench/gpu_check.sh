@@ -106,7 +106,7 @@ step goals 10 "$DRAPE_PYTHON" bench/gpu_goals.py "$LOG"
 # where the device time goes, and the kernels' variants weighed; the device
 # tests again on the variants the defaults do not take
 step profile 90 bench/gpu_profile.sh "$B" "$MODEL"
-step variants 60 env DRAPE_CUDA_CONV_BK=32 DRAPE_CUDA_REFINE_EDGES=1 DRAPE_CUDA_REFINE_THREADS=512 \
+step variants 100 env DRAPE_CUDA_CONV_BK=32 DRAPE_CUDA_REFINE_EDGES=1 DRAPE_CUDA_REFINE_THREADS=512 \
     "$B/drape_tests" --filter "cuda/*" --jobs 4
 step bench_server 100 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 \
     "$B/drape_bench_server" "$MODEL" "$B/draped" "$B/drape"

@@ -7,10 +7,11 @@
 # (DRAPE_CUDA_REFINE_EDGES, DRAPE_CUDA_REFINE_THREADS) and its fixed cost
 # apart from its sweeps (DRAPE_CUDA_REFINE_ITERS=1) on the default model.
 # The first line of each case is its ms per batch with graphs, as the
-# service runs it.
+# service runs it. The refine cases take MODEL's first garment, refined in
+# the shipped model.
 #
 #   bench/gpu_profile.sh BUILD MODEL
-set -u
+set -u -o pipefail
 B=${1:?build folder}
 MODEL=${2:?the default model}
 FP16=3
@@ -20,7 +21,7 @@ one() { # one [ENV=VALUE...] -- BUNDLE BATCH PACK
     while [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
     echo "== ${envs[*]:-defaults}: $(basename "$1") batch $2"
-    env "${envs[@]}" "$B/drape_bench_gpu" --profile "$1" "$FP16" "$2" 0 "$3" 2>&1 | grep -v '^|---'
+    env ${envs[@]+"${envs[@]}"} "$B/drape_bench_gpu" --profile "$1" "$FP16" "$2" 0 "$3" 2>&1 | grep -v '^|---'
 }
 rc=0
 for b in 1 256; do one -- "$B/data/small_random.safetensors" $b 0 || rc=1; done

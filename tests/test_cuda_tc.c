@@ -90,7 +90,8 @@ Test(cuda_host, tc_tiles_cover_k_and_rows_once)
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 5; b++) {
             int Cip = cips[a], Cop = cops[b], BK = hd_tc_bk(Cip, wide), BN = hd_tc_bn(Cop), KC = 9 * (Cip / BK);
-            cr_assert(BK == (wide && Cip % 64 == 0 ? 64 : Cip % 32 ? 16 : 32), "Cip %d wide %d: BK %d", Cip, wide, BK);
+            static const int want_bk[2][4] = {{16, 16, 32, 32}, {16, 16, 64, 64}}; /* Cip 16, 48, 64, 128 */
+            cr_assert_eq(BK, want_bk[wide][a], "Cip %d wide %d: BK %d", Cip, wide, BK);
             int rows_left = 100 + a * 9; /* a partial block */
             cr_assert(Cip % BK == 0 && Cop % BN == 0 && BN >= 16);
             int32_t nbr[TC_BM * 9];

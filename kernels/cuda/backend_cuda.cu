@@ -91,6 +91,7 @@ typedef struct {
         double ms;
     } site[PROF_SITES];
     int n_sites, runs;
+    long dropped; /* marks past PROF_EVENTS in a batch: their stages count in the last one kept */
     double host_ms, dev_ms;
 } cu_profile;
 
@@ -254,7 +255,11 @@ static double wall_ms(void)
 static void prof_mark(cuda_backend *be, const char *fn, int line)
 {
     cu_profile *p = be->prof;
-    if (!p || p->n == PROF_EVENTS) return;
+    if (!p) return;
+    if (p->n == PROF_EVENTS) {
+        p->dropped++;
+        return;
+    }
     cudaEventRecord(p->ev[p->n], be->stream);
     p->fn[p->n] = fn;
     p->line[p->n++] = line;
@@ -296,6 +301,9 @@ static void prof_print(const cuda_backend *be)
     for (int k = 0; k < p->n_sites; k++)
         fprintf(stderr, "| %s:%d | %.1f | %.4f | %.1f%% |\n", p->site[k].fn, p->site[k].line, (double)p->site[k].hits / r,
                 p->site[k].ms / r, 100.0 * p->site[k].ms / (p->dev_ms > 0 ? p->dev_ms : 1));
+    if (p->dropped)
+        fprintf(stderr, "cuda profile: %ld marks past %d a batch dropped (the device time is whole, the last "
+                "stages are not told apart)\n", p->dropped, PROF_EVENTS);
 }
 
 /* after a stage's launches: launch errors are reported here (and, when
@@ -712,7 +720,10 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
             int wpv = cu_refine_work_per_vertex(m->garments[i].V, m->garments[i].n_edges);
             be->r_wpv = wpv > be->r_wpv ? wpv : be->r_wpv;
         }
-    if (!rc && be->tc) rc = cu_check(be, cu_conv_tc_setup(), "cudaFuncSetAttribute (tensor-core conv)", __FILE__, __LINE__, err);
+    int wide_ok = 0;
+    if (!rc && be->tc)
+        rc = cu_check(be, cu_conv_tc_setup(&wide_ok), "cudaFuncSetAttribute (tensor-core conv)", __FILE__, __LINE__, err);
+    be->conv_wide &= wide_ok;
     if (!rc) rc = upload_model(be, err);
     if (rc) {
         cuda_destroy(&be->base);
@@ -1084,7 +1095,8 @@ static int enqueue_batch(cuda_backend *be, int n, int ns, const cu_frame *hf, co
     int B = c->bones, H = c->hidden, rc, launches = 0;
     cudaStream_t s = be->stream;
     if (be->prof) {
-        cu_spin(2000000, s);
+        be->prof->n = 0; /* marks outside a batch (an identity's encoding) are not its */
+        cu_spin(4000000, s);
         prof_mark(be, "start", 0);
     }
     CU(cudaMemcpyAsync(be->d_poses, be->h_stage, be->stage_bytes, cudaMemcpyHostToDevice, s));

@@ -178,16 +178,26 @@ __global__ void k_uv_input_tc(T *maps, const float *p, const float *y_cat, const
     }
 }
 
-template <typename T, int BN, int BK, bool LAST> cudaError_t tc_setup_one()
+/* An instance whose tiles need more shared memory than a block may have
+ * here (BN 128 with BK 64 takes 110 KB; sm_86/89/120 allow 99 KB) is left
+ * unset, and the backend keeps to K chunks of 32 (cu_conv_tc_setup). The
+ * carveout: all of the SM's L1 as shared memory, or two 110-KB blocks do
+ * not fit one SM. */
+template <typename T, int BN, int BK, bool LAST> cudaError_t tc_setup_one(int max_smem)
 {
-    return cudaFuncSetAttribute(k_conv_tc<T, BN, BK, LAST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)tc_smem_bytes<T, BN, BK>());
+    if ((int)tc_smem_bytes<T, BN, BK>() > max_smem) return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(k_conv_tc<T, BN, BK, LAST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)tc_smem_bytes<T, BN, BK>());
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(k_conv_tc<T, BN, BK, LAST>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                 cudaSharedmemCarveoutMaxShared);
+    return e;
 }
 
-template <typename T> cudaError_t tc_setup_type()
+template <typename T> cudaError_t tc_setup_type(int max_smem)
 {
     cudaError_t e = cudaSuccess;
-#define ONE(BN, BK, LAST) if (e == cudaSuccess) e = tc_setup_one<T, BN, BK, LAST>()
+#define ONE(BN, BK, LAST) if (e == cudaSuccess) e = tc_setup_one<T, BN, BK, LAST>(max_smem)
     ONE(16, 16, false); ONE(32, 16, false); ONE(64, 16, false); ONE(128, 16, false);
     ONE(16, 32, false); ONE(32, 32, false); ONE(64, 32, false); ONE(128, 32, false);
     ONE(16, 64, false); ONE(32, 64, false); ONE(64, 64, false); ONE(128, 64, false);
@@ -239,10 +249,16 @@ void tc_dispatch(void *out, const void *in, const void *wt, const float *bias, c
 
 } // namespace
 
-cudaError_t cu_conv_tc_setup(void)
+cudaError_t cu_conv_tc_setup(int *wide_ok)
 {
-    cudaError_t e = tc_setup_type<__half>();
-    return e == cudaSuccess ? tc_setup_type<__nv_bfloat16>() : e;
+    int dev = 0, max_smem = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess) return e;
+    /* every instance of K chunks of 64 fits when the widest does */
+    *wide_ok = (int)tc_smem_bytes<__half, 128, 64>() <= max_smem;
+    e = tc_setup_type<__half>(max_smem);
+    return e == cudaSuccess ? tc_setup_type<__nv_bfloat16>(max_smem) : e;
 }
 
 void cu_conv_tc(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,

@@ -147,7 +147,7 @@ void cu_spin(long long cycles, cudaStream_t s);
 /* ---- the tensor-core conv (conv_tc.cu; precisions BF16, FP16) ---- */
 
 /* once per process and device: lets the conv kernels use their shared memory */
-cudaError_t cu_conv_tc_setup(void);
+cudaError_t cu_conv_tc_setup(int *wide_ok); /* wide_ok: K chunks of 64 fit this device's shared memory */
 /* maps [ns][stride] (16-bit): the slots' compact input maps, C0p channels */
 void cu_uv_input_tc(void *maps, const float *p, const float *y_cat, const float *phi_bias, int y_stride, int phi_off,
                     const cu_uv_slot *slots, int ns, const cu_frame *fr, const cu_garment *gs, int max_pos,
