@@ -10,6 +10,7 @@
  * skipped) when no device is present. A few (refusals) run everywhere. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,11 @@
 #include "../kernels/cpu/cpu_backend.h"
 #include "../kernels/cpu/ops.h"
 #include "../kernels/cuda/bodies.h"
+/* the refine bodies' barrier on the host: a pthread barrier while a test
+ * runs a frame on several threads as a CUDA block does (refine_block_run),
+ * else none */
+static _Thread_local pthread_barrier_t *tu_block;
+#define HD_SYNC() (tu_block ? (void)pthread_barrier_wait(tu_block) : (void)0)
 #include "../kernels/cuda/refine_bodies.h"
 #include "../kernels/cuda/tc_bodies.h"
 #include "../runtime/backend_plugin.h"
@@ -553,6 +559,42 @@ Test(cuda_host, knn_retarget_features_and_fcov)
  * Chebyshev weights. Module A's output is stood in for by plain skinning
  * with a few millimetres of noise, so that edges are stretched and vertices
  * pushed; the rest, the same frame through both. */
+/* hd_refine_frame as a block of REFINE_HOST_THREADS threads runs it: each
+ * thread its share of every phase, HD_SYNC a barrier of them all */
+#define REFINE_HOST_THREADS 5
+typedef struct {
+    float *x, *body;
+    double *work;
+    int32_t *nn;
+    const float *A;
+    const hd_refine_args *a;
+    pthread_barrier_t *bar;
+    int tid;
+} refine_block_arg;
+
+static void *refine_block_thread(void *p)
+{
+    refine_block_arg *r = p;
+    tu_block = r->bar;
+    hd_refine_frame(r->x, r->body, r->work, r->nn, r->A, r->a, r->tid, REFINE_HOST_THREADS);
+    tu_block = NULL;
+    return NULL;
+}
+
+static void refine_block_run(float *x, float *body, double *work, int32_t *nn, const float *A, const hd_refine_args *a)
+{
+    pthread_barrier_t bar;
+    pthread_t th[REFINE_HOST_THREADS];
+    refine_block_arg args[REFINE_HOST_THREADS];
+    cr_assert_eq(pthread_barrier_init(&bar, NULL, REFINE_HOST_THREADS), 0);
+    for (int t = 0; t < REFINE_HOST_THREADS; t++) {
+        args[t] = (refine_block_arg){x, body, work, nn, A, a, &bar, t};
+        cr_assert_eq(pthread_create(&th[t], NULL, refine_block_thread, &args[t]), 0);
+    }
+    for (int t = 0; t < REFINE_HOST_THREADS; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&bar);
+}
+
 static void refine_gather_case_as(const char *bundle, int garment, int iters, double rho, int per_edge)
 {
     drape_model *m = tu_load(bundle);
@@ -631,6 +673,19 @@ static void refine_gather_case_as(const char *bundle, int garment, int iters, do
     for (int i = 0; i < 3 * V; i++) diff += memcmp(&got[i], &want[i], sizeof(float)) != 0;
     cr_assert_eq(diff, 0, "%s %s: %zu of %d coordinates differ from refine.c's (max %.3g m)", bundle, g->name, diff,
                  3 * V, tu_max_abs_diff(got, want, 3 * V));
+    /* the same frame on several threads with a barrier where the kernel has
+     * __syncthreads: a phase that read what another thread had not yet
+     * written (a missing barrier) would show as a difference */
+    float *blk = malloc(sizeof(float) * 3 * V);
+    memcpy(blk, x, sizeof(float) * 3 * V);
+    memset(body, 0, sizeof(float) * 6 * (Nb + C + HD_CLUSTER_GROUPS(C)));
+    memset(work, 0, sizeof(double) * HD_REFINE_WORK(V, g->n_edges));
+    refine_block_run(blk, body, work, nn, A, &a);
+    diff = 0;
+    for (int i = 0; i < 3 * V; i++) diff += memcmp(&blk[i], &want[i], sizeof(float)) != 0;
+    cr_assert_eq(diff, 0, "%s %s on %d threads: %zu of %d coordinates differ from refine.c's", bundle, g->name,
+                 REFINE_HOST_THREADS, diff, 3 * V);
+    free(blk);
     free(body), free(work), free(nn), free(vs_h);
     free(vf_start), free(vf), free(ve_start), free(ve), free(c_start), free(c_vert), free(c_of), free(sc);
     free(poses), free(x), free(want), free(got);

@@ -24,10 +24,14 @@
 #include "../../core/kinematics.h"
 #include "../../runtime/refine.h"
 
+/* a host test may define HD_SYNC as a barrier of its own, to run a frame on
+ * several threads as a block does */
+#ifndef HD_SYNC
 #ifdef __CUDA_ARCH__
 #define HD_SYNC() __syncthreads()
 #else
 #define HD_SYNC() ((void)0)
+#endif
 #endif
 
 /* Incidence lists of n items of k vertex indices each (faces: k 3, edges:
