@@ -125,6 +125,7 @@ typedef struct {
     /* the tensor-core conv's K chunks of 64 where they divide (hd_tc_bk); DRAPE_CUDA_CONV_BK=32: of 32.
      * The H200, paper scale: 0.526 against 0.609 ms at batch 1, 0.467 against 0.542 ms a frame at 256 */
     int conv_wide;
+    int conv_warps; /* DRAPE_CUDA_CONV_WARPS=4: the wide tiles' 4-warp variant (64 × 64 warp tiles); else 8 */
     graph_entry graphs[GRAPH_CACHE];
     unsigned long long tick, captures;
     cu_profile *prof; /* DRAPE_CUDA_PROFILE=1: each launch's device time (prof_mark) */
@@ -714,6 +715,8 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     be->r_threads = rt && !strcmp(rt, "512") ? 512 : 1024;
     const char *bk = getenv("DRAPE_CUDA_CONV_BK"), *ri = getenv("DRAPE_CUDA_REFINE_ITERS");
     be->conv_wide = !(bk && !strcmp(bk, "32"));
+    const char *cw = getenv("DRAPE_CUDA_CONV_WARPS");
+    be->conv_warps = cw && !strcmp(cw, "4") ? 4 : 8;
     be->r_iters_override = ri ? atoi(ri) : 0;
     for (int i = 0; i < c->n_garments; i++)
         if (c->refine[i].iters > 0) {
@@ -1031,7 +1034,7 @@ static int uv_chunk_tc(cuda_backend *be, int s0, int ns, int Vmax, int *launches
         const drape_conv *cv = &m->net.conv[l];
         int last = l == L - 1, mode = last ? 0 : cv->in == cv->out ? 2 : 1;
         cu_conv_tc(last ? (void *)be->tc_out : bufs[(l + 1) & 1], bufs[l & 1], be->d_tcw[l], be->d_tcb[l], slots, ns,
-                   be->d_frames, be->d_garments, l, (int)be->rows_max[l], be->Cp[l], be->Cp[l + 1], mode, last, be->bf16, be->conv_wide,
+                   be->d_frames, be->d_garments, l, (int)be->rows_max[l], be->Cp[l], be->Cp[l + 1], mode, last, be->bf16, be->conv_wide, be->conv_warps,
                    be->tc_stride, last ? be->tc_out_stride : be->tc_stride, s);
         LAUNCHED();
     }

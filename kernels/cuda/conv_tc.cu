@@ -4,8 +4,8 @@
  * and the index math are in tc_bodies.h, shared with the host tests.
  *
  * A block computes TC_BM = 128 output texels × BN output channels of one
- * frame (blockIdx.y, its slot in the chunk) with 8 warps and WMMA 16×16×16
- * fragments. The K loop runs over the 9 taps × the input channels in chunks
+ * frame (blockIdx.y, its slot in the chunk) with 8 warps (or 4, a variant:
+ * tc_shape) and WMMA 16×16×16 fragments. The K loop runs over the 9 taps × the input channels in chunks
  * of BK; each chunk's A tile (128 texels × BK channels, gathered through the
  * neighbour table, zeros for the border) and B tile (BK × BN weights) are
  * copied into shared memory with cp.async (sm_80+) three chunks ahead of
@@ -34,10 +34,13 @@ template <> struct tc_type<__nv_bfloat16> {
     static __device__ float to(__nv_bfloat16 x) { return __bfloat162float(x); }
 };
 
-/* warps: 4 × 2 over (rows, columns) when the tile is at least 32 wide, else 8 × 1 */
-template <int BN> struct tc_shape {
+/* NW warps: NW/2 × 2 over (rows, columns) when the tile is at least 32
+ * wide, else NW × 1. NW 8 (the default): warp tiles of 32 × 64 at BN 128;
+ * NW 4 (DRAPE_CUDA_CONV_WARPS=4, a variant to weigh): 64 × 64, half the
+ * shared-memory reads per MMA, twice the accumulators */
+template <int BN, int NW> struct tc_shape {
     static constexpr int WN_WARPS = BN >= 32 ? 2 : 1;
-    static constexpr int WM_WARPS = 8 / WN_WARPS;
+    static constexpr int WM_WARPS = NW / WN_WARPS;
     static constexpr int WM = TC_BM / WM_WARPS, WN = BN / WN_WARPS;
     static constexpr int FM = WM / 16, FN = WN / 16;
 };
@@ -49,12 +52,13 @@ template <typename T, int BN, int BK> constexpr size_t tc_smem_bytes()
 
 /* Layer l of the slots: in [slot][n_pos[l]][Cip] → out [slot][n_pos[l+1]][Cop]
  * (LAST: FP32 [slot][rows][3]); wt [9][Cip][Cop], bias [Cop]. */
-template <typename T, int BN, int BK, bool LAST>
-__global__ void __launch_bounds__(TC_THREADS, 2)
+template <typename T, int BN, int BK, bool LAST, int NW>
+__global__ void __launch_bounds__(32 * NW, 2)
     k_conv_tc(void *out_, const T *in_, const T *wt, const float *bias, const cu_uv_slot *slots, const cu_frame *fr,
               const cu_garment *gs, int l, int Cip, int Cop, int mode, int64_t in_stride, int64_t out_stride)
 {
-    using S = tc_shape<BN>;
+    using S = tc_shape<BN, NW>;
+    constexpr int NT = 32 * NW;
     constexpr int AST = BK + TC_APAD, BST = BN + TC_APAD;
     extern __shared__ __align__(128) unsigned char smem[];
     T *As = (T *)smem, *Bs = As + TC_STAGES * TC_BM * AST;
@@ -70,7 +74,7 @@ __global__ void __launch_bounds__(TC_THREADS, 2)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wm = warp / S::WN_WARPS, wn = warp % S::WN_WARPS;
 
-    for (int i = tid; i < TC_BM * 9; i += TC_THREADS) nbr_s[i] = i < rows_left * 9 ? nbr[i] : -1;
+    for (int i = tid; i < TC_BM * 9; i += NT) nbr_s[i] = i < rows_left * 9 ? nbr[i] : -1;
     __syncthreads();
 
     const int KC = 9 * (Cip / BK);
@@ -78,12 +82,12 @@ __global__ void __launch_bounds__(TC_THREADS, 2)
         int tap, ci0;
         hd_tc_kchunk(&tap, &ci0, kc, Cip, BK);
         T *as = As + st * TC_BM * AST, *bs = Bs + st * BK * BST;
-        for (int i = tid; i < TC_BM * BK / 8; i += TC_THREADS) {
+        for (int i = tid; i < TC_BM * BK / 8; i += NT) {
             int r, c;
             int64_t src = hd_tc_a_src(&r, &c, nbr_s, rows_left, i, tap, ci0, Cip, BK);
             __pipeline_memcpy_async(as + r * AST + c, src >= 0 ? in + src : in, 16, src >= 0 ? 0 : 16);
         }
-        for (int i = tid; i < BK * BN / 8; i += TC_THREADS) {
+        for (int i = tid; i < BK * BN / 8; i += NT) {
             int k, c;
             int64_t src = hd_tc_b_src(&k, &c, i, tap, ci0, Cip, Cop, n0, BN);
             __pipeline_memcpy_async(bs + k * BST + c, wt + src, 16, 0);
@@ -183,13 +187,13 @@ __global__ void k_uv_input_tc(T *maps, const float *p, const float *y_cat, const
  * unset, and the backend keeps to K chunks of 32 (cu_conv_tc_setup). The
  * carveout: all of the SM's L1 as shared memory, or two 110-KB blocks do
  * not fit one SM. */
-template <typename T, int BN, int BK, bool LAST> cudaError_t tc_setup_one(int max_smem)
+template <typename T, int BN, int BK, bool LAST, int NW = 8> cudaError_t tc_setup_one(int max_smem)
 {
     if ((int)tc_smem_bytes<T, BN, BK>() > max_smem) return cudaSuccess;
-    cudaError_t e = cudaFuncSetAttribute(k_conv_tc<T, BN, BK, LAST>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    cudaError_t e = cudaFuncSetAttribute(k_conv_tc<T, BN, BK, LAST, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)tc_smem_bytes<T, BN, BK>());
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(k_conv_tc<T, BN, BK, LAST>, cudaFuncAttributePreferredSharedMemoryCarveout,
+        e = cudaFuncSetAttribute(k_conv_tc<T, BN, BK, LAST, NW>, cudaFuncAttributePreferredSharedMemoryCarveout,
                                  cudaSharedmemCarveoutMaxShared);
     return e;
 }
@@ -203,28 +207,42 @@ template <typename T> cudaError_t tc_setup_type(int max_smem)
     ONE(16, 64, false); ONE(32, 64, false); ONE(64, 64, false); ONE(128, 64, false);
     ONE(16, 16, true); ONE(16, 32, true); ONE(16, 64, true);
 #undef ONE
+    /* the 4-warp variant: the wide tiles only */
+    if (e == cudaSuccess) e = tc_setup_one<T, 64, 32, false, 4>(max_smem);
+    if (e == cudaSuccess) e = tc_setup_one<T, 128, 32, false, 4>(max_smem);
+    if (e == cudaSuccess) e = tc_setup_one<T, 64, 64, false, 4>(max_smem);
+    if (e == cudaSuccess) e = tc_setup_one<T, 128, 64, false, 4>(max_smem);
     return e;
 }
 
-template <typename T, int BN, int BK, bool LAST>
+template <typename T, int BN, int BK, bool LAST, int NW = 8>
 void tc_launch(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,
                const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode,
                int64_t in_stride, int64_t out_stride, cudaStream_t s)
 {
     int tiles = (max_rows + TC_BM - 1) / TC_BM;
     dim3 grid((unsigned)(tiles > 0 ? tiles : 1), (unsigned)ns, (unsigned)(Cop / BN));
-    k_conv_tc<T, BN, BK, LAST><<<grid, TC_THREADS, tc_smem_bytes<T, BN, BK>(), s>>>(
+    k_conv_tc<T, BN, BK, LAST, NW><<<grid, 32 * NW, tc_smem_bytes<T, BN, BK>(), s>>>(
         out, (const T *)in, (const T *)wt, bias, slots, fr, gs, l, Cip, Cop, mode, in_stride, out_stride);
 }
 
 template <typename T>
 void tc_dispatch(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,
                  const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode, int last,
-                 int wide, int64_t in_stride, int64_t out_stride, cudaStream_t s)
+                 int wide, int warps, int64_t in_stride, int64_t out_stride, cudaStream_t s)
 {
     int BK = hd_tc_bk(Cip, wide), BN = last ? 16 : hd_tc_bn(Cop);
 #define GO(bn, bk, lst) tc_launch<T, bn, bk, lst>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, in_stride, out_stride, s)
-    if (last) {
+#define GO4(bn, bk) tc_launch<T, bn, bk, false, 4>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, in_stride, out_stride, s)
+    if (warps == 4 && !last && BN >= 64 && BK >= 32) {
+        if (BK == 64) {
+            if (BN == 128) GO4(128, 64);
+            else GO4(64, 64);
+        } else {
+            if (BN == 128) GO4(128, 32);
+            else GO4(64, 32);
+        }
+    } else if (last) {
         if (BK == 64) GO(16, 64, true);
         else if (BK == 32) GO(16, 32, true);
         else GO(16, 16, true);
@@ -245,6 +263,7 @@ void tc_dispatch(void *out, const void *in, const void *wt, const float *bias, c
         else GO(16, 16, false);
     }
 #undef GO
+#undef GO4
 }
 
 } // namespace
@@ -263,14 +282,14 @@ cudaError_t cu_conv_tc_setup(int *wide_ok)
 
 void cu_conv_tc(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,
                 const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode, int last,
-                int bf16, int wide, int64_t in_stride, int64_t out_stride, cudaStream_t s)
+                int bf16, int wide, int warps, int64_t in_stride, int64_t out_stride, cudaStream_t s)
 {
     if (bf16)
         tc_dispatch<__nv_bfloat16>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, last, wide,
-                                   in_stride, out_stride, s);
+                                   warps, in_stride, out_stride, s);
     else
-        tc_dispatch<__half>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, last, wide, in_stride,
-                            out_stride, s);
+        tc_dispatch<__half>(out, in, wt, bias, slots, ns, fr, gs, l, max_rows, Cip, Cop, mode, last, wide, warps,
+                            in_stride, out_stride, s);
 }
 
 void cu_uv_input_tc(void *maps, const float *p, const float *y_cat, const float *phi_bias, int y_stride, int phi_off,

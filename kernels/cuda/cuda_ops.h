@@ -155,10 +155,11 @@ void cu_uv_input_tc(void *maps, const float *p, const float *y_cat, const float 
 /* conv layer l over the slots: in [ns][in_stride] (Cip channels) → out
  * [ns][out_stride] (Cop channels; last: FP32, 3 channels); wt [9][Cip][Cop]
  * in the 16-bit type, bias [Cop]; mode as hd_tc_out; wide: K chunks of 64
- * where they divide (hd_tc_bk) */
+ * where they divide (hd_tc_bk); warps: 8, or 4 for the wide tiles' variant
+ * with 64 × 64 warp tiles */
 void cu_conv_tc(void *out, const void *in, const void *wt, const float *bias, const cu_uv_slot *slots, int ns,
                 const cu_frame *fr, const cu_garment *gs, int l, int max_rows, int Cip, int Cop, int mode, int last,
-                int bf16, int wide, int64_t in_stride, int64_t out_stride, cudaStream_t s);
+                int bf16, int wide, int warps, int64_t in_stride, int64_t out_stride, cudaStream_t s);
 /* p [ΣV,3] += the samples of each slot's last map outs [ns][stride] (FP32 [rows,3]) */
 void cu_uv_sample_tc(float *p, const float *outs, const cu_uv_slot *slots, int ns, const cu_frame *fr,
                      const cu_garment *gs, int Vmax, int64_t stride, cudaStream_t s);
