@@ -72,18 +72,26 @@ static void rig_close(rig *r)
     drape_backend_free(r->be);
 }
 
-/* frames [n] of the rig's identities with fixed random poses (the model's
- * history frames of avatar a at poses + HIST_FLOATS·a); outs owned by caller */
+/* frames [n] of identities ids [n_ids] in turn with fixed random poses (the
+ * model's history frames of avatar a at poses + HIST_FLOATS·a), packed as
+ * pack; outs owned by caller */
 #define HIST_FLOATS (DRAPE_MAX_HISTORY * 75)
-static void make_frames(drape_frame *fr, float *poses, float **outs, const rig *r, const drape_model *m, int n)
+static void frames_of(drape_frame *fr, float *poses, float **outs, drape_identity *const *ids, int n_ids, int pack,
+                      const drape_model *m, int n)
 {
     for (int a = 0; a < n; a++) {
-        fr[a] = (drape_frame){.id = r->ids[a % r->n_ids], .out = outs[a]};
+        fr[a] = (drape_frame){.id = ids[a % n_ids], .out = outs[a], .pack = pack};
         for (int k = 0; k < m->cfg.n_hist; k++) {
             fr[a].pose[k] = poses + HIST_FLOATS * a + 75 * k;
             fr[a].trans[k] = poses + HIST_FLOATS * a + 75 * k + 72;
         }
     }
+}
+
+/* ... of the rig's identities, unpacked */
+static void make_frames(drape_frame *fr, float *poses, float **outs, const rig *r, const drape_model *m, int n)
+{
+    frames_of(fr, poses, outs, r->ids, r->n_ids, DRAPE_PACK_NONE, m, n);
 }
 
 /* median ms per frame over reps runs of the batch (after one warm-up) */
@@ -344,13 +352,7 @@ static int bench_profile(const char *path, int precision, int n, int garment, in
             break;
         }
         drape_frame fr[MAXN];
-        for (int a = 0; a < n; a++) {
-            fr[a] = (drape_frame){.id = id, .out = outs[a], .pack = pack};
-            for (int k = 0; k < m->cfg.n_hist; k++) {
-                fr[a].pose[k] = poses + HIST_FLOATS * a + 75 * k;
-                fr[a].trans[k] = poses + HIST_FLOATS * a + 75 * k + 72;
-            }
-        }
+        frames_of(fr, poses, outs, &id, 1, pack, m, n);
         double ms = time_batch(be, fr, n, 1000.0) * n;
         if (!pass)
             printf("%s, %s, garment %s, batch %d, pack %d: %.4f ms per batch with graphs (%.4f ms per frame), "

@@ -639,7 +639,7 @@ static void refine_gather_case_as(const char *bundle, int garment, int iters, do
     cr_assert_eq(drape_body_shape(vs_h, J, m, betas), 0);
     drape_fk(A, f.pose[t], f.trans[t], J, m->parents);
     float *body = malloc(sizeof(float) * 6 * (Nb + C + HD_CLUSTER_GROUPS(C)));
-    double *work = malloc(sizeof(double) * HD_REFINE_WORK(V, g->n_edges));
+    double *work = malloc(sizeof(double) * HD_REFINE_WORK(V, g->n_edges, per_edge));
     int32_t *nn = malloc(sizeof(int32_t) * V);
     hd_refine_frame(got, body, work, nn, A, &a, 0, 1);
 
@@ -679,7 +679,7 @@ static void refine_gather_case_as(const char *bundle, int garment, int iters, do
     float *blk = malloc(sizeof(float) * 3 * V);
     memcpy(blk, x, sizeof(float) * 3 * V);
     memset(body, 0, sizeof(float) * 6 * (Nb + C + HD_CLUSTER_GROUPS(C)));
-    memset(work, 0, sizeof(double) * HD_REFINE_WORK(V, g->n_edges));
+    memset(work, 0, sizeof(double) * HD_REFINE_WORK(V, g->n_edges, per_edge));
     refine_block_run(blk, body, work, nn, A, &a);
     diff = 0;
     for (int i = 0; i < 3 * V; i++) diff += memcmp(&blk[i], &want[i], sizeof(float)) != 0;

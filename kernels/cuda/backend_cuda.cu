@@ -179,6 +179,19 @@ struct stream_hold {
     stream_hold &operator=(const stream_hold &) = delete;
 };
 
+/* whether environment variable name is set to value */
+static int env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
+/* a refined garment's sweeps: the model's, or DRAPE_CUDA_REFINE_ITERS's */
+static int refine_iters(const cuda_backend *be, int model_iters)
+{
+    return be->r_iters_override > 0 ? be->r_iters_override : model_iters;
+}
+
 /* ---- the program's services ---- */
 
 static const drape_backend_services *program; /* the program's, set by drape_backend_plugin_init */
@@ -379,7 +392,7 @@ static int gemm(cuda_backend *be, float *y, const float *x, const float *w, int 
     CB(cublasGemmEx(be->blas, w_rows_out ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, out, n, in, &one, w, CUDA_R_32F,
                     w_rows_out ? in : out, x, CUDA_R_32F, in, &zero, y, CUDA_R_32F, out, be->compute,
                     CUBLAS_GEMM_DEFAULT));
-    if (be->prof) prof_mark(be, "gemm", out);
+    if (be->prof) prof_mark(be, "gemm", out); /* a GEMM's site: its output width */
     return DRAPE_OK;
 }
 
@@ -513,7 +526,7 @@ static int upload_garment(cu_garment *d, unsigned char *host, const unsigned cha
                  d->n_pos[0], g->cov_texel, g->n_cov, c->uv_w);
     d->in_cov = (const int32_t *)stage(host, dev, off, NULL, (size_t)d->n_pos[0] * 4);
     if (be->refine_dev && c->refine[gi].iters > 0) {
-        d->r_iters = be->r_iters_override > 0 ? be->r_iters_override : c->refine[gi].iters;
+        d->r_iters = refine_iters(be, c->refine[gi].iters);
         d->r_k = c->refine[gi].stiffness, d->r_margin = c->refine[gi].margin, d->r_rho = c->refine[gi].rho;
         d->body_nn = dev_i(be, g->body_nn);
         d->n_edges = g->n_edges;
@@ -701,26 +714,23 @@ static int cuda_create(drape_backend **out, const drape_model *m, const drape_ba
     if (!rc)
         rc = cb_check(be, cublasSetWorkspace(be->blas, be->blas_ws, BLAS_WORKSPACE), "cublasSetWorkspace", __FILE__,
                       __LINE__, err);
-    const char *gr = getenv("DRAPE_CUDA_GRAPHS"), *rf = getenv("DRAPE_CUDA_REFINE");
-    be->use_graphs = !(gr && !strcmp(gr, "0"));
-    const char *pf = getenv("DRAPE_CUDA_PROFILE");
-    if (!rc && pf && !strcmp(pf, "1") && (be->prof = (cu_profile *)calloc(1, sizeof *be->prof))) {
+    be->use_graphs = !env_is("DRAPE_CUDA_GRAPHS", "0");
+    if (!rc && env_is("DRAPE_CUDA_PROFILE", "1") && (be->prof = (cu_profile *)calloc(1, sizeof *be->prof))) {
         for (int i = 0; i < PROF_EVENTS; i++) cudaEventCreate(&be->prof->ev[i]);
         be->use_graphs = 0;
     }
     for (int i = 0; i < c->n_garments; i++) be->refine_dev |= c->refine[i].iters > 0;
-    if (rf && !strcmp(rf, "host")) be->refine_dev = 0;
-    const char *re = getenv("DRAPE_CUDA_REFINE_EDGES"), *rt = getenv("DRAPE_CUDA_REFINE_THREADS");
-    be->r_per_edge = re && !strcmp(re, "1");
-    be->r_threads = rt && !strcmp(rt, "512") ? 512 : 1024;
-    const char *bk = getenv("DRAPE_CUDA_CONV_BK"), *ri = getenv("DRAPE_CUDA_REFINE_ITERS");
-    be->conv_wide = !(bk && !strcmp(bk, "32"));
-    const char *cw = getenv("DRAPE_CUDA_CONV_WARPS");
-    be->conv_warps = cw && !strcmp(cw, "4") ? 4 : 8;
+    if (env_is("DRAPE_CUDA_REFINE", "host")) be->refine_dev = 0;
+    /* the kernels' variants, for a profile to weigh (the defaults measured best) */
+    be->r_per_edge = env_is("DRAPE_CUDA_REFINE_EDGES", "1");
+    be->r_threads = env_is("DRAPE_CUDA_REFINE_THREADS", "512") ? 512 : 1024;
+    be->conv_wide = !env_is("DRAPE_CUDA_CONV_BK", "32");
+    be->conv_warps = env_is("DRAPE_CUDA_CONV_WARPS", "4") ? 4 : 8;
+    const char *ri = getenv("DRAPE_CUDA_REFINE_ITERS");
     be->r_iters_override = ri ? atoi(ri) : 0;
     for (int i = 0; i < c->n_garments; i++)
         if (c->refine[i].iters > 0) {
-            int wpv = cu_refine_work_per_vertex(m->garments[i].V, m->garments[i].n_edges);
+            int wpv = cu_refine_work_per_vertex(m->garments[i].V, m->garments[i].n_edges, be->r_per_edge);
             be->r_wpv = wpv > be->r_wpv ? wpv : be->r_wpv;
         }
     int wide_ok = 0;
@@ -905,8 +915,7 @@ static int cuda_identity_refine(drape_backend *b, drape_identity *x, const drape
      * an identity asking for others (a config changed since, a garment with
      * no table) is refined on the host, as with DRAPE_CUDA_REFINE=host */
     const cu_garment *dg = &be->h_garments[x->garment];
-    int iters = be->r_iters_override > 0 ? be->r_iters_override : r->iters;
-    if (!dg->edges || dg->r_iters != iters || dg->r_k != r->k || dg->r_margin != r->margin || dg->r_rho != r->rho)
+    if (!dg->edges || dg->r_iters != refine_iters(be, r->iters) || dg->r_k != r->k || dg->r_margin != r->margin || dg->r_rho != r->rho)
         return DRAPE_OK;
     const drape_garment *g = &b->model->garments[x->garment];
     size_t nb[3] = {(size_t)b->model->Nb * 12, (size_t)g->n_edges * 8, (size_t)g->V * 8};

@@ -129,9 +129,9 @@ static inline DRAPE_HD size_t cu_refine_body_floats(const cu_body *bd)
 {
     return 6 * ((size_t)bd->Nb + bd->C + HD_CLUSTER_GROUPS(bd->C));
 }
-/* doubles of work per garment vertex that hold any refined garment's
- * HD_REFINE_WORK(V, E) */
-static inline int cu_refine_work_per_vertex(int V, int E) { return 12 + 3 * ((E + V - 1) / V); }
+/* doubles of work per garment vertex that hold a refined garment's
+ * HD_REFINE_WORK(V, E, per_edge) */
+static inline int cu_refine_work_per_vertex(int V, int E, int per_edge) { return 12 + (per_edge ? 3 * ((E + V - 1) / V) : 0); }
 /* The end of a frame, a block per frame: its world positions Hf p (p as
  * they are for a refined frame); then
  * either those into its record (rec + rec_off), or, for a packed frame, its

@@ -199,15 +199,22 @@ static inline DRAPE_HD void hd_refine_push(double *x, const float *b, const floa
         for (int c = 0; c < 3; c++) x[c] += (margin - d) * n[c];
 }
 
-/* edge e's term of a sweep, sd [3] = s d with d = x_i - x_j, s = l0_e / |d|
- * (refine.c's): worked out once per edge for both its ends, whose square
- * root and division were most of a sweep when each end did them */
-static inline DRAPE_HD void hd_refine_edge(double *sd, int e, const double *x, const int32_t *edges, const double *l0)
+/* edge e's term of a sweep, t [3] = s d with d = x_i - x_j, s = l0_e / |d|
+ * (refine.c's) */
+static inline DRAPE_HD void hd_refine_term(double *t, int e, const double *x, const int32_t *edges, const double *l0)
 {
     int i = edges[2 * e], j = edges[2 * e + 1];
     double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
     double l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), s = l0[e] / fmax(l, 1e-12);
-    for (int c = 0; c < 3; c++) sd[3 * e + c] = s * d[c];
+    for (int c = 0; c < 3; c++) t[c] = s * d[c];
+}
+
+/* the terms sd [E,3] worked out once per edge for both its ends (the edge
+ * pass, per_edge), whose square root and division were most of a sweep
+ * when each end did them */
+static inline DRAPE_HD void hd_refine_edge(double *sd, int e, const double *x, const int32_t *edges, const double *l0)
+{
+    hd_refine_term(sd + 3 * e, e, x, edges, l0);
 }
 
 /* one Jacobi sweep at vertex v: xn_v = (p_v + k Σ_e (x_u + l0_e d̂_vu)) / (1 + k deg_v), inv = 1/(1 + k deg_v);
@@ -221,14 +228,9 @@ static inline DRAPE_HD void hd_refine_sweep(double *xn, int v, const double *x, 
     double acc[3] = {0, 0, 0};
     for (int q = ve_start[v]; q < ve_start[v + 1]; q++) {
         int e = ve[q], i = edges[2 * e], j = edges[2 * e + 1];
-        double t[3];
-        if (sd) {
-            for (int c = 0; c < 3; c++) t[c] = sd[3 * e + c];
-        } else {
-            double d[3] = {x[3 * i] - x[3 * j], x[3 * i + 1] - x[3 * j + 1], x[3 * i + 2] - x[3 * j + 2]};
-            double l = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), s = l0[e] / fmax(l, 1e-12);
-            for (int c = 0; c < 3; c++) t[c] = s * d[c];
-        }
+        double own[3];
+        const double *t = sd ? sd + 3 * e : own;
+        if (!sd) hd_refine_term(own, e, x, edges, l0);
         for (int c = 0; c < 3; c++) acc[c] += v == i ? x[3 * j + c] + t[c] : x[3 * i + c] - t[c];
     }
     for (int c = 0; c < 3; c++) xn[3 * v + c] = (p[3 * v + c] + k * acc[c]) * inv;
@@ -258,14 +260,14 @@ typedef struct {
     int per_edge;             /* the sweeps' edge terms in a pass of their own (hd_refine_edge) */
 } hd_refine_args;
 
-/* Doubles of one frame's work scratch: four [V,3] iterates and the
- * edges' terms [E,3] */
-#define HD_REFINE_WORK(V, E) (12 * (size_t)(V) + 3 * (size_t)(E))
+/* Doubles of one frame's work scratch: four [V,3] iterates, and with the
+ * edge pass (per_edge) the edges' terms [E,3] */
+#define HD_REFINE_WORK(V, E, per_edge) (12 * (size_t)(V) + ((per_edge) ? 3 * (size_t)(E) : 0))
 
 /* One frame, in place: x [V,3] world positions (in: module A's, out:
  * refined); A [24,12] frame t's skinning transforms. Scratch: body
  * [6·Nb + 6·C + 6·groups] floats (posed vertices, normals, cluster and
- * group boxes), work [HD_REFINE_WORK(V, E)] doubles, nn [V]. */
+ * group boxes), work [HD_REFINE_WORK(V, E, per_edge)] doubles, nn [V]. */
 static inline DRAPE_HD void hd_refine_frame(float *x, float *body, double *work, int32_t *nn, const float *A,
                                             const hd_refine_args *r, int tid, int nt)
 {

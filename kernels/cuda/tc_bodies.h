@@ -27,7 +27,6 @@
 #include "../../core/pack16.h"
 
 #define TC_BM 128     /* output rows (texels) per block */
-#define TC_THREADS 256 /* 8 warps */
 #define TC_STAGES 3   /* shared-memory pipeline depth */
 #define TC_APAD 8     /* row padding of the shared tiles, in elements (bank conflicts) */
 
