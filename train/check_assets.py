@@ -351,6 +351,32 @@ def check_families():
         ok(mins >= 20, f"wide plan: {mins:.0f} minutes of training motion for {g}")
     test_shapes = {tuple(s["betas"]) for s in plan if s["test_betas"]}
     ok(not shapes & test_shapes, "wide plan: the test shapes are not training shapes")
+    # --speed (the recipe's data_fast): other draws of the same shapes and
+    # training families, each played at its drawn speed
+    fa = dataset.parse_args(ap_args + ["--train-seeds", "5", "--seconds", "3", "--only", "train", "--speed", "1.2,1.8"])
+    fast = [s for s in dataset.plan(cfg, fa) if s["split"] == "train"]
+    spd = np.array([s["speed"] for s in fast])
+    ok(len(fast) == 1200 and 1.2 <= spd.min() and spd.max() <= 1.8 and spd.max() - spd.min() > 0.5
+       and all(s["name"].endswith(f"-x{s['speed']:.2f}") for s in fast),
+       f"--speed: {len(fast)} training sequences at speeds {spd.min():.2f}-{spd.max():.2f}, named by them")
+    own = {(s["kind"], s["seed"]) for s in dataset.plan(cfg, dataset.parse_args(ap_args + ["--train-seeds", "5"]))}
+    ok(not own & {(s["kind"], s["seed"]) for s in fast} and {tuple(s["betas"]) for s in fast} == shapes
+       and not any(s["kind"] in held for s in fast),
+       "--speed: other draws than the plan's own, on its training shapes, no held-out family")
+    # played faster: at 1.5, every second frame is every third of the same
+    # draw over 1.5 times the time (families whose draw does not depend on
+    # the clip's length)
+    for kind in ("walk", "arm_swings", "jump"):
+        quick = dataset.make_motion(kind, 100003, 3, 30, 1.5)
+        slow = dataset.make_motion(kind, 100003, 4.5, 30)
+        err = float(np.abs(quick[::2] - slow[:135:3]).max())
+        ok(quick.shape == (90, 75) and err < 1e-4, f"--speed: {kind} at 1.5 is its draw at 1.5/30-s steps ({err:.1e})")
+    for bad in ("1.8,1.2", "0,2", "x"):
+        try:
+            dataset.parse_args(ap_args + ["--speed", bad])
+            ok(False, f"--speed {bad} refused")
+        except SystemExit as e:
+            ok("expected LO,HI" in str(e), f"--speed {bad} refused: {e}")
 
 
 def check_heldout(recipe_path, eval_args, base):

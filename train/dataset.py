@@ -33,6 +33,11 @@ skinned to the clip's first pose (docs/training-log.md, "A worn-in start").
 --train-seeds; the extra draws are numbered after the held-out ones (their
 names' sN), so the held-out sequences stay the same motions.
 
+--speed LO,HI makes every sequence another draw of its family (seed +
+100000) played faster, at a speed drawn per sequence in [LO, HI] (name
+suffix -xS): motion of the training families faster than they draw it, so
+that the network's inputs and its data reach further (docs/training.md).
+
 A base that carries teacher settings (config "teacher", docs/design.md
 §3.3: the default model does) has `drape sim garment` start from them, the
 flags given here over them; they are part of the manifest's teacher.
@@ -85,6 +90,10 @@ PLANS = {
 # computes: 1 world-frame friction and damping per substep; 2 Coulomb
 # friction against the body's motion, damping per frame (docs/training-log.md).
 TEACHER_VERSION = 2
+# --speed's draws are other motions than the plan's own (seed + this): a
+# faster copy of a motion the model also sees at its own speed would add
+# less than a new one
+SPEED_SEED_OFFSET = 100000
 
 
 def teacher_of(a):
@@ -200,12 +209,13 @@ def check_stale(a, teacher):
     return None
 
 
-def make_motion(kind, seed, seconds, fps):
-    """[T,75] float32 for a motion kind; falls back to a damped random drift
-    where train/motions.py is not there."""
+def make_motion(kind, seed, seconds, fps, speed=1.0):
+    """[T,75] float32 for a motion kind, played SPEED times as fast (the
+    family's draw over speed·seconds, sampled every speed/fps s); falls back
+    to a damped random drift where train/motions.py is not there."""
     T = int(round(seconds * fps))
     if motions is not None:
-        return np.asarray(motions.generate(kind, seconds, seed, fps=fps)[0], np.float32)[:T]
+        return np.asarray(motions.generate(kind, seconds * speed, seed, fps=fps / speed)[0], np.float32)[:T]
     rng = np.random.default_rng(seed)
     m = assets.random_motion(rng, T, fps=fps, pose_std=0.1, speed=0.5)
     m[:, 3:72] *= 0.5
@@ -259,6 +269,11 @@ def plan(cfg, a):
                            "test_motion": m_test or kind in held}
                     if held:  # (only then, so that older plans' manifests stay as they were)
                         seq["held_out_family"] = kind in held
+                    if a.speed_range:  # --speed: other draws, played faster
+                        lo_s, hi_s = a.speed_range
+                        seq["seed"] = int(seed) + SPEED_SEED_OFFSET
+                        seq["speed"] = round(float(np.random.default_rng([seq["seed"], 7]).uniform(lo_s, hi_s)), 2)
+                        seq["name"] += f"-x{seq['speed']:.2f}"
                     seqs.append(seq)
     return seqs
 
@@ -285,7 +300,7 @@ def run_one(seq, a, fps):
     sim_p = os.path.join(d, seq["name"] + ".sim.npy")
     if os.path.exists(sim_p) and os.path.exists(poses_p):
         return seq["name"], "skip", 0.0
-    m = make_motion(seq["kind"], seq["seed"], a.seconds, fps)
+    m = make_motion(seq["kind"], seq["seed"], a.seconds, fps, seq.get("speed", 1.0))
     np.save(poses_p + ".tmp.npy", m)
     os.replace(poses_p + ".tmp.npy", poses_p)
     t0 = time.time()
@@ -342,6 +357,9 @@ def parse_args(argv=None):
     ap.add_argument("--kind-seeds", default="", metavar="KIND=N[,KIND=N...]",
                     help="N training draws of KIND on each training shape instead of --train-seeds "
                          "(the held-out draws unchanged)")
+    ap.add_argument("--speed", default="", metavar="LO,HI",
+                    help="every sequence another draw (seed + %d) played faster: a speed drawn in [LO, HI] "
+                         "per sequence" % 100000)
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan (a line per sequence: name, split, kind, motion seed) and stop")
@@ -354,7 +372,21 @@ def parse_args(argv=None):
     a.garment_sim = garment_sim_args(a)
     a.prelude = garment_preludes(a)
     a.draws = kind_seeds(a)
+    a.speed_range = speed_range(a.speed)
     return a
+
+
+def speed_range(spec):
+    """--speed LO,HI as (LO, HI), or None without it."""
+    if not spec:
+        return None
+    try:
+        lo, hi = (float(x) for x in spec.split(","))
+    except ValueError:
+        lo = hi = float("nan")
+    if not 0.25 <= lo <= hi <= 4:
+        raise SystemExit(f"dataset: --speed {spec!r}: expected LO,HI with 0.25 <= LO <= HI <= 4")
+    return lo, hi
 
 
 def main(argv=None):
