@@ -36,7 +36,8 @@ names' sN), so the held-out sequences stay the same motions.
 --speed LO,HI makes every sequence another draw of its family (seed +
 100000) played faster, at a speed drawn per sequence in [LO, HI] (name
 suffix -xS): motion of the training families faster than they draw it, so
-that the network's inputs and its data reach further (docs/training.md).
+that the network's inputs and its data reach further (docs/training-log.md,
+"Faster motion": tried on the skirt and the dress, not shipped).
 
 A base that carries teacher settings (config "teacher", docs/design.md
 §3.3: the default model does) has `drape sim garment` start from them, the
