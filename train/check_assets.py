@@ -351,8 +351,8 @@ def check_families():
         ok(mins >= 20, f"wide plan: {mins:.0f} minutes of training motion for {g}")
     test_shapes = {tuple(s["betas"]) for s in plan if s["test_betas"]}
     ok(not shapes & test_shapes, "wide plan: the test shapes are not training shapes")
-    # --speed (the recipe's data_fast): other draws of the same shapes and
-    # training families, each played at its drawn speed
+    # --speed (docs/training-log.md, "Faster motion"): other draws of the
+    # same shapes and training families, each played at its drawn speed
     fa = dataset.parse_args(ap_args + ["--train-seeds", "5", "--seconds", "3", "--only", "train", "--speed", "1.2,1.8"])
     fast = [s for s in dataset.plan(cfg, fa) if s["split"] == "train"]
     spd = np.array([s["speed"] for s in fast])

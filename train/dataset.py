@@ -273,6 +273,7 @@ def plan(cfg, a):
                     if a.speed_range:  # --speed: other draws, played faster
                         lo_s, hi_s = a.speed_range
                         seq["seed"] = int(seed) + SPEED_SEED_OFFSET
+                        # a stream of its own, apart from the one the motion draws from
                         seq["speed"] = round(float(np.random.default_rng([seq["seed"], 7]).uniform(lo_s, hi_s)), 2)
                         seq["name"] += f"-x{seq['speed']:.2f}"
                     seqs.append(seq)
@@ -360,7 +361,7 @@ def parse_args(argv=None):
                          "(the held-out draws unchanged)")
     ap.add_argument("--speed", default="", metavar="LO,HI",
                     help="every sequence another draw (seed + %d) played faster: a speed drawn in [LO, HI] "
-                         "per sequence" % 100000)
+                         "per sequence" % SPEED_SEED_OFFSET)
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan (a line per sequence: name, split, kind, motion seed) and stop")
