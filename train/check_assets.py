@@ -377,6 +377,28 @@ def check_families():
             ok(False, f"--speed {bad} refused")
         except SystemExit as e:
             ok("expected LO,HI" in str(e), f"--speed {bad} refused: {e}")
+    # --splice (docs/training-log.md, "Two families in one body"): other
+    # draws, each with another training family's upper body
+    sa = dataset.parse_args(ap_args + ["--train-seeds", "5", "--seconds", "3", "--splice"])
+    sp = dataset.plan(cfg, sa)
+    spt = [s for s in sp if s["split"] == "train"]
+    ok(len(spt) == 1200 and all(s["upper"] in motions.TRAIN_FAMILIES and s["upper"] != s["kind"]
+                                and s["name"].endswith("-u" + s["upper"]) for s in spt)
+       and len({s["upper"] for s in spt}) == len(motions.TRAIN_FAMILIES),
+       f"--splice: {len(spt)} training sequences, each with another training family's upper body, named by it")
+    ok(not own & {(s["kind"], s["seed"]) for s in spt} and {tuple(s["betas"]) for s in spt} == shapes,
+       "--splice: other draws than the plan's own, on its training shapes")
+    plain = {s["name"]: s for s in dataset.plan(cfg, dataset.parse_args(ap_args + ["--train-seeds", "5", "--seconds", "3"]))}
+    ok(all("upper" not in s and plain[s["name"]]["seed"] == s["seed"] for s in sp if s["split"] == "test"),
+       "--splice: the test sequences are the plan's own, unspliced")
+    s = next(s for s in spt if s["kind"] == "walk" and s["upper"] == "arms_overhead")
+    m = dataset.make_motion(s["kind"], s["seed"], 3, 30, upper=s["upper"])
+    low = dataset.make_motion("walk", s["seed"], 3, 30)
+    up = dataset.make_motion("arms_overhead", s["seed"], 3, 30)
+    lo_cols = np.setdiff1d(np.arange(75), dataset.UPPER_COLS)
+    ok(np.array_equal(m[:, lo_cols], low[:, lo_cols]) and np.array_equal(m[:, dataset.UPPER_COLS], up[:, dataset.UPPER_COLS])
+       and motions.limit_violation(m) is None,
+       f"--splice: {s['name']} walks with the legs and root of its walk and the arms and spine of an arms_overhead draw")
 
 
 def check_heldout(recipe_path, eval_args, base):

@@ -39,6 +39,13 @@ suffix -xS): motion of the training families faster than they draw it, so
 that the network's inputs and its data reach further (docs/training-log.md,
 "Faster motion": tried on the skirt and the dress, not shipped).
 
+--splice makes every training sequence another draw of its family (seed +
+200000) whose upper body (spine, neck, head, collars and arms; the root,
+legs and translation stay) comes from the same seed's draw of another
+training family, drawn per sequence (name suffix -uKIND): walking with the
+arms overhead, a kick with arm swings, combinations no family draws
+(docs/training-log.md, "Two families in one body").
+
 A base that carries teacher settings (config "teacher", docs/design.md
 §3.3: the default model does) has `drape sim garment` start from them, the
 flags given here over them; they are part of the manifest's teacher.
@@ -95,6 +102,13 @@ TEACHER_VERSION = 2
 # faster copy of a motion the model also sees at its own speed would add
 # less than a new one
 SPEED_SEED_OFFSET = 100000
+# --splice's draws: others again, apart from the plan's and --speed's
+SPLICE_SEED_OFFSET = 200000
+# The pose columns ([T,75], SMPL order) --splice takes from the other
+# family: the spine, neck, head, collars and arms (joints 3, 6, 9, 12-23);
+# the root, legs and translation stay the sequence's own
+UPPER_JOINTS = (3, 6, 9) + tuple(range(12, 24))
+UPPER_COLS = np.array([3 * j + c for j in UPPER_JOINTS for c in range(3)])
 
 
 def teacher_of(a):
@@ -210,13 +224,18 @@ def check_stale(a, teacher):
     return None
 
 
-def make_motion(kind, seed, seconds, fps, speed=1.0):
+def make_motion(kind, seed, seconds, fps, speed=1.0, upper=None):
     """[T,75] float32 for a motion kind, played SPEED times as fast (the
-    family's draw over speed·seconds, sampled every speed/fps s); falls back
-    to a damped random drift where train/motions.py is not there."""
+    family's draw over speed·seconds, sampled every speed/fps s), its upper
+    body (UPPER_COLS) from family UPPER's draw of the same seed when given;
+    falls back to a damped random drift where train/motions.py is not there."""
     T = int(round(seconds * fps))
     if motions is not None:
-        return np.asarray(motions.generate(kind, seconds * speed, seed, fps=fps / speed)[0], np.float32)[:T]
+        m = np.asarray(motions.generate(kind, seconds * speed, seed, fps=fps / speed)[0], np.float32)[:T]
+        if upper:
+            u = np.asarray(motions.generate(upper, seconds * speed, seed, fps=fps / speed)[0], np.float32)[:T]
+            m[:, UPPER_COLS] = u[:, UPPER_COLS]
+        return m
     rng = np.random.default_rng(seed)
     m = assets.random_motion(rng, T, fps=fps, pose_std=0.1, speed=0.5)
     m[:, 3:72] *= 0.5
@@ -276,6 +295,12 @@ def plan(cfg, a):
                         # a stream of its own, apart from the one the motion draws from
                         seq["speed"] = round(float(np.random.default_rng([seq["seed"], 7]).uniform(lo_s, hi_s)), 2)
                         seq["name"] += f"-x{seq['speed']:.2f}"
+                    if a.splice and seq["split"] == "train":  # --splice: other draws, two families in one body
+                        seq["seed"] += SPLICE_SEED_OFFSET
+                        others = [k for k in kinds if k != kind and k not in held]
+                        if others:
+                            seq["upper"] = str(np.random.default_rng([seq["seed"], 11]).choice(others))
+                            seq["name"] += f"-u{seq['upper']}"
                     seqs.append(seq)
     return seqs
 
@@ -302,7 +327,7 @@ def run_one(seq, a, fps):
     sim_p = os.path.join(d, seq["name"] + ".sim.npy")
     if os.path.exists(sim_p) and os.path.exists(poses_p):
         return seq["name"], "skip", 0.0
-    m = make_motion(seq["kind"], seq["seed"], a.seconds, fps, seq.get("speed", 1.0))
+    m = make_motion(seq["kind"], seq["seed"], a.seconds, fps, seq.get("speed", 1.0), seq.get("upper"))
     np.save(poses_p + ".tmp.npy", m)
     os.replace(poses_p + ".tmp.npy", poses_p)
     t0 = time.time()
@@ -362,6 +387,9 @@ def parse_args(argv=None):
     ap.add_argument("--speed", default="", metavar="LO,HI",
                     help="every sequence another draw (seed + %d) played faster: a speed drawn in [LO, HI] "
                          "per sequence" % SPEED_SEED_OFFSET)
+    ap.add_argument("--splice", action="store_true",
+                    help="every training sequence another draw (seed + %d) with its upper body (spine, "
+                         "neck, head, arms) from another training family's draw" % SPLICE_SEED_OFFSET)
     ap.add_argument("--only", choices=["train", "test"], help="generate one split only")
     ap.add_argument("--dry-run", action="store_true",
                     help="print the plan (a line per sequence: name, split, kind, motion seed) and stop")

@@ -254,7 +254,7 @@ def input_range(model, cfg, plans, margin, log=print, garments=None):
             raise SystemExit(f"edit_bundle input-range: plan {spec!r} has no training sequences")
         for s in seqs:
             pre = f"garment.{s['garment']}.net." if s["garment"] in model.own else ""
-            m = dataset.make_motion(s["kind"], s["seed"], p.seconds, cfg["fps"], s.get("speed", 1.0))
+            m = dataset.make_motion(s["kind"], s["seed"], p.seconds, cfg["fps"], s.get("speed", 1.0), s.get("upper"))
             P, Tr = frame_windows(m, offsets)
             with torch.no_grad():
                 ident = model.identity(s["garment"], s["betas"], lbs_only=True)
