@@ -781,8 +781,8 @@ Test(train, edit_bundle_teacher_and_input_range)
 
 /* eval.py --families (make eval's rows by family): a row per garment and
  * held-out family and per clip of the folder (its frame rate from
- * index.json), against the teacher; a folder that is not there is no clips;
- * the teacher's outputs are kept and reused */
+ * index.json), against the teacher, with the teacher's spread; a folder
+ * that is not there is no clips; the teacher's outputs are kept and reused */
 Test(train, eval_by_family_and_clip)
 {
     char clips[300], work[300], clip[400], index[400];
@@ -806,9 +806,18 @@ Test(train, eval_by_family_and_clip)
     for (int i = 0; i < 6; i++) cr_assert(strstr(log_, rows[i]), "no row '%s':\n%s", rows[i], log_);
     cr_assert(strstr(log_, "(8 sequences; teacher: --sim-args '--max-substeps 2 --iters 3' (the bundle has none)"),
               "%s", log_);
+    /* the teacher's spread: a second run per row, the first pose held 20
+     * frames longer, its distance to the first over skinning's error */
+    cr_assert(strstr(log_, "| teacher's spread / skinning |") && strstr(log_, "held 20 frames longer"), "%s", log_);
+    const char *row = strstr(log_, "| skirt | clip:walk60 |");
+    int bars = 0;
+    for (const char *c = row; *c && *c != '\n'; c++) bars += *c == '|';
+    cr_assert_eq(bars, 11, "a row without the spread's column: %.*s", (int)strcspn(row, "\n"), row);
+    rc = tu_run(log_, sizeof log_, "test $(ls %s/*-held20-*.sim.npy | wc -l) = 8", work);
+    cr_assert_eq(rc, 0, "the held runs are not in %s", work);
     /* the clip was resampled to the model's 30 fps: 0.4 s is 12 frames */
     rc = tu_run(log_, sizeof log_, "%s -c \"import numpy as np, glob; "
-                "print('frames', np.load(glob.glob('%s/skirt-clip_walk60-*.poses.npy')[0]).shape[0])\"", py(), work);
+                "print('frames', np.load(glob.glob('%s/skirt-clip_walk60-[0-9a-f]*.poses.npy')[0]).shape[0])\"", py(), work);
     cr_assert(rc == 0 && strstr(log_, "frames 12"), "%s", log_);
     /* again: the teacher's outputs are reused (their files untouched) */
     rc = tu_run(log_, sizeof log_, "stat -c %%Y %s/*.sim.npy | sort | tail -1 > %s/t0 && sleep 1", work, work);
@@ -817,9 +826,11 @@ Test(train, eval_by_family_and_clip)
     cr_assert_eq(rc, 0, "%s", log_);
     rc = tu_run(log_, sizeof log_, "test \"$(stat -c %%Y %s/*.sim.npy | sort | tail -1)\" = \"$(cat %s/t0)\"", work, work);
     cr_assert_eq(rc, 0, "the teacher ran again");
-    /* no such folder: the families alone */
-    rc = tu_run(log_, sizeof log_, run, py(), tu_bundle("tiny_random"), "/nonexistent/motions", work, bin());
-    cr_assert(rc == 0 && strstr(log_, "(6 sequences;") && !strstr(log_, "clip:"), "%s", log_);
+    /* no such folder: the families alone; --spread 0: no second run */
+    char nospread[600];
+    snprintf(nospread, sizeof nospread, "%s --spread 0", run);
+    rc = tu_run(log_, sizeof log_, nospread, py(), tu_bundle("tiny_random"), "/nonexistent/motions", work, bin());
+    cr_assert(rc == 0 && strstr(log_, "(6 sequences;") && !strstr(log_, "clip:") && !strstr(log_, "spread"), "%s", log_);
 }
 
 /* the first line of LOG that contains KEY, "" when none */
