@@ -231,10 +231,11 @@ def make_motion(kind, seed, seconds, fps, speed=1.0, upper=None):
     falls back to a damped random drift where train/motions.py is not there."""
     T = int(round(seconds * fps))
     if motions is not None:
-        m = np.asarray(motions.generate(kind, seconds * speed, seed, fps=fps / speed)[0], np.float32)[:T]
+        def draw(k):
+            return np.asarray(motions.generate(k, seconds * speed, seed, fps=fps / speed)[0], np.float32)[:T]
+        m = draw(kind)
         if upper:
-            u = np.asarray(motions.generate(upper, seconds * speed, seed, fps=fps / speed)[0], np.float32)[:T]
-            m[:, UPPER_COLS] = u[:, UPPER_COLS]
+            m[:, UPPER_COLS] = draw(upper)[:, UPPER_COLS]
         return m
     rng = np.random.default_rng(seed)
     m = assets.random_motion(rng, T, fps=fps, pose_std=0.1, speed=0.5)

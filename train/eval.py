@@ -201,9 +201,8 @@ def family_eval(a):
         res = list(ex.map(lambda jm: dict(run({"name": jm[0][1], "garment": jm[0][0], "betas": betas,
                                                "test_betas": False, "test_motion": True},
                                               a, paths=jm[1]), motion=jm[0][1]), zip(jobs, made)))
-    for i, r in enumerate(res if held else []):  # the two runs' mean distance, as drape eval's mean_mm
-        d = np.linalg.norm(np.load(held[i][1]) - np.load(made[i][1]), axis=2)
-        r["teacher_spread_mm"] = float(d.mean() * 1e3)
+    for r, (_, sim), (_, sim2) in zip(res, made, held or []):  # their mean distance, as drape eval's mean_mm
+        r["teacher_spread_mm"] = float(np.linalg.norm(np.load(sim2) - np.load(sim), axis=2).mean() * 1e3)
     src = "the bundle's" if "teacher" in cfg else f"--sim-args '{a.sim_args}' (the bundle has none)"
     print(f"\n## By motion family: {a.model} ({len(res)} sequences; teacher: {src}; "
           f"shape {','.join(f'{x:g}' for x in betas[:4])}{',...' if len(betas) > 4 else ''})\n")
