@@ -46,18 +46,22 @@ try {
       physicsShown: !document.getElementById('physics-row').hidden,
       message: document.getElementById('message').hidden ? null : document.getElementById('message').textContent,
     }));
+  // a refused open shows an error banner, which takes the slot before a late
+  // frame's warning; a late frame may be real on a loaded machine (CI's 2 cores
+  // running the suite beside software-rendered Chromium), so only that one passes
+  const banner = (s) => s.message && !s.message.startsWith('frame late');
   await flowing(2);
   let s = await state();
   if (s.modes.join() !== 'lbs,physics') die(`side by side on ${garment}: modes ${s.modes}, not lbs,physics`);
   if (s.compare !== 'lbs · physics' || !s.compareShown) die(`side-by-side row: '${s.compare}' shown=${s.compareShown}`);
   if (!s.physicsShown) die('the physics switch is hidden for a garment that has physics');
-  if (s.message) die(`a banner: ${s.message}`);
+  if (banner(s)) die(`a banner: ${s.message}`);
   result.side_by_side = s.modes;
   await page.click('#compare');
   await flowing(1);
   s = await state();
   if (s.modes.join() !== 'lbs') die(`one avatar of ${garment}: mode ${s.modes}, not lbs`);
-  if (s.message) die(`a banner: ${s.message}`);
+  if (banner(s)) die(`a banner: ${s.message}`);
   result.single = s.modes;
   await page.selectOption('#garment', trained);
   await page.waitForFunction(() => document.getElementById('compare-modes').textContent.includes('neural'), null, {
