@@ -392,7 +392,7 @@ static int drop_range(const char *name, drape_dtype *dt, int *nd, int64_t *shape
  * network does more of the work depends on the network: the model of
  * 2026-11 went 8-20 cm from skinning on average without it, up to 89 cm;
  * the networks trained on the wide plan stay 3-5 cm off without it.
- * docs/training.md, "Bone-Net's inputs clamped".) */
+ * docs/training-log.md, "Bone-Net's input range".) */
 Test(drape, a_40_rad_s_spin_stays_near_skinning)
 {
     enum { T = 60 };
