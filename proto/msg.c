@@ -658,9 +658,7 @@ int drape_msg_error(drape_buf *out, int binary, const char *code, const char *me
     size_t n = strnlen(message, sizeof safe - 1);
     memcpy(safe, message, n);
     safe[n] = 0;
-    int utf8 = drape_utf8_valid((const uint8_t *)safe, n);
-    for (size_t i = 0; i < n; i++)
-        if ((!utf8 && (unsigned char)safe[i] >= 0x80) || (unsigned char)safe[i] < 0x20) safe[i] = '?';
+    drape_utf8_scrub(safe);
     emitter e;
     size_t start = out->len;
     em_init(&e, out, binary);

@@ -126,6 +126,14 @@ int drape_utf8_valid(const uint8_t *s, size_t n)
     return utf8_feed(&st, s, n) && st.need == 0;
 }
 
+void drape_utf8_scrub(char *s)
+{
+    size_t n = strlen(s);
+    int utf8 = drape_utf8_valid((const uint8_t *)s, n);
+    for (size_t i = 0; i < n; i++)
+        if ((!utf8 && (unsigned char)s[i] >= 0x80) || (unsigned char)s[i] < 0x20) s[i] = '?';
+}
+
 /* ---- parser ---- */
 
 struct drape_ws_parser {

@@ -81,5 +81,8 @@ size_t drape_base64(char *out, const uint8_t *in, size_t n);
 
 /* Whole-buffer UTF-8 validation (RFC 3629: no overlongs, no surrogates, ≤ U+10FFFF). */
 int drape_utf8_valid(const uint8_t *s, size_t n);
+/* In place: control bytes, and every byte >= 0x80 when s is not valid
+ * UTF-8, become '?'. For text built from outside bytes that goes into JSON. */
+void drape_utf8_scrub(char *s);
 
 #endif

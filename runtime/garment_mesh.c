@@ -221,7 +221,10 @@ static int get_accessor(accessor *out, json_t *doc, json_int_t a, const unsigned
     json_int_t stride = json_integer_value(json_object_get(bv, "byteStride"));
     size_t elem = (size_t)comp_size((int)comp) * ncomp;
     if (!stride) stride = (json_int_t)elem;
-    if (v_off < 0 || v_len < 0 || (size_t)stride < elem || stride > 252 || (size_t)v_off + (size_t)v_len > bin_len ||
+    /* signed compares first: a negative stride cast to size_t would wrap the
+     * sum below round to a small number */
+    if (v_off < 0 || v_len < 0 || stride < (json_int_t)elem || stride > 252 || (size_t)v_off > bin_len ||
+        (size_t)v_len > bin_len - (size_t)v_off || off > v_len ||
         (size_t)off + (size_t)(count - 1) * (size_t)stride + elem > (size_t)v_len)
         return drape_fail(err, DRAPE_EFORMAT, "%s: %s: accessor %lld lies outside its buffer view or the file", path,
                           what, (long long)a);

@@ -163,12 +163,30 @@ void drape_idcache_key(const drape_idcache *c, char out[DRAPE_IDENTITY_KEY_LEN +
     snprintf(out, DRAPE_IDENTITY_KEY_LEN + 1, "%016llx", (unsigned long long)h);
 }
 
+/* An entry's bytes with its extras': what evicting it frees. */
+static size_t entry_bytes(const drape_idcache_entry *e)
+{
+    size_t b = e->bytes;
+    for (int k = 0; k < DRAPE_IDCACHE_EXTRAS; k++)
+        if (e->extra[k].state == ST_RESIDENT) b += e->extra[k].bytes;
+    return b;
+}
+
+static int evictable(const drape_idcache_entry *e) { return !e->refs && e->state == ST_RESIDENT; }
+
 /* Evicts unpinned resident entries, least recently used first, until the
- * budget holds. Returns 1 when it holds. */
+ * budget holds. Returns 1 when it holds; when evicting every unpinned entry
+ * would not be enough, evicts nothing and returns 0, so that a refused
+ * identity leaves the others cached. */
 static int evict_to_budget(drape_idcache *c)
 {
+    if (c->bytes <= c->max_bytes) return 1;
+    size_t freeable = 0;
+    for (drape_idcache_entry *e = c->head; e; e = e->next)
+        if (evictable(e)) freeable += entry_bytes(e);
+    if (c->bytes - freeable > c->max_bytes) return 0;
     for (drape_idcache_entry *e = c->tail; e && c->bytes > c->max_bytes; e = e->prev) {
-        if (e->refs || e->state != ST_RESIDENT) continue; /* an extra's maker holds a reference */
+        if (!evictable(e)) continue; /* an extra's maker holds a reference */
         entry_drop_identity(c, e);
         c->st.evictions++;
     }

@@ -25,7 +25,12 @@
 #define NJ 24
 #define MAX_END_SITES DRAPE_MOTION_MAX_JOINTS
 #define MAX_TOKEN 128
-#define NPZ_MAX_ARRAY ((size_t)256 << 20)
+/* an npz array's bytes at most, checked before it is inflated: a header and
+ * float64s. mocap_framerate is one number; poses are at most SMPL-X's 165
+ * values a frame, trans 3, over the frames trans says (read first), so a
+ * small file cannot inflate to more than its motion could hold. */
+#define NPZ_HEADER_MAX 4096
+#define NPZ_POSE_WIDTH_MAX 165
 
 const char *const drape_skeleton_names[] = {"auto", "cmu", "poser", "mixamo", "smpl", NULL};
 
@@ -890,25 +895,26 @@ int drape_motion_read_npz(drape_motion *out, const uint8_t *data, size_t len, co
     if (rc) return rc;
     drape_npy P = {0}, Tr = {0}, R = {0};
     float *poses = NULL, *pos = NULL;
-    rc = drape_npz_array(&P, data, len, "poses.npy", NPZ_MAX_ARRAY, err);
-    if (!rc) rc = drape_npz_array(&Tr, data, len, "trans.npy", NPZ_MAX_ARRAY, err);
-    if (!rc) {
-        rc = drape_npz_array(&R, data, len, "mocap_framerate.npy", NPZ_MAX_ARRAY, err);
-        if (rc == DRAPE_ENOTFOUND) rc = drape_npz_array(&R, data, len, "mocap_frame_rate.npy", NPZ_MAX_ARRAY, err);
-        if (rc == DRAPE_ENOTFOUND) rc = drape_fail(err, rc, "npz: no mocap_framerate (an AMASS file has one)");
-    }
+    rc = drape_npz_array(&R, data, len, "mocap_framerate.npy", NPZ_HEADER_MAX, err);
+    if (rc == DRAPE_ENOTFOUND) rc = drape_npz_array(&R, data, len, "mocap_frame_rate.npy", NPZ_HEADER_MAX, err);
+    if (rc == DRAPE_ENOTFOUND) rc = drape_fail(err, rc, "npz: no mocap_framerate (an AMASS file has one)");
+    if (!rc) rc = drape_npz_array(&Tr, data, len, "trans.npy", NPZ_HEADER_MAX + (size_t)DRAPE_MOTION_MAX_FRAMES * 3 * 8, err);
     if (rc) goto done;
-    int64_t T = P.ndim == 2 ? P.shape[0] : -1, width = P.ndim == 2 ? P.shape[1] : 0;
-    if (T < 1 || width < 66) {
-        rc = drape_fail(err, DRAPE_ESHAPE, "npz: poses must be [T, 72] (SMPL) or [T, >= 66] (SMPL-H, SMPL-X)");
+    int64_t T = Tr.ndim == 2 ? Tr.shape[0] : -1;
+    if (T < 1 || Tr.shape[1] != 3) {
+        rc = drape_fail(err, DRAPE_ESHAPE, "npz: trans must be [T, 3]");
         goto done;
     }
     if (T > DRAPE_MOTION_MAX_FRAMES) {
         rc = drape_fail(err, DRAPE_ERANGE, "npz: %lld frames, over %d", (long long)T, DRAPE_MOTION_MAX_FRAMES);
         goto done;
     }
-    if (Tr.ndim != 2 || Tr.shape[0] != T || Tr.shape[1] != 3) {
-        rc = drape_fail(err, DRAPE_ESHAPE, "npz: trans must be [%lld, 3]", (long long)T);
+    rc = drape_npz_array(&P, data, len, "poses.npy", NPZ_HEADER_MAX + (size_t)T * NPZ_POSE_WIDTH_MAX * 8, err);
+    if (rc) goto done;
+    int64_t width = P.ndim == 2 ? P.shape[1] : 0;
+    if (P.ndim != 2 || P.shape[0] != T || width < 66) {
+        rc = drape_fail(err, DRAPE_ESHAPE, "npz: poses must be [%lld, 72] (SMPL) or [%lld, >= 66] (SMPL-H, SMPL-X)",
+                        (long long)T, (long long)T);
         goto done;
     }
     if (R.numel != 1 || R.ndim > 1) {

@@ -87,9 +87,10 @@ void drape_motion_free(drape_motion *m);
 /* out [T_out, 75] (malloc'd) = in [T_in, 75] at fps_out: frame i is the
  * source at time i / fps_out, its joints slerped (quaternions, shorter arc)
  * and its translation blended linearly between the two source frames
- * around it; T_out = floor((T_in − 1)·fps_out/fps_in) + 1. Frame rates
- * within 0.01 of a whole number are taken as that number, so 120 → 30 is
- * every 4th frame exactly. */
+ * around it; T_out = floor((T_in − 1)·fps_out/fps_in) + 1. The readers
+ * take a file's frame rate within 0.01 of a whole number as that number
+ * (a BVH's Frame Time 0.0083333 is 120 fps), so 120 → 30 is every 4th
+ * frame exactly; fps_in and fps_out are used as given. */
 int drape_motion_resample(float **out, int *T_out, const float *in, int T_in, double fps_in, double fps_out,
                           drape_error *err);
 

@@ -21,6 +21,7 @@
 #include <strings.h>
 
 #include "../core/clock.h"
+#include "../proto/ws.h"
 #include "http.h"
 
 /* ---- responses ---- */
@@ -53,6 +54,7 @@ static enum MHD_Result send_error_va(draped *d, struct MHD_Connection *c, int ro
 {
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
+    drape_utf8_scrub(msg); /* it may quote a path or a name the client sent; JSON needs UTF-8 */
     const char *wire = drape_errcode_wire(code);
     LOG_DEBUG("http %u %s: %s", status, wire, msg);
     return draped_http_json(d, c, route, status, json_pack("{s:{s:s,s:s}}", "error", "code", wire, "message", msg));

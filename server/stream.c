@@ -64,6 +64,7 @@ struct stream_conn {
     avatar *ready;
     avatar *avatars;
     int n_avatars, inflight, errors_in_row;
+    int n_closed_inflight; /* closed avatars whose frame is still out: they count against max_avatars */
     int closing; /* a close frame is queued: flush and leave */
     int64_t last_rx_ns;
     stream_conn *next;
@@ -217,9 +218,11 @@ static void job_done(drape_job *j, int status, const drape_error *err)
     if (err) a->err = *err;
     a->rnext = sc->ready;
     sc->ready = a;
-    pthread_mutex_unlock(&sc->mu);
+    /* under the lock: once it is released the connection may drain this
+     * frame and free itself, its eventfd with it */
     uint64_t one = 1;
     if (write(sc->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
+    pthread_mutex_unlock(&sc->mu);
 }
 
 /* the job an avatar's frames go through */
@@ -269,6 +272,7 @@ static void complete(stream_conn *sc, avatar *a)
     sc->inflight--;
     if (a->closed) {
         COUNT(d->met.frames_lost_on_close);
+        sc->n_closed_inflight--;
         avatar_free(sc, a);
         return;
     }
@@ -282,7 +286,9 @@ static void complete(stream_conn *sc, avatar *a)
         a->pfirst = 1;
         send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
     } else if (a->status) {
-        atomic_store(&d->healthy, 0);
+        /* not ready only once the backend is unusable (a device error): a
+         * batch that failed for want of memory leaves it serving */
+        if (!drape_backend_healthy(d->be)) atomic_store(&d->healthy, 0);
         LOG_ERROR("backend failed a batch: %s", a->err.msg);
         send_server_error(sc, a->binary, DRAPE_EC_INTERNAL, a->err.msg, &a->key, 1, a->jseq);
     } else {
@@ -378,7 +384,9 @@ static void on_open(stream_conn *sc, drape_msg *m, int binary)
                    0, 0);
         return;
     }
-    if (sc->n_avatars >= d->cfg.max_avatars) {
+    /* a closed avatar is freed when its frame comes back: until then it
+     * counts, or open/pose/close cycles could queue frames without bound */
+    if (sc->n_avatars + sc->n_closed_inflight >= d->cfg.max_avatars) {
         COUNT(d->met.limits[L_AVATARS]);
         char msg[96];
         snprintf(msg, sizeof msg, "too many avatars on this connection (limit %lld)", (long long)d->cfg.max_avatars);
@@ -524,7 +532,7 @@ static void on_close_avatar(stream_conn *sc, drape_msg *m, int binary)
         COUNT(sc->d->met.dropped_total);
         if (a->run) COUNT(sc->d->met.physics_skips);
     }
-    if (a->inflight) a->closed = 1; /* freed when its frame comes back */
+    if (a->inflight) a->closed = 1, sc->n_closed_inflight++; /* freed when its frame comes back */
     else avatar_free(sc, a);
 }
 
@@ -534,8 +542,8 @@ static void on_message(stream_conn *sc, const uint8_t *data, size_t len, int bin
     char msg[256];
     memset(&m, 0, sizeof m);
     if (drape_msg_parse(&m, data, len, binary, NULL, msg, sizeof msg)) {
-        int has_av = m.avatar.is_str ? m.avatar.str[0] != 0 : 1;
-        send_error(sc, binary, m.err, msg, has_av && m.op ? &m.avatar : NULL, m.has_seq, m.seq);
+        /* only an avatar the message named validly: a missing one is not avatar 0 */
+        send_error(sc, binary, m.err, msg, m.has_avatar && m.op ? &m.avatar : NULL, m.has_seq, m.seq);
         return;
     }
     sc->errors_in_row = 0;
@@ -628,7 +636,7 @@ static void *stream_main(void *arg)
     for (avatar *a = sc->avatars; a;) {
         avatar *n = a->next;
         a->pending = 0;
-        if (a->inflight) a->closed = 1;
+        if (a->inflight) a->closed = 1, sc->n_closed_inflight++;
         else avatar_free(sc, a);
         a = n;
     }

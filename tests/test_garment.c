@@ -239,6 +239,60 @@ Test(garment, a_glb_gives_the_garment_its_obj_gives)
     cr_assert(strstr(out, "64 vertices attached (waist)"), "%s", out);
 }
 
+/* A GLB whose accessor lies outside its buffer view is refused, whatever its
+ * signs: a negative byteStride once wrapped the bounds check's sum round and
+ * the reader read far outside the file. One triangle; view 0 holds its 36
+ * bytes of positions. */
+static int parse_glb_view(const char *view, const char *accessor, drape_error *e)
+{
+    char json[1024];
+    int jl = snprintf(json, sizeof json,
+                      "{\"asset\":{\"version\":\"2.0\"},\"meshes\":[{\"primitives\":[{\"attributes\":"
+                      "{\"POSITION\":0,\"TEXCOORD_0\":1}}]}],\"buffers\":[{\"byteLength\":60}],"
+                      "\"bufferViews\":[{\"buffer\":0,%s},{\"buffer\":0,\"byteOffset\":36,\"byteLength\":24}],"
+                      "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":3,\"type\":\"VEC3\"%s},"
+                      "{\"bufferView\":1,\"componentType\":5126,\"count\":3,\"type\":\"VEC2\"}]}",
+                      view, accessor);
+    while (jl % 4) json[jl++] = ' ';
+    unsigned char glb[2048] = {0};
+    size_t n = 0;
+#define PUT32(x) (glb[n] = (x) & 255, glb[n + 1] = (x) >> 8 & 255, glb[n + 2] = (x) >> 16 & 255, glb[n + 3] = (uint32_t)(x) >> 24, n += 4)
+    PUT32(0x46546C67u), PUT32(2), PUT32(12 + 8 + jl + 8 + 60);
+    PUT32(jl), PUT32(0x4E4F534Au);
+    memcpy(glb + n, json, (size_t)jl), n += (size_t)jl;
+    PUT32(60), PUT32(0x004E4942u);
+#undef PUT32
+    float bin[15] = {0, 1, 0, 0.1f, 1, 0, 0, 1, 0.1f, 0, 0, 1, 0, 0, 1};
+    memcpy(glb + n, bin, sizeof bin), n += sizeof bin;
+    drape_gmesh m;
+    int rc = drape_gmesh_parse(&m, glb, n, "t.glb", e);
+    if (!rc) drape_gmesh_free(&m);
+    return rc;
+}
+
+Test(garment, refuses_glb_accessors_outside_their_view)
+{
+    drape_error e = {0};
+    cr_assert_eq(parse_glb_view("\"byteOffset\":0,\"byteLength\":36", "", &e), 0, "the control: %s", e.msg);
+    const struct {
+        const char *view, *accessor;
+    } bad[] = {
+        {"\"byteOffset\":0,\"byteLength\":36,\"byteStride\":-4398046511104", ",\"byteOffset\":8796093022208"},
+        {"\"byteOffset\":0,\"byteLength\":36,\"byteStride\":-4", ",\"byteOffset\":8"},
+        {"\"byteOffset\":0,\"byteLength\":36", ",\"byteOffset\":4"},
+        {"\"byteOffset\":0,\"byteLength\":36", ",\"byteOffset\":-4"},
+        {"\"byteOffset\":-36,\"byteLength\":72", ""},
+        {"\"byteOffset\":48,\"byteLength\":36", ""},
+        {"\"byteOffset\":0,\"byteLength\":9223372036854775807", ",\"byteOffset\":9223372036854775000"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        e = (drape_error){0};
+        int rc = parse_glb_view(bad[i].view, bad[i].accessor, &e);
+        cr_assert_eq(rc, DRAPE_EFORMAT, "case %zu: rc %d (%s)", i, rc, e.msg);
+        cr_assert(strstr(e.msg, "outside") || strstr(e.msg, "not a plain"), "case %zu: %s", i, e.msg);
+    }
+}
+
 /* `drape sim garment` runs the added garment (physics needs no network);
  * `drape infer` runs it with --lbs-only and refuses it without. */
 Test(garment, sim_garment_and_lbs_run_and_neural_is_refused)

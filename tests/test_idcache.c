@@ -232,12 +232,18 @@ Test(idcache, extras_are_made_once_counted_and_go_with_their_identity)
     cr_assert_gt(s.evictions, 0);
     /* a second held identity's extra does not fit beside a's: refused, a untouched */
     drape_idcache_entry *b = get(&f, -0.5f, NULL);
+    drape_idcache_stats s0;
+    drape_idcache_get_stats(f.c, &s0);
+    cr_assert_eq(s0.resident, 3, "a, b and one unheld identity");
     xlog.bytes = 2 * f.id_bytes;
     cr_assert_eq(drape_idcache_extra(f.c, b, 0, &ops, &q, &err), DRAPE_ERANGE);
     cr_assert(strstr(err.msg, "identity cache full"), "%s", err.msg);
     cr_assert_eq(xlog.freed, 1, "the refused extra is freed");
     drape_idcache_get_stats(f.c, &s);
     cr_assert_eq(s.extras[0], 1);
+    /* evicting the unheld one could not have made room: it stays */
+    cr_assert_eq(s.resident, 3, "a refusal evicted an identity it could not make room with");
+    cr_assert_eq(s.evictions, s0.evictions);
     cr_assert_leq(s.bytes, s.max_bytes);
     cr_assert_eq(drape_idcache_extra(f.c, a, 0, &ops, &q, &err), 0, "%s", err.msg);
     cr_assert_eq(q, p, "a's extra is still there");

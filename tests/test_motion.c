@@ -770,6 +770,27 @@ Test(motion, amass_npz_stored_and_deflated)
     npz_case(72, 1);
 }
 
+/* An array is refused before it is inflated when it is larger than the
+ * motion trans describes could hold: 1,000 frames of poses (a 576-KB array
+ * that deflates to little) beside 10 frames of trans. A small upload once
+ * inflated to a gigabyte this way (POST /v1/motions/convert). */
+Test(motion, amass_npz_poses_larger_than_trans_says_are_refused_before_inflating)
+{
+    char path[300], out[4096];
+    snprintf(path, sizeof path, "%s", tu_tmp("amass_big.npz"));
+    int rc = tu_run(out, sizeof out,
+                    "%s -c \"import numpy as np; np.savez_compressed('%s', poses=np.zeros((1000, 72)), "
+                    "trans=np.zeros((10, 3)), mocap_framerate=np.array(30.0))\"",
+                    py(), path);
+    cr_assert_eq(rc, 0, "numpy could not write the npz: %s", out);
+    drape_motion m;
+    drape_error e = {0};
+    rc = drape_motion_load(&m, path, NULL, &e);
+    cr_assert_eq(rc, DRAPE_ERANGE, "rc %d: %s", rc, e.msg);
+    cr_assert(strstr(e.msg, "poses.npy") && strstr(e.msg, "over"), "%s", e.msg);
+    cr_assert_null(m.poses);
+}
+
 /* ---- resampling ---- */
 
 Test(motion, resample_120_to_30_is_every_fourth_frame)

@@ -50,12 +50,13 @@ static int cpu_create(drape_backend **out, const drape_model *m, const drape_bac
     size_t packed = 0;
     for (int l = 0; l < c->n_conv; l++) packed += (size_t)18 * m->net.conv[l].in * m->net.conv[l].out;
     be->conv_packed = malloc(packed * sizeof(float));
-    for (int l = 0, off = 0; be->conv_packed && l < c->n_conv; l++) {
+    size_t off = 0;
+    for (int l = 0; be->conv_packed && l < c->n_conv; l++) {
         const drape_conv *cv = &m->net.conv[l];
         float *taps = be->conv_packed + off, *wt = taps + (size_t)9 * cv->in * cv->out;
         cpu_conv_pack(taps, wt, cv->w, cv->in, cv->out);
         be->conv[l] = (cpu_conv){.b = cv->b, .taps = taps, .wt = wt, .in = cv->in, .out = cv->out};
-        off += 18 * cv->in * cv->out;
+        off += (size_t)18 * cv->in * cv->out;
     }
     if (!be->conv_packed || !be->M || !be->phat || !be->delta || !be->map_in || !be->map_a || !be->map_b) {
         cpu_destroy(&be->base);

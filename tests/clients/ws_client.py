@@ -191,6 +191,11 @@ async def bad_inputs():
         (json.dumps({"op": "pose", "avatar": "good", "seq": 1, "pose": [0] * 71 + [-101], "trans": [0, 0, 0]}),
          "bad_field"),
     ]
+    # no valid avatar: the error names none (it once said avatar 0, an avatar a client may have open)
+    no_avatar = [json.dumps({"op": "pose", "seq": 1, "pose": [0] * 72}),
+                 json.dumps({"op": "pose", "avatar": -1, "seq": 1, "pose": [0] * 72}),
+                 json.dumps({"op": "pose", "avatar": 1.5, "seq": 1, "pose": [0] * 72})]
+    cases += [(p, "bad_field") for p in no_avatar]
     bin_cases = [
         (b"\xc1\xff\x00", "bad_message"),
         (msgpack.packb({"op": "pose", "avatar": "good", "seq": 2, "pose": [float("nan")] + [0.0] * 71}), "bad_field"),
@@ -202,6 +207,7 @@ async def bad_inputs():
         m = await c.until(lambda m: m["op"] == "error")
         check(m["code"] == code, f"{payload[:60]!r}: expected {code}, got {m}")
         check(m["message"], "empty error message")
+        check(payload not in no_avatar or "avatar" not in m, f"{payload[:60]!r}: the error names an avatar: {m}")
         await c.send({"op": "pose", "avatar": "good", "seq": seq, "pose": pose(seq)})
         f = await c.until(lambda m: m["op"] == "frame")
         check(f["avatar"] == "good" and f["seq"] == seq, f"good avatar lost a frame: {f}")
@@ -631,6 +637,37 @@ async def avatar_limit(limit="2"):
     await c.send({"op": "open", "avatar": L, "garment": GARMENT})
     m = await c.recv()
     check(m["op"] == "opened", f"no room after a close: {m}")
+    await c.ws.close()
+    print(json.dumps({"limit": L}))
+
+
+async def closed_in_flight(limit="2"):
+    """Avatars closed while their frame waits in the batcher (run with a long
+    --max-delay-us) count against --max-avatars until it comes back: else
+    open/pose/close cycles would queue frames without bound."""
+    c = await connect(False)
+    L = int(limit)
+    for a in range(L):
+        await c.send({"op": "open", "avatar": a, "garment": GARMENT})
+    for a in range(L):
+        await c.until(lambda m: m["op"] == "opened")
+    for a in range(L):
+        await c.send({"op": "pose", "avatar": a, "seq": 0, "pose": pose(0)})
+        await c.send({"op": "close", "avatar": a})
+    for a in range(L):
+        await c.until(lambda m: m["op"] == "closed")
+    await c.send({"op": "open", "avatar": L, "garment": GARMENT})
+    m = await c.recv()
+    check(m["op"] == "error" and m["code"] == "limit", f"opened beside {L} closed avatars in flight: {m}")
+    # once their frames came back (and were dropped) there is room again
+    for _ in range(100):
+        await asyncio.sleep(0.1)
+        await c.send({"op": "open", "avatar": L, "garment": GARMENT})
+        m = await c.recv()
+        if m["op"] == "opened":
+            break
+        check(m["code"] == "limit", f"{m}")
+    check(m["op"] == "opened", f"no room once the frames came back: {m}")
     await c.ws.close()
     print(json.dumps({"limit": L}))
 
