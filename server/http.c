@@ -137,13 +137,19 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!rq) return MHD_NO;
         *req_cls = rq;
         rq->max_body = (size_t)(strcmp(url, DRAPED_MOTION_CONVERT) ? d->cfg.max_message : d->cfg.motion_max_bytes);
+        /* the headers are in: a body without a valid key is not kept (the
+         * answer, 401, comes when it has been read) */
+        rq->keyless = !strncmp(url, "/v1/", 4) &&
+                      !draped_check_key(d, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"), NULL);
         draped_admit_mark(d, c, DRAPED_ADMIT_HEADERS_IN);
         return MHD_YES;
     }
     if (*upload_size) {
-        if (!rq->too_big && rq->body.len + *upload_size <= rq->max_body)
-            drape_buf_append(&rq->body, upload, *upload_size);
-        else rq->too_big = 1;
+        if (!rq->keyless && !rq->too_big && !rq->no_memory) {
+            if (rq->body.len + *upload_size > rq->max_body) rq->too_big = 1;
+            else if (drape_buf_append(&rq->body, upload, *upload_size)) rq->no_memory = 1;
+            if (rq->too_big || rq->no_memory) drape_buf_free(&rq->body);
+        }
         *upload_size = 0;
         return MHD_YES;
     }
@@ -170,6 +176,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                                      "a valid API key is required (Authorization: Bearer KEY; ?token=KEY on "
                                      "/v1/stream only)");
         }
+        if (rq->no_memory) return draped_http_error(d, c, R_OTHER, DRAPE_EC_LIMIT, "no memory for the request body; try again");
         if (rq->too_big) {
             int motion = !strcmp(url, DRAPED_MOTION_CONVERT);
             COUNT(d->met.limits[motion ? L_MOTION : L_BODY]);

@@ -12,11 +12,13 @@
 
 /* A request: its URL, method and HTTP version, and the body as it came
  * (too_big: it passed its limit, max_body, and was not kept: --max-message,
- * or --motion-max-bytes for POST /v1/motions/convert). */
+ * or --motion-max-bytes for POST /v1/motions/convert; keyless: not kept,
+ * the headers named no valid API key; no_memory: not kept, there was no
+ * memory for it). */
 typedef struct {
     const char *url, *method, *version;
     drape_buf body;
-    int too_big;
+    int too_big, keyless, no_memory;
     size_t max_body;
 } draped_req;
 

@@ -102,10 +102,15 @@ struct avatar {
 
 /* ---- sending ---- */
 
-static void tx_msg(stream_conn *sc, int opcode, drape_buf *m)
+/* Queues m (made by a drape_msg_* call). A message that could not be made
+ * (out of memory: m is empty) or queued is not sent as an empty frame: it
+ * is logged, and -1 says so. */
+static int tx_msg(stream_conn *sc, int opcode, drape_buf *m)
 {
-    drape_ws_encode(&sc->tx, opcode, m->p, m->len, NULL);
+    int rc = !m->len || drape_ws_encode(&sc->tx, opcode, m->p, m->len, NULL) ? -1 : 0;
     m->len = 0;
+    if (rc) LOG_ERROR("stream %d: out of memory for a message; it was not sent", sc->fd);
+    return rc;
 }
 
 static void send_close(stream_conn *sc, int code, const char *reason)
@@ -317,8 +322,7 @@ static void complete(stream_conn *sc, avatar *a)
                 if (a->run) COUNT(d->met.physics_skips);
             }
             drape_msg_frame(&m, a->binary, &a->key, a->jseq, a->format, a->V, bbox, pk.p, pk.len, &t, a->dropped);
-            tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m);
-            COUNT(d->met.frames_total);
+            if (!tx_msg(sc, a->binary ? DRAPE_WS_BINARY : DRAPE_WS_TEXT, &m)) COUNT(d->met.frames_total);
             draped_hist_add(&d->met.queue_us, t.queue_us);
             draped_hist_add(&d->met.compute_us, t.compute_us);
             draped_hist_add(&d->met.pack_us, t.pack_us);
@@ -682,6 +686,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
     if (tls && tls->tls_session && tcp) sock = tcp->connect_fd;
     else tls = NULL;
     stream_conn *sc = calloc(1, sizeof *sc);
+    if (sc) sc->efd = -1;
     drape_ws_limits lim = {1, (size_t)d->cfg.max_message, (size_t)d->cfg.max_message};
     if (!sc || drape_ws_parser_create(&sc->ps, &lim) || (sc->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0 ||
         drape_buf_append(&sc->rx, extra, extra_len)) {
@@ -689,6 +694,7 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
         if (sc) {
             drape_ws_parser_free(sc->ps);
             drape_buf_free(&sc->rx);
+            if (sc->efd >= 0) close(sc->efd);
             free(sc);
         }
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);

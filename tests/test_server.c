@@ -181,6 +181,20 @@ Test(server, odd_requests_get_an_answer)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* a process's peak resident memory (VmHWM) in KB */
+static long hwm_kb(int pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = atol(line + 6);
+    fclose(f);
+    return kb;
+}
+
 Test(server, api_keys)
 {
     const char *keys = tu_tmp("keys.txt");
@@ -209,6 +223,17 @@ Test(server, api_keys)
     snprintf(ws, sizeof ws, "%s?token=secret-one", s.ws);
     int rc = tu_run(out, OUT, "%s tests/clients/ws_client.py '%s' stream_many 1 2 0 f32", py(), ws);
     cr_assert_eq(rc, 0, "stream with ?token=:\n%s", out);
+    /* a body without a key is read and dropped, not kept: 15 MB (under
+     * --motion-max-bytes) leave the daemon's peak memory where it was */
+    const char *big = tu_tmp("keyless.bin");
+    tu_run(out, OUT, "head -c 15000000 /dev/urandom > %s", big);
+    long before = hwm_kb(s.pid);
+    char args[600];
+    snprintf(args, sizeof args, "-X POST --data-binary @%s", big);
+    curl(&s, args, "/v1/motions/convert");
+    expect_code("a large body without a key", 401);
+    long grew = hwm_kb(s.pid) - before;
+    cr_assert_lt(grew, 8000, "a keyless 15-MB body raised the peak by %ld KB", grew);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
