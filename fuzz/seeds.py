@@ -233,9 +233,10 @@ def objs():
 
 # ---- garment meshes: OBJ with UVs and binary glTF (runtime/garment_mesh.c) ----
 
-def glb(positions, uvs, indices, index_type=5125, extra_json=None):
+def glb(positions, uvs, indices, index_type=5125, extra_json=None, patch=None):
     """A GLB of one triangle primitive: float VEC3 positions, float VEC2 UVs
-    (or none), indices of index_type (or none)."""
+    (or none), indices of index_type (or none); patch(doc) may edit the
+    JSON last."""
     fmt = {5121: "B", 5123: "H", 5125: "I"}[index_type]
     pb = b"".join(struct.pack("<3f", *p) for p in positions)
     tb = b"".join(struct.pack("<2f", *t) for t in uvs or [])
@@ -258,6 +259,8 @@ def glb(positions, uvs, indices, index_type=5125, extra_json=None):
     doc = {"asset": {"version": "2.0"}, "meshes": [{"primitives": [prim]}], "nodes": [{"mesh": 0}],
            "buffers": [{"byteLength": off}], "bufferViews": views, "accessors": accs}
     doc.update(extra_json or {})
+    if patch:
+        patch(doc)
     js = json.dumps(doc).encode()
     js += b" " * (-len(js) % 4)
     binary = pb + tb + ib
@@ -284,6 +287,11 @@ def gmeshes():
     put("gmesh", "moved_node.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], [0, 1, 2],
                                        extra_json={"nodes": [{"mesh": 0, "translation": [0, 1, 0]}]}))
     put("gmesh", "index_past_end.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], [0, 1, 7]))
+
+    def negative_stride(doc):  # its sum once wrapped round to pass the bounds check
+        doc["bufferViews"][0]["byteStride"] = -(1 << 42)
+        doc["accessors"][0]["byteOffset"] = 1 << 43
+    put("gmesh", "negative_stride.glb", glb(tri, [(0, 0), (1, 0), (0, 1)], [0, 1, 2], patch=negative_stride))
 
 
 # ---- motion files: BVH and AMASS npz (runtime/motion.c) ----
