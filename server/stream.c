@@ -30,6 +30,7 @@
  * record and makes four system calls per 4 bytes: 30 ms per frame. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -464,6 +465,10 @@ static void on_pose(stream_conn *sc, drape_msg *m, int binary, int64_t now)
     }
     float frame[DRAPE_FRAME_FLOATS];
     drape_pose_limits lim = draped_pose_limits(sc->d);
+    if (a->run) { /* the cloth engine keeps the built-in limits (sim/garment.c): above them, say so here */
+        lim.max_angle = fmin(lim.max_angle, DRAPE_POSE_MAX_ANGLE);
+        lim.max_trans = fmin(lim.max_trans, DRAPE_POSE_MAX_TRANS);
+    }
     drape_error why = {0};
     memcpy(frame, m->pose, sizeof(float) * DRAPE_MSG_POSE);
     memcpy(frame + DRAPE_MSG_POSE, m->trans, sizeof(float) * 3);

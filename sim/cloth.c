@@ -750,6 +750,13 @@ void drape_cloth_reset(drape_cloth *c)
     for (int a = 0; a < S->n_att; a++)
         for (int d = 0; d < 3; d++) c->att_target[3 * a + d] = S->X0[3 * S->att_node[a] + d];
     if (S->nfree) memcpy(c->w, S->w0, ((size_t)S->ns + 1) * sizeof(v4d));
+    /* the solve's workspaces as new: a state that went non-finite leaves NaN
+     * (0 × NaN) in the padding rows, which nothing else rewrites */
+    size_t N = (size_t)S->nrows + 1;
+    memset(c->b, 0, N * sizeof(v4d));
+    memset(c->xr, 0, N * sizeof(v4d));
+    memset(c->base, 0, N * sizeof(v4d));
+    if (c->xm) memset(c->xm, 0, N * sizeof(v4d));
     c->contacts = 0;
 }
 

@@ -157,8 +157,8 @@ static int pick_substeps(const drape_garment_sim_params *p, const float *body, i
             d2 = fmax(d2, dx * dx + dy * dy + dz * dz);
         }
     }
-    int k = (int)ceil(sqrt(d2) / p->max_disp);
-    return k < 1 ? 1 : k > p->max_substeps ? p->max_substeps : k;
+    double k = ceil(sqrt(d2) / p->max_disp); /* clamped as a double: a tiny max_disp overflows an int */
+    return k < 1 ? 1 : k > p->max_substeps ? p->max_substeps : (int)k;
 }
 
 /* ---- the rig: what a garment's simulation shares across runs ---- */
@@ -369,6 +369,10 @@ int drape_garment_run_restart(drape_garment_run *s, const float *pose, int settl
         return rc;
     for (int k = 0; k < settle && !rc; k++) rc = drape_cloth_step(s->cloth, err);
     if (rc) return rc;
+    /* a restart is the way out of a diverged state: it must not hand one on */
+    const double *x = drape_cloth_positions(s->cloth);
+    for (int i = 0; i < 3 * r->V; i++)
+        if (!isfinite(x[i])) return drape_fail(err, DRAPE_ENONFINITE, "the cloth settled to a state that is not finite");
     s->contacts = drape_cloth_contacts(s->cloth);
     store(out, s->cloth, r->V);
     s->started = 1;

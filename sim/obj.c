@@ -70,6 +70,10 @@ int drape_obj_fread(drape_obj *out, FILE *f, const char *path, drape_error *err)
                 while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') p++; /* skip /vt/vn */
             }
             if (m < 3) { rc = drape_fail(err, DRAPE_EFORMAT, "%s:%d: a face needs 3 vertices", path, lineno); goto done; }
+            if (out->F + m - 2 > DRAPE_OBJ_MAX_FACES) {
+                rc = drape_fail(err, DRAPE_ERANGE, "%s:%d: more than %d triangles", path, lineno, DRAPE_OBJ_MAX_FACES);
+                goto done;
+            }
             if (grow((void **)&out->faces, &fcap, 3 * (out->F + m - 2), sizeof(int32_t))) {
                 rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");
                 goto done;

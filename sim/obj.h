@@ -9,6 +9,7 @@
 #include "../core/status.h"
 
 #define DRAPE_OBJ_MAX_VERTICES (1 << 24)
+#define DRAPE_OBJ_MAX_FACES (1 << 25) /* triangles, after fans: 3·F indices stay far inside an int */
 /* |coordinate| at most, in the mesh's units (metres): a cloth's solve mixes
  * every vertex, so one at 1e308 turns all of them into NaN */
 #define DRAPE_OBJ_MAX_COORD 1e6

@@ -155,6 +155,34 @@ Test(cloth, large_time_steps_stay_finite)
     unhang(&h);
 }
 
+/* A cloth whose state went non-finite is, after drape_cloth_reset, a new
+ * cloth again: the solve's padding rows, which 0 × NaN once filled for
+ * good, are cleared too (the physics mode's restart of a diverged avatar
+ * relies on it). */
+Test(cloth, reset_recovers_from_a_non_finite_state)
+{
+    drape_cloth_params p = NOTEBOOK;
+    hanging h = hang(7, &p), fresh = hang(7, &p);
+    drape_error e = {0};
+    double *v = malloc(sizeof(double) * 3 * h.n);
+    for (int i = 0; i < 3 * h.n; i++) v[i] = 1e308;
+    cr_assert_eq(drape_cloth_set_state(h.c, h.X, v, &e), 0, "%s", e.msg);
+    drape_cloth_step(h.c, &e); /* may fail: it is the state after that counts */
+    int bad = 0;
+    for (int i = 0; i < 3 * h.n; i++) bad += !isfinite(drape_cloth_positions(h.c)[i]);
+    cr_assert_gt(bad, 0, "the test needs a state that went non-finite");
+    drape_cloth_reset(h.c);
+    for (int s = 0; s < 3; s++) {
+        cr_assert_eq(drape_cloth_step(h.c, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_cloth_step(fresh.c, &e), 0, "%s", e.msg);
+    }
+    const double *x = drape_cloth_positions(h.c), *y = drape_cloth_positions(fresh.c);
+    for (int i = 0; i < 3 * h.n; i++) cr_assert_eq(x[i], y[i], "x[%d] = %g after the reset, a new cloth's %g", i, x[i], y[i]);
+    free(v);
+    unhang(&h);
+    unhang(&fresh);
+}
+
 Test(cloth, area_mass_is_density_times_area)
 {
     /* a free-falling unpinned triangle: with any mass the fall is g t² */

@@ -97,6 +97,15 @@ Test(physics, a_reset_or_a_cut_settles_again_from_skinning)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* --pose-max-trans above the built-in limit: a physics avatar is held to the
+ * built-in one at the boundary (bad_field), as its cloth engine is. */
+Test(physics, a_physics_pose_past_the_built_in_limits_is_a_bad_field)
+{
+    tu_server s = tu_draped_start(MODEL, "--pose-max-trans 100000 --cut-speed 0");
+    scenario(&s, "beyond_builtin_limits 20000");
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 /* A cloth flung past the divergence bound is restarted from skinning and
  * reported (physics_reset); a neural avatar beside it is not disturbed. */
 Test(physics, a_diverged_cloth_is_reset_and_reported)

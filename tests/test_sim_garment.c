@@ -364,6 +364,21 @@ Test(sim_garment, metrics_of_the_rest_state)
     drape_metrics_free(mx);
 }
 
+/* The automatic substeps with a --max-disp so small that the count passes an
+ * int: the most allowed, not (once, an int overflow) the fewest. */
+Test(sim_garment, a_tiny_max_disp_takes_the_most_substeps)
+{
+    char out[4096], p[300];
+    snprintf(p, sizeof p, "%s", tu_tmp("walk3.npy"));
+    float P[75 * 3];
+    drape_garment_walk(P, 3, 30);
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(p, P, 2, (int64_t[]){3, 75}, &e), 0, "%s", e.msg);
+    cr_assert_eq(tu_run(out, sizeof out, "%s sim garment --model '%s' --garment skirt --poses '%s' --out /dev/null "
+                        "--settle 1 --max-disp 1e-300 --max-substeps 3", bin(), tu_bundle("tiny_random"), p), 0, "%s", out);
+    cr_assert(strstr(out, " 3 substeps (at most 3"), "%s", out);
+}
+
 Test(sim_garment, commands_reject_bad_input)
 {
     char out[4096], p[300], bad[300];

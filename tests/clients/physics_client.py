@@ -158,6 +158,27 @@ async def restart(how="reset", before="8", after="5"):
     print(json.dumps({"how": how, "frames_after": A, "identical": True}))
 
 
+async def beyond_builtin_limits(trans="20000"):
+    """The server runs with --pose-max-trans above the built-in 10000 m: a
+    neural avatar takes a root that far, a physics avatar (whose cloth
+    engine keeps the built-in limits) gets bad_field naming the limit for
+    that pose, not an internal error from its worker, and goes on."""
+    far = float(trans)
+    c = await connect(False)
+    await open_avatar(c, "p", "physics")
+    await open_avatar(c, "n", "neural")
+    await frame_of(c, "p", 0, *walk(0))
+    p, tr = walk(1)
+    await frame_of(c, "n", 1, p, [far, tr[1], tr[2]])
+    await c.send({"op": "pose", "avatar": "p", "seq": 1, "pose": p, "trans": [far, tr[1], tr[2]]})
+    m = await c.until(lambda m: m.get("avatar") == "p", 60)
+    check(m["op"] == "error" and m["code"] == "bad_field" and m.get("seq") == 1 and "10000" in m["message"],
+          f"a physics pose past the built-in limit: {m}")
+    await frame_of(c, "p", 2, *walk(2))
+    await c.ws.close()
+    print(json.dumps({"refused": m["message"]}))
+
+
 async def diverge(before="4", after="4"):
     """With cut detection off (the server runs --cut-speed 0), a physics
     avatar teleported 5 km is not a cut: its cloth is flung past the
