@@ -61,6 +61,9 @@ int draped_stream_upgrade(draped *d, struct MHD_Connection *c, const char *ws_ke
 void draped_streams_init(draped *d);
 /* Asks every stream to drain and close (1001), waits up to drain_ms + 3 s. */
 void draped_streams_shutdown(draped *d);
+/* Waits up to ms for every stream's thread to be gone; returns how many are
+ * left (they still use the cache, the batcher and the pools). */
+int draped_streams_wait(draped *d, int64_t ms);
 
 /* identity.c: an id, a garment + betas, or both (the recipe re-creates an
  * id this replica does not know) → a pinned cache entry; *code is the

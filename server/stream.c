@@ -764,8 +764,18 @@ void draped_streams_shutdown(draped *d)
         uint64_t one = 1;
         if (write(s->efd, &one, sizeof one) < 0) LOG_WARN("stream: eventfd write failed");
     }
+    pthread_mutex_unlock(&d->mu);
+    int left = draped_streams_wait(d, (deadline - drape_now_ns()) / 1000000);
+    if (left) LOG_WARN("%d streams did not close in time", left);
+}
+
+int draped_streams_wait(draped *d, int64_t ms)
+{
+    int64_t deadline = drape_now_ns() + ms * 1000000;
+    pthread_mutex_lock(&d->mu);
     /* every stream that leaves broadcasts */
     while (d->n_streams > 0 && drape_now_ns() < deadline) drape_cond_wait_until(&d->cv, &d->mu, deadline);
-    if (d->n_streams) LOG_WARN("%d streams did not close in time", d->n_streams);
+    int left = d->n_streams;
     pthread_mutex_unlock(&d->mu);
+    return left;
 }
