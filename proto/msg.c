@@ -693,16 +693,18 @@ int drape_msg_encode_open(drape_buf *out, int binary, const drape_avatar_key *av
                           const char *garment, const float *betas, int n_betas, int format, int mode)
 {
     int has_id = identity && *identity, has_g = garment && *garment;
-    if (!valid_avatar(avatar) || has_id == has_g || n_betas > DRAPE_MSG_BETAS_MAX || (n_betas > 0 && !betas) ||
-        (n_betas > 0 && has_id) || format < 0 || format >= DRAPE_FMT_COUNT || mode < 0 || mode > DRAPE_MODE_PHYSICS)
+    /* identity, garment (+ betas), or both: the recipe beside an id re-creates
+     * it on a replica that does not know it (protocol.md) */
+    if (!valid_avatar(avatar) || (!has_id && !has_g) || n_betas > DRAPE_MSG_BETAS_MAX || (n_betas > 0 && !betas) ||
+        (n_betas > 0 && !has_g) || format < 0 || format >= DRAPE_FMT_COUNT || mode < 0 || mode > DRAPE_MODE_PHYSICS)
         return DRAPE_EINVAL;
     int with_betas = n_betas >= 0 && has_g;
     emitter e;
     size_t start = out->len;
     em_init(&e, out, binary);
-    em_begin(&e, "open", avatar, 3 + with_betas);
+    em_begin(&e, "open", avatar, 2 + has_id + has_g + with_betas);
     if (has_id) em_key(&e, "identity"), em_str(&e, identity);
-    else em_key(&e, "garment"), em_str(&e, garment);
+    if (has_g) em_key(&e, "garment"), em_str(&e, garment);
     if (with_betas) em_key(&e, "betas"), em_floats(&e, betas, n_betas);
     em_key(&e, "format"), em_str(&e, drape_format_name(format));
     em_key(&e, "mode"), em_str(&e, mode_names[mode]);

@@ -424,6 +424,13 @@ Test(msg, client_encoders_round_trip)
         cr_assert_str_eq(m.identity, "beef");
         cr_assert_eq(m.mode, DRAPE_MODE_LBS);
         b.len = 0;
+        /* an id with its recipe, as the protocol allows */
+        cr_assert_eq(drape_msg_encode_open(&b, bin, &a, "beef", "skirt", betas, 2, DRAPE_FMT_F32, DRAPE_MODE_NEURAL), 0);
+        cr_assert_eq(parse(&m, b.p, b.len, bin, &c, why), 0, "%s", why);
+        cr_assert_str_eq(m.identity, "beef");
+        cr_assert_str_eq(m.garment, "skirt");
+        cr_assert_eq(m.n_betas, 2);
+        b.len = 0;
         cr_assert_eq(drape_msg_encode_pose(&b, bin, &a, 123456789, pose, trans), 0);
         cr_assert_eq(parse(&m, b.p, b.len, bin, &c, why), 0, "%s", why);
         cr_assert_eq(m.seq, 123456789);
@@ -435,7 +442,8 @@ Test(msg, client_encoders_round_trip)
         cr_assert_eq(m.op, DRAPE_OP_CLOSE);
         /* bad arguments leave the buffer alone */
         b.len = 0;
-        cr_assert_eq(drape_msg_encode_open(&b, bin, &a, "beef", "skirt", NULL, -1, 0, 0), DRAPE_EINVAL);
+        cr_assert_eq(drape_msg_encode_open(&b, bin, &a, NULL, NULL, NULL, -1, 0, 0), DRAPE_EINVAL);
+        cr_assert_eq(drape_msg_encode_open(&b, bin, &a, "beef", NULL, betas, 2, 0, 0), DRAPE_EINVAL);
         drape_avatar_key bad = {1, 0, ""};
         cr_assert_eq(drape_msg_encode_close(&b, bin, &bad), DRAPE_EINVAL);
         cr_assert_eq(b.len, 0);

@@ -1,6 +1,7 @@
 /* The viewer and the client libraries against a real draped serving web/
  * (--web-root web): the viewer in headless Chromium (tests/js/viewer_e2e.mjs,
- * screenshot kept in build/artifacts/viewer.png; tests/js/viewer_shots.mjs,
+ * screenshot kept in build/artifacts/viewer.png; tests/js/viewer_key.mjs,
+ * the viewer of a server with API keys; tests/js/viewer_shots.mjs,
  * the default model's walk pictured over a loop, side by side and from a
  * dropped BVH, kept in build/artifacts/shots/), poseFromSkeleton against
  * three.js rigs (tests/js/pose_from_skeleton.mjs), the JavaScript client's
@@ -77,6 +78,27 @@ Test(web, viewer_in_chromium)
     cr_assert_eq(rc, 0, "the viewer failed (screenshot, if any: %s):\n%s", shot, out);
     cr_assert(strstr(out, "\"garment_pixels\""), "%s", out);
     cr_assert_eq(access(shot, R_OK), 0, "no screenshot at %s", shot);
+    cr_assert_eq(stop, 0);
+}
+
+/* The viewer of a draped with API keys, opened with ?token=KEY: every /v1/
+ * request carries the key (the body's once did not, and the page fell back
+ * to the stand-in figure). */
+Test(web, viewer_with_an_api_key)
+{
+    NEED_NODE_MODULES();
+    if (access(chromium(), X_OK)) cr_skip_test("%s is missing (apt-get install chromium)", chromium());
+    const char *keys = tu_tmp("viewer_keys.txt");
+    FILE *f = fopen(keys, "w");
+    fprintf(f, "viewer-key\n");
+    fclose(f);
+    char extra[600];
+    snprintf(extra, sizeof extra, "--web-root web --api-key-file %s", keys);
+    tu_server s = tu_draped_start("tiny_random", extra);
+    int rc = tu_run(out, sizeof out, "node tests/js/viewer_key.mjs %s viewer-key", s.url);
+    int stop = tu_draped_stop(&s);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "\"body\":\"server\""), "%s", out);
     cr_assert_eq(stop, 0);
 }
 

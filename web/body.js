@@ -73,6 +73,12 @@ export class StandInBody {
     return new StandInBody(this.material);
   }
 
+  // frees its geometries (three.js keeps them on the GPU until then)
+  dispose() {
+    for (const { mesh } of this.bones) mesh.geometry.dispose();
+    this.head.geometry.dispose();
+  }
+
   // world bounding box of what is drawn, into box (a THREE.Box3)
   bounds(box) {
     return box.setFromObject(this.group);
@@ -132,8 +138,13 @@ export class ServerBody {
     return new ServerBody(this.data, this.material);
   }
 
-  static async load(baseUrl, betas, material) {
-    const r = await fetch(`${baseUrl}/v1/body?betas=${betas.map((b) => b.toFixed(3)).join(',')}`);
+  dispose() {
+    this.geometry.dispose();
+  }
+
+  // headers: the API key's, when the server has keys (every /v1/ route needs one)
+  static async load(baseUrl, betas, material, headers = {}) {
+    const r = await fetch(`${baseUrl}/v1/body?betas=${betas.map((b) => b.toFixed(3)).join(',')}`, { headers });
     if (!r.ok) throw new Error(`GET /v1/body: HTTP ${r.status}`);
     return new ServerBody(await r.json(), material);
   }

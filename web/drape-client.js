@@ -146,6 +146,11 @@ export function errorBound(format, bbox) {
 // ---- the client ----
 
 const key = (a) => (typeof a === 'number' ? `n:${a}` : `s:${a}`);
+// what the server takes as an avatar (docs/protocol.md): an error about any
+// other names no avatar, so its open would only time out
+const validAvatar = (a) =>
+  (Number.isSafeInteger(a) && a >= 0) ||
+  (typeof a === 'string' && a.length > 0 && !a.includes('\0') && new TextEncoder().encode(a).length <= 64);
 
 export const ready = MeshoptDecoder.ready;
 
@@ -266,9 +271,11 @@ class DrapeClient {
   sendOpen(a) {
     const { avatar, garment, identity, betas, format, mode } = a.spec;
     const m = { op: 'open', avatar };
+    // identity, garment (+ betas), or both: with both the recipe re-creates an
+    // id that a replica the client reconnected to does not know
     if (identity) m.identity = identity;
-    else m.garment = garment;
-    if (betas && !identity) m.betas = Array.from(betas);
+    if (garment) m.garment = garment;
+    if (betas && garment) m.betas = Array.from(betas);
     if (format) m.format = format;
     if (mode) m.mode = mode;
     this.send(m);
@@ -278,7 +285,9 @@ class DrapeClient {
   // server's `opened` {avatar, identity, garment, vertices, format, mode};
   // rejects with a DrapeError (unknown_garment, bad_betas, already_open, ...).
   openAvatar(spec) {
-    if (spec.avatar === undefined) return Promise.reject(new DrapeError('bad_field', 'avatar is required'));
+    if (!validAvatar(spec.avatar)) {
+      return Promise.reject(new DrapeError('bad_field', 'avatar: an integer 0 .. 2^53-1 or a string of 1-64 bytes'));
+    }
     if (spec.format && !FORMATS.includes(spec.format)) {
       return Promise.reject(new DrapeError('bad_field', `format '${spec.format}' is not one of ${FORMATS.join(', ')}`));
     }
@@ -293,6 +302,9 @@ class DrapeClient {
       if (a.pending) {
         a.pending.reject(new DrapeError('timeout', `no answer to open of avatar ${spec.avatar}`));
         a.pending = null;
+        // forgotten, as a failed open is (not re-opened on a reconnect); an
+        // answer that comes late is closed
+        if (this.avatars.get(k) === a) this.closeAvatar(spec.avatar);
       }
     }, this.opts.openTimeoutMs);
     p.finally(() => clearTimeout(t)).catch(() => {});
@@ -319,6 +331,11 @@ class DrapeClient {
   }
 
   closeAvatar(avatar) {
+    const a = this.avatars.get(key(avatar));
+    if (a && a.pending) {
+      a.pending.reject(new DrapeError('closed', `avatar ${avatar} was closed before it opened`));
+      a.pending = null;
+    }
     this.avatars.delete(key(avatar));
     this.send({ op: 'close', avatar });
   }
@@ -367,9 +384,11 @@ class DrapeClient {
         break;
       case 'error': {
         const err = new DrapeError(m.code || 'internal', m.message || 'server error', m);
-        if (a && a.pending && m.seq === undefined) {
-          // the open failed: forget the avatar so it is not re-opened
-          a.pending.reject(err);
+        if (a && !a.opened && m.seq === undefined) {
+          // the open failed, the first or a re-open after a reconnect: forget
+          // the avatar so it is not re-opened; err.openFailed tells the app
+          err.openFailed = true;
+          if (a.pending) a.pending.reject(err);
           a.pending = null;
           this.avatars.delete(key(m.avatar));
         }

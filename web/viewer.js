@@ -156,8 +156,12 @@ async function loadBody(betas) {
   if (key === bodyBetas) return;
   bodyBetas = key;
   try {
-    const b = await ServerBody.load(location.origin, betas, bodyMaterial);
-    if (bodyBetas !== key) return;
+    const b = await ServerBody.load(location.origin, betas, bodyMaterial, authHeaders);
+    if (bodyBetas !== key) {
+      b.dispose();
+      return;
+    }
+    bodyProto.dispose();
     bodyProto = b;
     for (const s of slots) s.setBody(b.clone());
     stats.body = 'server';
@@ -211,7 +215,7 @@ class Slot {
   setBody(b) {
     if (this.body) {
       this.group.remove(this.body.group);
-      if (this.body.geometry) this.body.geometry.dispose();
+      this.body.dispose();
     }
     this.body = b;
     this.group.add(b.group);
@@ -230,7 +234,7 @@ class Slot {
   dispose() {
     scene.remove(this.group);
     if (this.geometry) this.geometry.dispose();
-    if (this.body.geometry) this.body.geometry.dispose();
+    this.body.dispose();
     this.label.remove();
   }
 }
@@ -773,6 +777,9 @@ async function main() {
         stats.stale = (stats.stale || 0) + 1;
         return;
       }
+      // a re-open after a reconnect failed: the client forgot the avatar, so
+      // its poses would only draw not_open; the error stays on screen
+      if (e.openFailed && byAvatar.has(e.avatar)) byAvatar.get(e.avatar).ready = false;
       stats.errors++;
       stats.last_error = `${e.code}: ${e.message}`;
       if (e.code !== 'closed' && e.code !== 'unreachable') setMessage('app', `server: ${e.code}: ${e.message}`);

@@ -20,17 +20,14 @@ if (!base || !shot) {
   console.error('usage: node tests/js/viewer_e2e.mjs BASE_URL SCREENSHOT.png [QUERY]');
   process.exit(2);
 }
-const { chromium } = await import(new URL('../../web/node_modules/playwright-core/index.mjs', import.meta.url).href);
+import { launchChromium } from './browser.mjs';
 
 const die = (msg) => {
   console.error(`viewer_e2e: ${msg}`);
   process.exit(1);
 };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--disable-dev-shm-usage'],
-});
+const browser = await launchChromium();
 let result;
 try {
   const page = await browser.newPage({ viewport: { width: 800, height: 600 } });

@@ -12,15 +12,12 @@ if (!base || !garment || !trained) {
   console.error('usage: node tests/js/viewer_modes.mjs BASE_URL GARMENT TRAINED_GARMENT');
   process.exit(2);
 }
-const { chromium } = await import(new URL('../../web/node_modules/playwright-core/index.mjs', import.meta.url).href);
+import { launchChromium } from './browser.mjs';
 const die = (msg) => {
   console.error(`viewer_modes: ${msg}`);
   process.exit(1);
 };
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--disable-dev-shm-usage'],
-});
+const browser = await launchChromium();
 const result = {};
 try {
   const page = await browser.newPage({ viewport: { width: 800, height: 600 } });

@@ -45,7 +45,7 @@ if (!base || !dir) {
   process.exit(2);
 }
 mkdirSync(dir, { recursive: true });
-const { chromium } = await import(new URL('../../web/node_modules/playwright-core/index.mjs', import.meta.url).href);
+import { launchChromium } from './browser.mjs';
 
 const GARMENT_SHARE = 0.005;
 const BODY_SHARE = 0.01;
@@ -97,10 +97,7 @@ function walkBvh(frames = 45) {
   return text;
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--disable-dev-shm-usage'],
-});
+const browser = await launchChromium();
 const result = { shots: [] };
 const T0 = Date.now();
 const phase = (name) => {
