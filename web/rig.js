@@ -343,15 +343,17 @@ const cache = new WeakMap();
 //     from the rest's bone directions (exact for swings such as an A-pose).
 //   opts.scale: world units → metres for the translation (default 1).
 // The rest and the bone lookup are computed at the first call for a skeleton
-// and kept (another map, or other rest/restPose/scale, starts again).
+// and kept (another map, or other rest/restPose/scale, starts again; compared
+// by content, so a map or options written inline in the call keep them).
 export function poseFromSkeleton(skeleton, map = MIXAMO_MAP, opts = {}) {
   if (skeleton && skeleton.isSkinnedMesh) skeleton = skeleton.skeleton;
   if (!skeleton || !Array.isArray(skeleton.bones)) throw new Error('poseFromSkeleton: not a three.js Skeleton');
   map = map || MIXAMO_MAP;
+  const sig = JSON.stringify([map, opts.rest, opts.restPose ? Array.from(opts.restPose) : null, opts.scale]);
   let r = cache.get(skeleton);
-  const o = r && r.opts;
-  if (!r || r.map !== map || o.rest !== opts.rest || o.restPose !== opts.restPose || o.scale !== opts.scale) {
+  if (!r || r.sig !== sig) {
     r = new Retarget(skeleton, map, opts);
+    r.sig = sig;
     cache.set(skeleton, r);
   }
   const out = opts.out ?? { pose: new Float32Array(72), trans: new Float32Array(3) };

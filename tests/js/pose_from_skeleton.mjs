@@ -226,6 +226,22 @@ for (const prefix of ['mixamorig:', '', 'mixamorig']) {
   results.rest_first = Math.max(worst, check("rest 'first'", rig, FRAMES, same, opts, undefined));
 }
 
+// 3b. the same with the map and the options written inline, new objects on
+// every call (as docs/viewer.md's example does): the rest is still the
+// first call's (it was once taken again at every call: zero poses)
+{
+  const rig = makeRig(mixamoNames('mixamorig:'), { withBoneInverses: false });
+  poseFromSkeleton(rig.skeleton, { ...MIXAMO_MAP }, { rest: 'first' });
+  let worst = 0;
+  for (const fr of FRAMES) {
+    rig.pose(fr.theta, fr.trans, fr.extra);
+    const got = poseFromSkeleton(rig.skeleton, { ...MIXAMO_MAP }, { rest: 'first' });
+    for (let j = 0; j < 24; j++) worst = Math.max(worst, turnAngle(fr.theta.subarray(3 * j, 3 * j + 3), got.pose.subarray(3 * j, 3 * j + 3)));
+  }
+  if (!(worst < 1e-4)) fail(`rest 'first', inline map and options: a joint is ${worst.toExponential(2)} rad off`);
+  results.rest_first_inline = worst;
+}
+
 // 4. a bind pose with the forearms twisted 0.6 rad about themselves: the bone
 // directions cannot show it (the estimate is off), restPose says it exactly
 {
