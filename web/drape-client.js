@@ -124,8 +124,9 @@ export function decodeFrame(frame, out, scratch) {
 }
 
 function dequant(q, bbox, k) {
-  const lo = bbox[k];
-  const hi = bbox[k + 3];
+  // the server's floats: JSON's 9 digits read back as doubles are not them
+  const lo = Math.fround(bbox[k]);
+  const hi = Math.fround(bbox[k + 3]);
   return hi > lo ? lo + (q / 65535) * (hi - lo) : lo;
 }
 

@@ -2,7 +2,9 @@
 // draped: opens one avatar per vertex format (in msgpack, and again in JSON
 // text frames), sends each the same poses one at a time, and checks that the
 // f16, q16 and meshopt positions decoded by web/drape-client.js agree with
-// the f32 frame within the bounds of docs/protocol.md section 3. Also: a pose
+// the f32 frame within the bounds of docs/protocol.md section 3, and that a
+// quantized frame decodes to the same floats from JSON as from msgpack (the
+// box read from JSON's digits rounded to the server's floats). Also: a pose
 // before open and an unknown garment give the server's error codes.
 //   node tests/js/client_formats.mjs ws://127.0.0.1:PORT/v1/stream [GARMENT]
 // Prints one JSON line with what it checked; exit 1 with a message on failure.
@@ -80,6 +82,14 @@ async function run(encoding) {
         maxErr = Math.max(maxErr, e);
       }
       worst[f.format] = Math.max(worst[f.format] || 0, maxErr / (bound || 1));
+      const k = `${f.format}:${seq}`;
+      if (!decoded.has(k)) decoded.set(k, Float32Array.from(f.positions));
+      else {
+        const a = decoded.get(k);
+        for (let j = 0; j < V * 3; j++) {
+          if (a[j] !== f.positions[j]) die(`${f.format} seq ${seq}: coordinate ${j} decodes to ${f.positions[j]} from ${encoding}, ${a[j]} from msgpack`);
+        }
+      }
       if (f.bytes >= ref.bytes && f.format !== 'f16') die(`${encoding}: ${f.format} frame (${f.bytes} B) not smaller than f32 (${ref.bytes} B)`);
     }
   }
@@ -103,6 +113,7 @@ async function run(encoding) {
   return { vertices: V, worst_error_over_bound: worst };
 }
 
+const decoded = new Map(); // format:seq → the msgpack run's positions
 const out = { msgpack: await run('msgpack'), json: await run('json') };
 console.log(JSON.stringify(out));
 process.exit(0);
