@@ -46,9 +46,15 @@ const samples = { t: new Float64Array(RING), rtt: new Float64Array(RING), srv: n
 const scratch = new Float64Array(RING);
 
 function percentiles(arr, from, count) {
-  // arr samples at ring indices from..from+count-1; returns [p50, p99] (nearest rank)
+  // arr samples at ring indices from..from+count-1, NaN (none) left out;
+  // returns [p50, p99] (nearest rank)
+  let n = 0;
+  for (let i = 0; i < count; i++) {
+    const x = arr[(from + i) % RING];
+    if (!Number.isNaN(x)) scratch[n++] = x;
+  }
+  count = n;
   if (!count) return [0, 0];
-  for (let i = 0; i < count; i++) scratch[i] = arr[(from + i) % RING];
   const s = scratch.subarray(0, count).sort();
   const rank = (p) => s[Math.min(count - 1, Math.max(0, Math.ceil(p * count) - 1))];
   return [rank(0.5), rank(0.99)];
@@ -203,6 +209,8 @@ class Slot {
     this.ready = false;
     this.frames = 0;
     this.dropped = 0;
+    this.serverDropped = 0; // the last frame's `dropped`
+    this.droppedEarlier = 0; // dropped on earlier connections
     this.shownSeq = seq; // cuts sent before it opened are not its own
     this.body = null;
     this.setBody(bodyProto.clone());
@@ -533,11 +541,14 @@ function onFrame(f) {
   }
   s.shownSeq = f.seq;
   s.frames++;
-  s.dropped = f.dropped;
+  // the server's count is per connection: after a reconnect it starts again
+  if (f.dropped < s.serverDropped) s.droppedEarlier += s.serverDropped;
+  s.serverDropped = f.dropped;
+  s.dropped = s.droppedEarlier + f.dropped;
   const now = performance.now();
   const i = samples.n % RING;
   samples.t[i] = now;
-  samples.rtt[i] = f.rtt ?? 0;
+  samples.rtt[i] = f.rtt ?? NaN; // a pose sent before a reconnect has no send time here
   samples.srv[i] = f.serverMs;
   samples.n++;
   stats.frames++;
