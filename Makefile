@@ -172,9 +172,10 @@ $(BUILD)/drape: $(TOOL_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 $(BUILD)/draped: $(SERVER_OBJ) $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS)
 
-# the server's counters are tested alone (tests/test_errors.c); the rest of
-# the server through the draped binary
-$(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/server/metrics.o $(LAYER_LIBS) $(CUDA_PLUGIN)
+# the server's counters (tests/test_errors.c) and the physics queue
+# (tests/test_fairq.c) are tested alone; the rest of the server through the
+# draped binary
+$(BUILD)/drape_tests: $(TEST_OBJ) $(BUILD)/server/metrics.o $(BUILD)/server/fairq.o $(LAYER_LIBS) $(CUDA_PLUGIN)
 	$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) $(LAYER_LIBS) $(LDLIBS) -lcriterion
 
 $(BUILD)/drape_bench: $(BUILD)/bench/bench_module.o $(BUILD)/bench/bench_contention.o $(LAYER_LIBS) $(CUDA_PLUGIN)

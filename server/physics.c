@@ -1,6 +1,7 @@
 #include "physics.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "../core/log.h"
@@ -15,7 +16,7 @@ struct draped_physics {
     int threads, started, busy, queued, stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    draped_physics_job *head, *tail;
+    draped_fairq queue;
 };
 
 static int rig_make(void **out, size_t *bytes, int garment, const float *betas, int n_betas, void *ctx,
@@ -52,11 +53,10 @@ static void *worker_main(void *arg)
     draped_physics *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
-        draped_physics_job *j = p->head;
-        if (!j) break; /* stopping and drained */
-        p->head = j->next;
-        if (!p->head) p->tail = NULL;
+        while (!p->queue.n && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+        draped_fairq_item *it = draped_fairq_pop(&p->queue);
+        if (!it) break; /* stopping and drained */
+        draped_physics_job *j = (draped_physics_job *)((char *)it - offsetof(draped_physics_job, q));
         p->queued--;
         p->busy++;
         pthread_mutex_unlock(&p->mu);
@@ -112,18 +112,15 @@ void draped_physics_free(draped_physics *p)
     free(p);
 }
 
-int draped_physics_submit(draped_physics *p, draped_physics_job *j)
+int draped_physics_submit(draped_physics *p, draped_physics_job *j, const void *owner)
 {
     pthread_mutex_lock(&p->mu);
     if (p->stopping) {
         pthread_mutex_unlock(&p->mu);
         return DRAPE_EINVAL;
     }
-    j->next = NULL;
     j->job.t_submit_ns = drape_now_ns();
-    if (p->tail) p->tail->next = j;
-    else p->head = j;
-    p->tail = j;
+    draped_fairq_push(&p->queue, &j->q, owner);
     p->queued++;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);

@@ -18,6 +18,7 @@
 #include "../runtime/idcache.h"
 #include "../runtime/sequence.h"
 #include "../sim/garment.h"
+#include "fairq.h"
 
 /* the identity cache's slot for rigs */
 #define DRAPED_PHYSICS_SLOT 0
@@ -40,7 +41,7 @@ typedef struct {
                                 frame's substeps only (DRAPED_PHYSICS_MAX_BEHIND) */
     int reset;               /* set by the worker: the state diverged, the run started again here */
     drape_error err;
-    void *next;              /* private */
+    draped_fairq_item q;     /* private: its place in the queue */
 } draped_physics_job;
 
 typedef struct {
@@ -52,8 +53,11 @@ int draped_physics_create(draped_physics **out, const drape_model *m, int thread
 /* Runs what is queued, then joins the workers. Idempotent. */
 void draped_physics_stop(draped_physics *p);
 void draped_physics_free(draped_physics *p); /* stops first */
-/* DRAPE_EINVAL once stopping: the job is not taken and done() is not called. */
-int draped_physics_submit(draped_physics *p, draped_physics_job *j);
+/* Queues j for owner (its stream connection): owners take turns, each
+ * owner's jobs in order (fairq.h), so one connection's many avatars do not
+ * hold up another's. DRAPE_EINVAL once stopping: the job is not taken and
+ * done() is not called. */
+int draped_physics_submit(draped_physics *p, draped_physics_job *j, const void *owner);
 void draped_physics_get_stats(draped_physics *p, draped_physics_stats *s);
 
 /* The rig of the held entry e (made once per identity) and a new run over

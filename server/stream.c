@@ -250,7 +250,7 @@ static void submit(stream_conn *sc, avatar *a, float (*pose)[DRAPE_FRAME_FLOATS]
         a->pjob.job.frame.out = a->out;
         a->pjob.job.done = job_done;
         a->pjob.job.user = a;
-        rc = draped_physics_submit(sc->d->physics, &a->pjob);
+        rc = draped_physics_submit(sc->d->physics, &a->pjob, sc);
     } else {
         memcpy(a->jpose, pose, sizeof(float) * DRAPE_FRAME_FLOATS * (size_t)nf);
         draped_frame_job(&a->job, drape_idcache_identity(a->e), a->jpose, nf, a->mode == DRAPE_MODE_LBS, a->format, a->out);
