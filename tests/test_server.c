@@ -199,12 +199,8 @@ static long hwm_kb(int pid)
 
 Test(server, api_keys)
 {
-    const char *keys = tu_tmp("keys.txt");
-    FILE *f = fopen(keys, "w");
-    fprintf(f, "# keys\nsecret-one\nsecret-two\n");
-    fclose(f);
     char extra[600];
-    snprintf(extra, sizeof extra, "--api-key-file %s", keys);
+    tu_key_file_flag(extra, sizeof extra, "keys.txt", "# keys\nsecret-one\nsecret-two\n");
     tu_server s = tu_draped_start("tiny_random", extra);
     curl(&s, "", "/v1/model");
     expect_code("no key", 401);

@@ -88,12 +88,9 @@ Test(web, viewer_with_an_api_key)
 {
     NEED_NODE_MODULES();
     if (access(chromium(), X_OK)) cr_skip_test("%s is missing (apt-get install chromium)", chromium());
-    const char *keys = tu_tmp("viewer_keys.txt");
-    FILE *f = fopen(keys, "w");
-    fprintf(f, "viewer-key\n");
-    fclose(f);
-    char extra[600];
-    snprintf(extra, sizeof extra, "--web-root web --api-key-file %s", keys);
+    char flag[600], extra[700];
+    tu_key_file_flag(flag, sizeof flag, "viewer_keys.txt", "viewer-key\n");
+    snprintf(extra, sizeof extra, "--web-root web %s", flag);
     tu_server s = tu_draped_start("tiny_random", extra);
     int rc = tu_run(out, sizeof out, "node tests/js/viewer_key.mjs %s viewer-key", s.url);
     int stop = tu_draped_stop(&s);

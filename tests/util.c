@@ -87,6 +87,16 @@ const char *tu_tmp(const char *name)
     return path;
 }
 
+void tu_key_file_flag(char *flags, size_t cap, const char *name, const char *keys)
+{
+    const char *path = tu_tmp(name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(keys, f);
+    fclose(f);
+    snprintf(flags, cap, "--api-key-file %s", path);
+}
+
 void tu_tls_flags(char *flags, size_t cap, char *ca, size_t ca_cap)
 {
     static int n;

@@ -24,6 +24,9 @@ void tu_random_poses(float *poses, int T, float sigma, float trans, uint64_t see
 
 /* a fresh path in a per-process temp dir; the dir is removed at exit */
 const char *tu_tmp(const char *name);
+/* draped's flag for an API key file holding keys (one per line), written
+ * to tu_tmp(name): "--api-key-file PATH" into flags */
+void tu_key_file_flag(char *flags, size_t cap, const char *name, const char *keys);
 /* draped's flags for TLS with a fresh self-signed certificate for localhost
  * and 127.0.0.1 ("--tls-cert C --tls-key K" into flags; the certificate's
  * path into ca unless NULL). Skips the test when openssl cannot make one. */
