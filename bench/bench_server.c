@@ -29,9 +29,13 @@
  *      and the avatars a core serves at 30 fps from it, delivered fps,
  *      skips, catch-ups and latency. Each row once on a quiet machine and once next to a busy
  *      loop (a competing load, as drape_bench --contention's rows).
+ *   7. the physics queue's turns: one physics avatar on its own connection,
+ *      alone (the peer) and next to a connection whose 16 physics avatars
+ *      keep the one worker busy: its latency and fps, and the flood's.
  *
  *   drape_bench_server BUNDLE DRAPED DRAPE              1-5
- *   drape_bench_server --physics BUNDLE DRAPED DRAPE    6 (make bench: the default model's)
+ *   drape_bench_server --physics BUNDLE DRAPED DRAPE    6, 7 (make bench: the default model's)
+ *   drape_bench_server --physics-turns BUNDLE DRAPED DRAPE    7 alone
  *   env DRAPE_BENCH_THREADS (2) */
 #include <jansson.h>
 #include <math.h>
@@ -401,6 +405,71 @@ static phys_served physics_on_draped(const char *draped, const char *drape, cons
     return r;
 }
 
+/* `drape load` of n physics avatars of the skirt at 30 fps for seconds, on
+ * one connection, started (popen) and left running */
+static FILE *physics_load_start(const char *drape, int port, int n, double seconds)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s load --url ws://127.0.0.1:%d/v1/stream --avatars %d --fps 30 --duration %g "
+                              "--garment skirt --mode physics --format f32 --json",
+             drape, port, n, seconds);
+    FILE *p = popen(cmd, "r");
+    if (!p) die("drape load", cmd);
+    return p;
+}
+
+static json_t *physics_load_end(FILE *p)
+{
+    static char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, p);
+    buf[n] = 0;
+    pclose(p);
+    json_error_t je;
+    json_t *j = json_loads(buf, 0, &je);
+    if (!j) die("drape load", buf);
+    return j;
+}
+
+#define FAIR_FLOOD 16 /* physics avatars on the flooding connection: more than one worker keeps up with */
+
+/* The physics queue's turns (server/fairq.c): one physics avatar on its own
+ * connection, alone, then next to a connection of FAIR_FLOOD physics
+ * avatars that keep the one worker busy (--physics-threads 1). Connections
+ * take turns, so the neighbour waits for about one of the flood's frames,
+ * not for all of them. */
+static void physics_fairness_rows(const char *bundle, const char *draped, const char *drape)
+{
+    pid_t pid;
+    int port = start_draped(draped, bundle, 1, NULL, NULL, &pid);
+    json_decref(physics_load_end(physics_load_start(drape, port, 1, 2))); /* the skirt's rig, once */
+    json_t *alone = physics_load_end(physics_load_start(drape, port, 1, PHYS_SECONDS));
+    FILE *flood = physics_load_start(drape, port, FAIR_FLOOD, PHYS_SECONDS + 2 * PHYS_WARM_S);
+    usleep((useconds_t)(PHYS_WARM_S * 1e6)); /* the flood's first frames settle */
+    json_t *next = physics_load_end(physics_load_start(drape, port, 1, PHYS_SECONDS));
+    json_t *fl = physics_load_end(flood);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    printf("\n## The physics queue's turns (%s, skirt; draped --physics-threads 1: one physics avatar on its own "
+           "connection, %g s, alone and next to a connection of %d physics avatars at 30 fps)\n\n",
+           bundle, PHYS_SECONDS, FAIR_FLOOD);
+    printf("| the avatar | delivered fps | latency p50 / p99 ms | the flood's delivered fps (of %d) | the flood's "
+           "latency p50 ms |\n|---|---:|---:|---:|---:|\n", 30 * FAIR_FLOOD);
+    json_t *rows[2] = {alone, next};
+    for (int i = 0; i < 2; i++) {
+        json_t *l = json_object_get(rows[i], "latency_ms");
+        printf("| %s | %.1f | %.1f / %.1f | ", i ? "next to the flood" : "alone", num(rows[i], "throughput_fps"),
+               num(l, "p50"), num(l, "p99"));
+        if (i) printf("%.1f | %.1f |\n", num(fl, "throughput_fps"), num(json_object_get(fl, "latency_ms"), "p50"));
+        else printf("- | - |\n");
+    }
+    double a50 = num(json_object_get(alone, "latency_ms"), "p50"), n50 = num(json_object_get(next, "latency_ms"), "p50");
+    printf("\nNext to the flood / alone, the avatar's p50 latency: %.1fx (the flood's own p50 is what a first come, "
+           "first served queue would give every connection).\n", a50 > 0 ? n50 / a50 : 0.0);
+    json_decref(alone);
+    json_decref(next);
+    json_decref(fl);
+}
+
 static void physics_rows(const char *bundle, const char *draped, const char *drape)
 {
     drape_error e = {0};
@@ -450,11 +519,12 @@ static void physics_rows(const char *bundle, const char *draped, const char *dra
 int main(int argc, char **argv)
 {
     drape_blas_threads_init();
-    int physics_only = argc > 1 && !strcmp(argv[1], "--physics");
-    argc -= physics_only, argv += physics_only;
-    if (argc < 4) die("usage", "drape_bench_server [--physics] BUNDLE DRAPED DRAPE");
-    if (physics_only) {
-        physics_rows(argv[1], argv[2], argv[3]);
+    int physics_only = argc > 1 && !strcmp(argv[1], "--physics"), turns_only = argc > 1 && !strcmp(argv[1], "--physics-turns");
+    argc -= physics_only + turns_only, argv += physics_only + turns_only;
+    if (argc < 4) die("usage", "drape_bench_server [--physics | --physics-turns] BUNDLE DRAPED DRAPE");
+    if (physics_only || turns_only) {
+        if (physics_only) physics_rows(argv[1], argv[2], argv[3]);
+        physics_fairness_rows(argv[1], argv[2], argv[3]);
         return 0;
     }
     int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : 2;
