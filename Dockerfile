@@ -40,6 +40,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
+COPY core/ core/
 COPY runtime/ runtime/
 COPY kernels/ kernels/
 COPY sim/ sim/

@@ -63,6 +63,7 @@ Test(deploy, dockerfile_checker_refuses_broken_variants)
         {"s/^USER 10001:10001/USER root/", "is root"},
         {"/^USER /d", "no USER"},
         {"s#^COPY tools/ tools/#COPY tool/ tools/#", "COPY source tool/ does not exist"},
+        {"/^COPY core\\/ core\\//d", "does not copy core/"},
         {"s#^COPY runtime/ runtime/#COPY .git/ runtime/#", "excluded by .dockerignore"},
         {"s/--threads 2/--thread 2/", "flag --thread is not in"},
         {"s/^HEALTHCHECK.*//; s/^    CMD curl.*//", "no HEALTHCHECK"},

@@ -7,7 +7,8 @@
     every FLAVOR (cpu, cuda); cuda builds on a -devel and runs on the matching
     -runtime image, cpu runs on a -slim Debian;
   - every COPY source from the build context exists in REPO and is not
-    excluded by .dockerignore;
+    excluded by .dockerignore, and the build stage copies every folder the
+    Makefile builds draped and drape from (its LAYERS, server/, tools/);
   - the ENTRYPOINT is the draped that the Makefile builds (`build/draped`,
     made in the build stage and copied to the ENTRYPOINT's path);
   - every flag in ENTRYPOINT/CMD and in the `docker run` examples, and every
@@ -174,6 +175,14 @@ for s in stages:
                 check(not dockerignore_excludes(src), f"COPY source {src} is excluded by .dockerignore")
     stage_workdir[s["name"]] = wd
 
+makefile = open(os.path.join(REPO, "Makefile")).read()
+layers = re.search(r"^LAYERS\s*:=\s*(.+)$", makefile, re.M)
+check(layers, "the Makefile has no LAYERS line")
+build_copies = {shlex.split(a)[0].strip("/") for s in stages if s["name"] == "build"
+                for w, a, _ in s["ins"] if w == "COPY" and not a.startswith("--")}
+for folder in (layers.group(1).split() if layers else []) + ["server", "tools"]:
+    check(folder in build_copies, f"the build stage does not copy {folder}/, which the Makefile builds from")
+
 # ---- the binary ----
 run = stages[-1]
 rins = run["ins"]
@@ -181,7 +190,6 @@ last = lambda w: next((a for x, a, _ in reversed(rins) if x == w), None)  # noqa
 ep = exec_form(last("ENTRYPOINT") or "")
 cmd = exec_form(last("CMD") or "[]")
 check(ep is not None and len(ep) >= 1, "ENTRYPOINT must be in exec form (a JSON list): SIGTERM reaches draped")
-makefile = open(os.path.join(REPO, "Makefile")).read()
 check(re.search(r"^\$\(BUILD\)/draped:", makefile, re.M) and re.search(r"^BUILD\s*\?=\s*build$", makefile, re.M),
       "the Makefile has no build/draped target")
 if ep:
