@@ -173,6 +173,16 @@ Test(routing, same_identity_same_replica_even_spread_and_failover, .fini = teard
 {
     const char *base = cluster_start();
 
+    /* bodies through the proxy: a 2-MB motion file reaches draped (its
+     * JSON answer, not nginx's HTML 413: --motion-max-bytes is 16 MiB), a
+     * 2-MB identity request is over --max-message either way */
+    const char *big = tu_tmp("big.bin");
+    tu_run(out, OUT, "head -c 2000000 /dev/urandom > %s", big);
+    tu_run(out, OUT, "curl -s -w '\\nHTTP %%{http_code}' -X POST --data-binary @%s %s/v1/motions/convert", big, base);
+    cr_assert(strstr(out, "HTTP 400") && strstr(out, "\"bad_motion\""), "a 2-MB motion file through nginx:\n%.400s", out);
+    tu_run(out, OUT, "curl -s -o /dev/null -w '%%{http_code}' -X POST --data-binary @%s %s/v1/identities", big, base);
+    cr_assert_str_eq(out, "413", "a 2-MB identity request through nginx");
+
     /* every key twice (interleaved): each answer names the same replica */
     char args[600];
     char map1[512], map2[512], res[512]; /* tu_tmp returns one static buffer */
