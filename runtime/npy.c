@@ -1,5 +1,7 @@
 #include "npy.h"
 
+#include "../core/outfile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,8 +184,10 @@ int drape_npy_write(const char *path, const float *data, int ndim, const int64_t
     }
     n += snprintf(dict + n, sizeof dict - n, "), }");
     int total = 10 + n + 1, pad = (64 - total % 64) % 64; /* header aligned to 64 */
-    FILE *f = fopen(path, "wb");
-    if (!f) return drape_fail(err, DRAPE_EIO, "cannot create %s", path);
+    drape_outfile o;
+    int rc = drape_outfile_open(&o, path, "wb", err);
+    if (rc) return rc;
+    FILE *f = o.f;
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
     uint16_t hl = (uint16_t)(n + pad + 1);
     pre[8] = hl & 255;
@@ -191,8 +195,7 @@ int drape_npy_write(const char *path, const float *data, int ndim, const int64_t
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)n, f) == (size_t)n;
     for (int i = 0; ok && i < pad; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF && fwrite(data, sizeof(float), (size_t)numel, f) == (size_t)numel;
-    if (fclose(f) || !ok) return drape_fail(err, DRAPE_EIO, "cannot write %s", path);
-    return DRAPE_OK;
+    return drape_outfile_close(&o, ok, err);
 }
 
 void drape_npy_free(drape_npy *a)

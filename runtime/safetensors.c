@@ -1,12 +1,12 @@
 #include "safetensors.h"
 #include "../core/half.h"
+#include "../core/outfile.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct drape_st {
     unsigned char *buf; /* whole file */
@@ -389,26 +389,21 @@ int drape_st_writer_save(drape_st_writer *w, const char *path, drape_error *err)
     json_decref(h);
     if (!js) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     size_t jl = strlen(js), padded = (jl + 7) & ~(size_t)7;
-    /* written beside path, then renamed over it: path is whole or as it was
-     * (the input itself, when a tool writes over its input) */
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp) {
+    /* whole or as it was (the input itself, when a tool writes over its input) */
+    drape_outfile o;
+    int rc = drape_outfile_open(&o, path, "wb", err);
+    if (rc) {
         free(js);
-        return drape_fail(err, DRAPE_EINVAL, "%s: path too long", path);
+        return rc;
     }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { free(js); return drape_fail(err, DRAPE_EIO, "cannot create %s", path); }
+    FILE *f = o.f;
     unsigned char hl[8];
     for (int i = 0; i < 8; i++) hl[i] = (unsigned char)((uint64_t)padded >> (8 * i));
     int ok = fwrite(hl, 1, 8, f) == 8 && fwrite(js, 1, jl, f) == jl;
     for (size_t i = jl; ok && i < padded; i++) ok = fputc(' ', f) != EOF;
     for (int i = 0; ok && i < w->n; i++) ok = fwrite(w->t[i].data, 1, w->t[i].nbytes, f) == w->t[i].nbytes;
     free(js);
-    if (fclose(f) || !ok || rename(tmp, path)) {
-        remove(tmp);
-        return drape_fail(err, DRAPE_EIO, "cannot write %s", path);
-    }
-    return DRAPE_OK;
+    return drape_outfile_close(&o, ok, err);
 }
 
 void drape_st_writer_free(drape_st_writer *w)

@@ -1,5 +1,7 @@
 #include "obj.h"
 
+#include "../core/outfile.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -105,13 +107,13 @@ int drape_obj_write(const char *path, const double *v, int n, const int32_t *fac
     for (int i = 0; i < 3 * n; i++)
         if (!isfinite(v[i]))
             return drape_fail(err, DRAPE_ENONFINITE, "%s: vertex %d is not finite; nothing written", path, i / 3);
-    FILE *f = fopen(path, "w");
-    if (!f) return drape_fail(err, DRAPE_EIO, "cannot create %s", path);
+    drape_outfile o;
+    int rc = drape_outfile_open(&o, path, "w", err);
+    if (rc) return rc;
     int ok = 1;
-    for (int i = 0; ok && i < n; i++) ok = fprintf(f, "v %.17g %.17g %.17g\n", v[3 * i], v[3 * i + 1], v[3 * i + 2]) > 0;
-    for (int i = 0; ok && i < F; i++) ok = fprintf(f, "f %d %d %d\n", faces[3 * i] + 1, faces[3 * i + 1] + 1, faces[3 * i + 2] + 1) > 0;
-    if (fclose(f) || !ok) return drape_fail(err, DRAPE_EIO, "cannot write %s", path);
-    return DRAPE_OK;
+    for (int i = 0; ok && i < n; i++) ok = fprintf(o.f, "v %.17g %.17g %.17g\n", v[3 * i], v[3 * i + 1], v[3 * i + 2]) > 0;
+    for (int i = 0; ok && i < F; i++) ok = fprintf(o.f, "f %d %d %d\n", faces[3 * i] + 1, faces[3 * i + 1] + 1, faces[3 * i + 2] + 1) > 0;
+    return drape_outfile_close(&o, ok, err);
 }
 
 void drape_obj_free(drape_obj *m)

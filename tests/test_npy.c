@@ -1,7 +1,13 @@
-/* runtime/npy.c: the .npy reader refuses what it cannot hold, by name. */
+/* runtime/npy.c: the .npy reader refuses what it cannot hold, by name; the
+ * writer leaves a file whole or as it was (core/outfile.c). */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../runtime/npy.h"
@@ -40,6 +46,45 @@ Test(npy, round_trip)
     cr_assert_eq(memcmp(a.data, v, sizeof v), 0);
     drape_npy_free(&a);
     unlink(path);
+}
+
+/* A write that fails part way (here a file-size limit, as a full disk would)
+ * leaves the previous file as it was and nothing beside it; it once left
+ * the first 4 KB of the new one under the old name. */
+Test(npy, a_failed_write_leaves_the_old_file)
+{
+    char dir[] = "/tmp/drape_npy_dir_XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[300];
+    snprintf(path, sizeof path, "%s/out.npy", dir);
+    static float big[20000], small[6] = {1, 2, 3, 4, 5, 6};
+    drape_error err = {0};
+    cr_assert_eq(drape_npy_write(path, small, 1, (int64_t[]){6}, &err), 0, "%s", err.msg);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) { /* the child writes 80 KB under a 4-KB limit */
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {4096, 4096};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        drape_error e = {0};
+        _exit(drape_npy_write(path, big, 1, (int64_t[]){20000}, &e) == DRAPE_EIO && strstr(e.msg, "out.npy") ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the limited write did not fail with DRAPE_EIO naming the file");
+    drape_npy a;
+    cr_assert_eq(drape_npy_read(&a, path, &err), 0, "the old file: %s", err.msg);
+    cr_assert(a.ndim == 1 && a.shape[0] == 6 && !memcmp(a.data, small, sizeof small), "the old file changed");
+    drape_npy_free(&a);
+    DIR *d = opendir(dir);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d));) files += e->d_name[0] != '.';
+    closedir(d);
+    cr_assert_eq(files, 1, "the failed write left a file beside the old one");
+    /* a path that is not a regular file is written in place */
+    cr_assert_eq(drape_npy_write("/dev/null", small, 1, (int64_t[]){6}, &err), 0, "%s", err.msg);
+    unlink(path);
+    rmdir(dir);
 }
 
 /* (2^32, 2^32) overflowed the element count before the size check */
