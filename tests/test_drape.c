@@ -167,6 +167,9 @@ Test(drape, options_are_parsed_strictly)
         {"--batch 0", {"--batch: 0 is out of range", "[1, 4096]"}},
         {"--backend gpu", {"--backend: 'gpu' is not one of auto, cpu, cuda"}},
         {"--threads", {"--threads needs a value"}},
+        /* the value forgotten: the next option is not taken for it */
+        {"--threads --lbs-only", {"--threads needs a value"}},
+        {"--batch 0x10", {"--batch: '0x10' is not a valid number"}},
         {"--lbs-only=1", {"--lbs-only takes no value"}},
         {"--bogus 1", {"unknown option '--bogus'"}},
         {"stray", {"unexpected argument 'stray'"}},
@@ -177,6 +180,8 @@ Test(drape, options_are_parsed_strictly)
         usage_fails(args, cases[i].needles);
     }
     usage_fails("infer --garment skirt --poses x.npy --out y.npy", (const char *[]){"--model is required", NULL});
+    usage_fails("infer --model m --garment skirt --poses x.npy --out --lbs-only",
+                (const char *[]){"--out needs a value", NULL});
     usage_fails("eval --model m --garment skirt --poses p.npy --threads abc",
                 (const char *[]){"drape eval: --threads: 'abc' is not a valid number", NULL});
     usage_fails("eval --model m --garment skirt --poses p.npy --backend tpu",

@@ -126,6 +126,7 @@ static int parse_number(const char *s, int whole, double *out)
     errno = 0;
     long long i = strtoll(s, &end, 10);
     if (!errno && end != s && !*end) { *out = (double)i; return 0; }
+    if (strpbrk(s, "xX")) return -1; /* decimal only: strtod reads 0x10 as 16 */
     errno = 0;
     double d = strtod(s, &end);
     if (errno || end == s || *end || !isfinite(d) || (whole && d != floor(d))) return -1;
@@ -209,8 +210,11 @@ int drape_opts_parse(const drape_cmd_spec *c, void *out, int argc, char **argv)
         const char *eq = strchr(arg, '=');
         if (!o) return drape_opts_fail(c, "unknown option '%.*s'", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
         if (o->type == DRAPE_OPT_FLAG && eq) return drape_opts_fail(c, "--%s takes no value", o->name);
+        /* a separate value that looks like an option is the value forgotten
+         * (`--out --lbs-only`), not a file named so: --out=--x spells one */
         const char *val = o->type == DRAPE_OPT_FLAG ? "" : eq ? eq + 1 : a + 1 < argc ? argv[++a] : NULL;
-        if (!val) return drape_opts_fail(c, "--%s needs a value", o->name);
+        if (!val || (!eq && o->type != DRAPE_OPT_FLAG && !strncmp(val, "--", 2)))
+            return drape_opts_fail(c, "--%s needs a value", o->name);
         if (set(c, o, out, val)) return DRAPE_OPTS_BAD;
         seen[o - c->opts] = 1;
     }
