@@ -48,13 +48,13 @@ int drape_load_report_text(drape_buf *out, const drape_load_report *r)
     const drape_latency_stats *l = &r->latency;
     return drape_buf_printf(out,
                             "target      %s (%s, garment %s)\n"
-                            "load        %d avatars on %d connections at %g fps for %g s\n"
+                            "load        %d avatars (%d opened) on %d connections at %g fps for %g s\n"
                             "throughput  %.1f frames/s over %.2f s\n"
                             "frames      %llu sent, %llu received, %llu dropped by the server, %llu missing\n"
                             "errors      %llu error messages, %llu connection errors\n"
                             "latency ms  p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f  mean %.2f  (n %zu)\n",
                             r->url ? r->url : "?", r->format ? r->format : "?", r->garment ? r->garment : "?",
-                            r->avatars, r->connections, r->fps, r->duration_s, throughput(r), r->elapsed_s,
+                            r->avatars, r->opened, r->connections, r->fps, r->duration_s, throughput(r), r->elapsed_s,
                             (unsigned long long)r->sent, (unsigned long long)r->received,
                             (unsigned long long)r->dropped, (unsigned long long)r->missing,
                             (unsigned long long)r->errors, (unsigned long long)r->conn_errors, l->p50, l->p90, l->p99,
@@ -64,10 +64,11 @@ int drape_load_report_text(drape_buf *out, const drape_load_report *r)
 int drape_load_report_json(drape_buf *out, const drape_load_report *r)
 {
     const drape_latency_stats *l = &r->latency;
-    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I,"
+    json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I,"
                           " s:{s:I, s:f, s:f, s:f, s:f, s:f, s:f}}",
                           "url", r->url ? r->url : "", "format", r->format ? r->format : "", "garment",
-                          r->garment ? r->garment : "", "avatars", r->avatars, "connections", r->connections, "fps",
+                          r->garment ? r->garment : "", "avatars", r->avatars, "opened", r->opened, "connections",
+                          r->connections, "fps",
                           r->fps, "duration_s", r->duration_s, "elapsed_s", r->elapsed_s, "throughput_fps",
                           throughput(r), "sent", (json_int_t)r->sent, "received", (json_int_t)r->received, "dropped",
                           (json_int_t)r->dropped, "missing", (json_int_t)r->missing, "errors", (json_int_t)r->errors,

@@ -20,6 +20,7 @@ void drape_latency_summarize(double *ms, size_t n, drape_latency_stats *s);
 typedef struct {
     const char *url, *format, *garment;
     int avatars, connections;
+    int opened;                /* avatars the server opened (a refused open is in errors) */
     double fps, duration_s;    /* requested */
     double elapsed_s;          /* first scheduled send to the end of the drain */
     uint64_t sent, received;   /* poses sent, frames received */

@@ -408,14 +408,14 @@ Test(load, percentiles_by_nearest_rank)
 
 Test(load, report_text_and_json)
 {
-    drape_load_report r = {"ws://h:1/v1/stream", "q16", "skirt", 64, 4, 30, 10, 10.5, 19200, 19100, 50, 50, 2, 0,
+    drape_load_report r = {"ws://h:1/v1/stream", "q16", "skirt", 64, 4, 62, 30, 10, 10.5, 19200, 19100, 50, 50, 2, 0,
                            {0, 0, 0, 0, 0, 0, 0}};
     double ms[4] = {1, 2, 3, 4};
     drape_latency_summarize(ms, 4, &r.latency);
     drape_buf b = {0};
     cr_assert_eq(drape_load_report_text(&b, &r), 0);
     drape_buf_append(&b, "", 1);
-    cr_assert(strstr((char *)b.p, "64 avatars on 4 connections at 30 fps"), "%s", (char *)b.p);
+    cr_assert(strstr((char *)b.p, "64 avatars (62 opened) on 4 connections at 30 fps"), "%s", (char *)b.p);
     cr_assert(strstr((char *)b.p, "p99.9 4.00"), "%s", (char *)b.p);
     cr_assert(strstr((char *)b.p, "50 dropped"), "%s", (char *)b.p);
     b.len = 0;
@@ -424,6 +424,7 @@ Test(load, report_text_and_json)
     json_t *j = json_loadb((const char *)b.p, b.len, 0, &je);
     cr_assert(j, "%s", je.text);
     cr_assert_eq(json_integer_value(json_object_get(j, "received")), 19100);
+    cr_assert_eq(json_integer_value(json_object_get(j, "opened")), 62);
     cr_assert_float_eq(json_real_value(json_object_get(j, "throughput_fps")), 19100 / 10.5, 0.01);
     cr_assert_float_eq(json_real_value(json_object_get(json_object_get(j, "latency_ms"), "p99_9")), 4, 0);
     json_decref(j);
@@ -491,12 +492,35 @@ Test(load, runs_against_the_fake_server)
     cr_assert_eq(json_integer_value(json_object_get(j, "received")), 30, "%s", out);
     cr_assert_eq(json_integer_value(json_object_get(j, "errors")), 0, "%s", out);
     cr_assert_eq(json_integer_value(json_object_get(j, "connection_errors")), 0, "%s", out);
+    cr_assert_eq(json_integer_value(json_object_get(j, "opened")), 3, "%s", out);
     json_t *lat = json_object_get(j, "latency_ms");
     cr_assert_eq(json_integer_value(json_object_get(lat, "n")), 30);
     cr_assert_geq(json_real_value(json_object_get(lat, "p50")), 0);
     cr_assert_geq(json_real_value(json_object_get(lat, "max")), json_real_value(json_object_get(lat, "p99")));
     cr_assert_eq(f.n_poses, 30);
     cr_assert_eq(f.got_close, 1000);
+    json_decref(j);
+}
+
+/* A server that refuses one of two avatars (--max-avatars 1): the report
+ * says one opened, and the run is a result (exit 0), not a failure. */
+Test(load, a_refused_avatar_shows_in_opened)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-avatars 1");
+    char out[8192];
+    int rc = tu_run(out, sizeof out, "%s load --url %s --avatars 2 --fps 20 --duration 0.5 --json 2>/dev/null",
+                    drape_bin(), s.ws);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+    cr_assert_eq(rc, 0, "%s", out);
+    const char *report = strstr(out, "{\"url\""); /* after the refusal's line on stderr */
+    cr_assert_not_null(report, "%s", out);
+    json_error_t je;
+    json_t *j = json_loads(report, 0, &je);
+    cr_assert(j, "%s: %s", out, je.text);
+    cr_assert_eq(json_integer_value(json_object_get(j, "avatars")), 2, "%s", out);
+    cr_assert_eq(json_integer_value(json_object_get(j, "opened")), 1, "%s", out);
+    cr_assert_geq(json_integer_value(json_object_get(j, "errors")), 1, "%s", out);
+    cr_assert_gt(json_integer_value(json_object_get(j, "received")), 0, "%s", out);
     json_decref(j);
 }
 
