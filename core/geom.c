@@ -34,8 +34,8 @@ int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, d
         for (int d = 0; d < 3; d++) blo[d] = fmin(blo[d], lo[3 * i + d]), bhi[d] = fmax(bhi[d], hi[3 * i + d]);
     if (n == 0)
         for (int d = 0; d < 3; d++) blo[d] = bhi[d] = 0;
-    for (int d = 0; d < 3; d++)
-        if (!isfinite(blo[d]) || !isfinite(bhi[d])) return DRAPE_ERANGE;
+    for (int d = 0; d < 3; d++) /* a span of finite ends can still overflow (-1e308 .. 1e308) */
+        if (!isfinite(blo[d]) || !isfinite(bhi[d]) || !isfinite(bhi[d] - blo[d])) return DRAPE_ERANGE;
     if (!(cell > 0)) return DRAPE_EINVAL;
     /* coarser cells until the grid is of a sane size; the dimensions are
      * counted in double so that any finite span (1e12 m from a hostile pose)
@@ -66,8 +66,12 @@ int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, d
                     }
         }
         if (pass == 0) {
-            for (int64_t c = 0; c < cells; c++) g->start[c + 1] += g->start[c];
-            total = g->start[cells];
+            /* the (box, cell) pairs index items as int32: counted in 64 bits */
+            for (int64_t c = 0; c < cells; c++) {
+                total += g->start[c + 1];
+                if (total > INT32_MAX - 1) return DRAPE_ERANGE;
+                g->start[c + 1] = (int32_t)total;
+            }
             if (grow32(&g->items, &g->cap_items, total + 1)) return DRAPE_ENOMEM;
         }
     }

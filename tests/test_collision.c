@@ -470,6 +470,9 @@ Test(collision, grid_bounds_its_size_whatever_the_span)
     double bad[3] = {0, NAN, 0}, inf[3] = {INFINITY, 0, 0};
     cr_assert_eq(drape_grid_build(&g, bad, bad, 1, 0.01), DRAPE_ERANGE);
     cr_assert_eq(drape_grid_build(&g, inf, inf, 1, 0.01), DRAPE_ERANGE);
+    /* finite ends whose span is not (it once looped for ever, the cell NaN) */
+    double far[6] = {-1e308, 0, 0, 1e308, 0, 0};
+    cr_assert_eq(drape_grid_build(&g, far, far, 2, 0.01), DRAPE_ERANGE);
     cr_assert_eq(drape_grid_build(&g, pts, pts, 4, 0), DRAPE_EINVAL);
     drape_grid_free(&g);
 }
