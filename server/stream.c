@@ -30,8 +30,8 @@
  * record and makes four system calls per 4 bytes: 30 ms per frame. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <math.h>
 #include <gnutls/gnutls.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
