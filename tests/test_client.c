@@ -474,6 +474,17 @@ Test(load, rejects_bad_arguments)
 #undef BAD
 }
 
+/* drape load --json's report in its output (after any line it wrote on stderr) */
+static json_t *load_report(const char *out)
+{
+    const char *report = strstr(out, "{\"url\"");
+    cr_assert_not_null(report, "no report in:\n%s", out);
+    json_error_t je;
+    json_t *j = json_loads(report, 0, &je);
+    cr_assert(j, "%s: %s", out, je.text);
+    return j;
+}
+
 Test(load, runs_against_the_fake_server)
 {
     fake f;
@@ -485,9 +496,7 @@ Test(load, runs_against_the_fake_server)
                     drape_bin(), f.port);
     fake_stop(&f);
     cr_assert_eq(rc, 0, "%s", out);
-    json_error_t je;
-    json_t *j = json_loads(out, 0, &je);
-    cr_assert(j, "%s: %s", out, je.text);
+    json_t *j = load_report(out);
     cr_assert_eq(json_integer_value(json_object_get(j, "sent")), 30, "%s", out);
     cr_assert_eq(json_integer_value(json_object_get(j, "received")), 30, "%s", out);
     cr_assert_eq(json_integer_value(json_object_get(j, "errors")), 0, "%s", out);
@@ -508,15 +517,10 @@ Test(load, a_refused_avatar_shows_in_opened)
 {
     tu_server s = tu_draped_start("tiny_random", "--max-avatars 1");
     char out[8192];
-    int rc = tu_run(out, sizeof out, "%s load --url %s --avatars 2 --fps 20 --duration 0.5 --json 2>/dev/null",
-                    drape_bin(), s.ws);
+    int rc = tu_run(out, sizeof out, "%s load --url %s --avatars 2 --fps 20 --duration 0.5 --json", drape_bin(), s.ws);
     cr_assert_eq(tu_draped_stop(&s), 0);
     cr_assert_eq(rc, 0, "%s", out);
-    const char *report = strstr(out, "{\"url\""); /* after the refusal's line on stderr */
-    cr_assert_not_null(report, "%s", out);
-    json_error_t je;
-    json_t *j = json_loads(report, 0, &je);
-    cr_assert(j, "%s: %s", out, je.text);
+    json_t *j = load_report(out);
     cr_assert_eq(json_integer_value(json_object_get(j, "avatars")), 2, "%s", out);
     cr_assert_eq(json_integer_value(json_object_get(j, "opened")), 1, "%s", out);
     cr_assert_geq(json_integer_value(json_object_get(j, "errors")), 1, "%s", out);
