@@ -13,7 +13,7 @@ struct draped_physics {
     drape_garment_sim_params params;
     drape_idcache_extra_ops ops; /* the rigs' maker, the cache's extra slot */
     pthread_t th[MAX_THREADS];
-    int threads, started, busy, queued, stopping;
+    int threads, started, busy, stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     draped_fairq queue;
@@ -57,7 +57,6 @@ static void *worker_main(void *arg)
         draped_fairq_item *it = draped_fairq_pop(&p->queue);
         if (!it) break; /* stopping and drained */
         draped_physics_job *j = (draped_physics_job *)((char *)it - offsetof(draped_physics_job, q));
-        p->queued--;
         p->busy++;
         pthread_mutex_unlock(&p->mu);
         j->job.t_start_ns = drape_now_ns();
@@ -121,7 +120,6 @@ int draped_physics_submit(draped_physics *p, draped_physics_job *j, const void *
     }
     j->job.t_submit_ns = drape_now_ns();
     draped_fairq_push(&p->queue, &j->q, owner);
-    p->queued++;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return DRAPE_OK;
@@ -130,7 +128,7 @@ int draped_physics_submit(draped_physics *p, draped_physics_job *j, const void *
 void draped_physics_get_stats(draped_physics *p, draped_physics_stats *s)
 {
     pthread_mutex_lock(&p->mu);
-    *s = (draped_physics_stats){p->threads, p->busy, p->queued};
+    *s = (draped_physics_stats){p->threads, p->busy, p->queue.n};
     pthread_mutex_unlock(&p->mu);
 }
 
