@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -221,6 +222,9 @@ tu_server tu_draped_start(const char *bundle, const char *extra)
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        /* a test that fails before tu_draped_stop leaves no daemon behind:
+         * it goes with the test's process (the setting outlives exec) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
