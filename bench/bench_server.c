@@ -222,15 +222,9 @@ static int start_draped(const char *draped, const char *bundle, int threads, con
     return port;
 }
 
-/* `drape load` over ws, or over wss (tls: the self-signed test certificate) */
-static json_t *load_on(const char *drape, int tls, int port, int avatars, double fps, double seconds, int connections)
+/* the JSON report of a `drape load --json` started with popen, once it ends */
+static json_t *load_report(FILE *p)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "%s load --url %s://127.0.0.1:%d/v1/stream --avatars %d --fps %g --duration %g --connections %d "
-             "--format f32 --json%s",
-             drape, tls ? "wss" : "ws", port, avatars, fps, seconds, connections, tls ? " --insecure" : "");
-    FILE *p = popen(cmd, "r");
     static char buf[8192];
     size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
     buf[n] = 0;
@@ -239,6 +233,17 @@ static json_t *load_on(const char *drape, int tls, int port, int avatars, double
     json_t *j = json_loads(buf, 0, &je);
     if (!j) die("drape load", buf);
     return j;
+}
+
+/* `drape load` over ws, or over wss (tls: the self-signed test certificate) */
+static json_t *load_on(const char *drape, int tls, int port, int avatars, double fps, double seconds, int connections)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "%s load --url %s://127.0.0.1:%d/v1/stream --avatars %d --fps %g --duration %g --connections %d "
+             "--format f32 --json%s",
+             drape, tls ? "wss" : "ws", port, avatars, fps, seconds, connections, tls ? " --insecure" : "");
+    return load_report(popen(cmd, "r"));
 }
 
 static json_t *load(const char *drape, int port, int avatars, double fps, double seconds, int connections)
@@ -365,6 +370,19 @@ static double metric(int port, const char *name)
     return v;
 }
 
+/* `drape load` of n physics avatars of garment at 30 fps for seconds, on
+ * one connection, started (popen) and left running: load_report ends it */
+static FILE *physics_load_start(const char *drape, int port, int n, double seconds, const char *garment)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s load --url ws://127.0.0.1:%d/v1/stream --avatars %d --fps 30 --duration %g "
+                              "--garment %s --mode physics --format f32 --json",
+             drape, port, n, seconds, garment);
+    FILE *p = popen(cmd, "r");
+    if (!p) die("drape load", cmd);
+    return p;
+}
+
 typedef struct { double cpu_ms, fps, p50, p99, catch_ups; long long skipped, sent; } phys_served;
 
 /* One physics avatar at 30 fps on a fresh draped, PHYS_WARM_S then
@@ -376,26 +394,15 @@ static phys_served physics_on_draped(const char *draped, const char *drape, cons
 {
     pid_t pid;
     int port = start_draped(draped, bundle, 1, NULL, NULL, &pid);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s load --url ws://127.0.0.1:%d/v1/stream --avatars 1 --fps 30 --duration %g "
-                              "--garment %s --mode physics --format f32 --json",
-             drape, port, PHYS_WARM_S + PHYS_SECONDS, garment);
-    FILE *p = popen(cmd, "r");
-    if (!p) die("drape load", cmd);
+    FILE *p = physics_load_start(drape, port, 1, PHYS_WARM_S + PHYS_SECONDS, garment);
     usleep((useconds_t)(PHYS_WARM_S * 1e6));
     double c0 = proc_cpu_s(pid), f0 = metric(port, "drape_physics_frames_total"),
            k0 = metric(port, "drape_physics_catch_ups_total");
-    static char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, p);
-    buf[n] = 0;
-    pclose(p);
+    json_t *j = load_report(p);
     double c1 = proc_cpu_s(pid), f1 = metric(port, "drape_physics_frames_total"),
            k1 = metric(port, "drape_physics_catch_ups_total");
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
-    json_error_t je;
-    json_t *j = json_loads(buf, 0, &je);
-    if (!j) die("drape load", buf);
     json_t *l = json_object_get(j, "latency_ms");
     phys_served r = {.fps = num(j, "throughput_fps"), .p50 = num(l, "p50"), .p99 = num(l, "p99"),
                      .skipped = json_integer_value(json_object_get(j, "dropped")),
@@ -403,31 +410,6 @@ static phys_served physics_on_draped(const char *draped, const char *drape, cons
     r.cpu_ms = f1 > f0 && f0 >= 0 ? 1e3 * (c1 - c0) / (f1 - f0) : -1;
     json_decref(j);
     return r;
-}
-
-/* `drape load` of n physics avatars of the skirt at 30 fps for seconds, on
- * one connection, started (popen) and left running */
-static FILE *physics_load_start(const char *drape, int port, int n, double seconds)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s load --url ws://127.0.0.1:%d/v1/stream --avatars %d --fps 30 --duration %g "
-                              "--garment skirt --mode physics --format f32 --json",
-             drape, port, n, seconds);
-    FILE *p = popen(cmd, "r");
-    if (!p) die("drape load", cmd);
-    return p;
-}
-
-static json_t *physics_load_end(FILE *p)
-{
-    static char buf[8192];
-    size_t n = fread(buf, 1, sizeof buf - 1, p);
-    buf[n] = 0;
-    pclose(p);
-    json_error_t je;
-    json_t *j = json_loads(buf, 0, &je);
-    if (!j) die("drape load", buf);
-    return j;
 }
 
 #define FAIR_FLOOD 16 /* physics avatars on the flooding connection: more than one worker keeps up with */
@@ -441,12 +423,12 @@ static void physics_fairness_rows(const char *bundle, const char *draped, const 
 {
     pid_t pid;
     int port = start_draped(draped, bundle, 1, NULL, NULL, &pid);
-    json_decref(physics_load_end(physics_load_start(drape, port, 1, 2))); /* the skirt's rig, once */
-    json_t *alone = physics_load_end(physics_load_start(drape, port, 1, PHYS_SECONDS));
-    FILE *flood = physics_load_start(drape, port, FAIR_FLOOD, PHYS_SECONDS + 2 * PHYS_WARM_S);
+    json_decref(load_report(physics_load_start(drape, port, 1, 2, "skirt"))); /* the skirt's rig, once */
+    json_t *alone = load_report(physics_load_start(drape, port, 1, PHYS_SECONDS, "skirt"));
+    FILE *flood = physics_load_start(drape, port, FAIR_FLOOD, PHYS_SECONDS + 2 * PHYS_WARM_S, "skirt");
     usleep((useconds_t)(PHYS_WARM_S * 1e6)); /* the flood's first frames settle */
-    json_t *next = physics_load_end(physics_load_start(drape, port, 1, PHYS_SECONDS));
-    json_t *fl = physics_load_end(flood);
+    json_t *next = load_report(physics_load_start(drape, port, 1, PHYS_SECONDS, "skirt"));
+    json_t *fl = load_report(flood);
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     printf("\n## The physics queue's turns (%s, skirt; draped --physics-threads 1: one physics avatar on its own "

@@ -1,10 +1,10 @@
 #include "npy.h"
 
-#include "../core/outfile.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../core/outfile.h"
 
 #define NPY_MAX_HEADER 65536
 #define NPY_MAX_BYTES ((int64_t)1 << 34)

@@ -478,14 +478,7 @@ int drape_cloth_create_on(drape_cloth **out, const drape_cloth_system *s, drape_
         drape_cloth_free(c);
         return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     }
-    memcpy(c->x, s->X0, n * 3 * sizeof(double));
-    for (int a = 0; a < s->n_att; a++)
-        for (int d = 0; d < 3; d++) c->att_target[3 * a + d] = s->X0[3 * s->att_node[a] + d];
-    if (s->nfree) memcpy(c->w, s->w0, (ns + 1) * sizeof(v4d));
-    memset(c->b, 0, (N + 1) * sizeof(v4d)); /* the padding rows and row N stay zero */
-    memset(c->xr, 0, (N + 1) * sizeof(v4d));
-    memset(c->base, 0, (N + 1) * sizeof(v4d)); /* the pinned rows stay zero */
-    if (c->xm) memset(c->xm, 0, (N + 1) * sizeof(v4d)); /* it takes turns with b: its padding stays zero too */
+    drape_cloth_reset(c); /* a new cloth is a reset one */
     c->bytes = sizeof *c + n * 9 * sizeof(double) + (ns + 1) * (2 * sizeof(v4d) + sizeof(double)) +
                (N + 1) * 3 * sizeof(v4d) + (size_t)s->n_att * 3 * sizeof(double);
     *out = c;
@@ -750,8 +743,9 @@ void drape_cloth_reset(drape_cloth *c)
     for (int a = 0; a < S->n_att; a++)
         for (int d = 0; d < 3; d++) c->att_target[3 * a + d] = S->X0[3 * S->att_node[a] + d];
     if (S->nfree) memcpy(c->w, S->w0, ((size_t)S->ns + 1) * sizeof(v4d));
-    /* the solve's workspaces as new: a state that went non-finite leaves NaN
-     * (0 × NaN) in the padding rows, which nothing else rewrites */
+    /* the solve's workspaces zero: their padding rows and row N stay so (a
+     * state that went non-finite leaves NaN there, 0 × NaN, which nothing
+     * else rewrites), the pinned rows of base too, and xm takes turns with b */
     size_t N = (size_t)S->nrows + 1;
     memset(c->b, 0, N * sizeof(v4d));
     memset(c->xr, 0, N * sizeof(v4d));

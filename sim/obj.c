@@ -1,12 +1,12 @@
 #include "obj.h"
 
-#include "../core/outfile.h"
-
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../core/outfile.h"
 
 static int grow(void **p, int *cap, int need, size_t elem)
 {

@@ -327,7 +327,7 @@ class Retarget {
   }
 }
 
-const cache = new WeakMap();
+const cache = new WeakMap(); // skeleton → {r: its Retarget, sig, and the last call's map and options}
 
 // The SMPL pose of a three.js Skeleton's current state, for sendPose:
 // {pose: Float32Array(72), trans: Float32Array(3)} (or into opts.out).
@@ -349,13 +349,14 @@ export function poseFromSkeleton(skeleton, map = MIXAMO_MAP, opts = {}) {
   if (skeleton && skeleton.isSkinnedMesh) skeleton = skeleton.skeleton;
   if (!skeleton || !Array.isArray(skeleton.bones)) throw new Error('poseFromSkeleton: not a three.js Skeleton');
   map = map || MIXAMO_MAP;
-  const sig = JSON.stringify([map, opts.rest, opts.restPose ? Array.from(opts.restPose) : null, opts.scale]);
-  let r = cache.get(skeleton);
-  if (!r || r.sig !== sig) {
-    r = new Retarget(skeleton, map, opts);
-    r.sig = sig;
-    cache.set(skeleton, r);
+  // the same objects as the last call: nothing to compare; others, by content
+  let c = cache.get(skeleton);
+  if (!c || c.map !== map || c.rest !== opts.rest || c.restPose !== opts.restPose || c.scale !== opts.scale) {
+    const sig = JSON.stringify([map, opts.rest, opts.restPose ? Array.from(opts.restPose) : null, opts.scale]);
+    if (!c || c.sig !== sig) c = { r: new Retarget(skeleton, map, opts), sig };
+    Object.assign(c, { map, rest: opts.rest, restPose: opts.restPose, scale: opts.scale });
+    cache.set(skeleton, c);
   }
   const out = opts.out ?? { pose: new Float32Array(72), trans: new Float32Array(3) };
-  return r.read(out);
+  return c.r.read(out);
 }
