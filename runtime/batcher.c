@@ -15,6 +15,8 @@ struct drape_batcher {
     int queued, stopping, started;
     drape_job **batch;
     drape_frame *frames;
+    int *status;       /* [max_batch] each job's, after its batch */
+    drape_error *errs; /* [max_batch] */
     drape_batcher_stats st;
 };
 
@@ -53,6 +55,29 @@ static int size_bucket(int n)
     return k;
 }
 
+/* Runs the batch's n frames (copied into b->frames) and sets each job's
+ * status. A batch that fails on a healthy backend failed for one frame's
+ * sake (memory for a large batch, a refine step that met a body that is not
+ * finite): each frame then runs again alone, so that only the frames that
+ * fail on their own fail, and no other avatar loses its frame. A device
+ * error fails the whole batch. Returns the batch's own status. */
+static int run_batch(drape_batcher *b, int n)
+{
+    int rc = drape_backend_run(b->be, b->frames, n, &b->errs[0]);
+    if (rc && n > 1 && drape_backend_healthy(b->be)) {
+        for (int i = 0; i < n; i++) {
+            b->frames[i] = b->batch[i]->frame;
+            b->status[i] = drape_backend_run(b->be, &b->frames[i], 1, &b->errs[i]);
+        }
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        b->status[i] = rc;
+        if (rc && i) b->errs[i] = b->errs[0];
+    }
+    return rc;
+}
+
 static void *worker_main(void *arg)
 {
     drape_batcher *b = arg;
@@ -68,8 +93,7 @@ static void *worker_main(void *arg)
 
         int64_t t0 = drape_now_ns();
         for (int i = 0; i < n; i++) b->frames[i] = b->batch[i]->frame;
-        drape_error err = {0};
-        int rc = drape_backend_run(b->be, b->frames, n, &err);
+        int rc = run_batch(b, n);
         int64_t t1 = drape_now_ns();
         for (int i = 0; i < n; i++) {
             drape_job *j = b->batch[i];
@@ -84,12 +108,13 @@ static void *worker_main(void *arg)
         b->st.batches++;
         b->st.frames += (uint64_t)n;
         b->st.failed_batches += rc != 0;
+        for (int i = 0; i < n; i++) b->st.failed_frames += b->status[i] != 0;
         b->st.size_hist[size_bucket(n)]++;
         b->st.compute_ns += (uint64_t)(t1 - t0);
         for (int i = 0; i < n; i++) b->st.queue_ns += (uint64_t)(t0 - b->batch[i]->t_submit_ns);
         pthread_mutex_unlock(&b->mu);
         /* done() may resubmit (the avatar's next pose): call it unlocked */
-        for (int i = 0; i < n; i++) b->batch[i]->done(b->batch[i], rc, rc ? &err : NULL);
+        for (int i = 0; i < n; i++) b->batch[i]->done(b->batch[i], b->status[i], b->status[i] ? &b->errs[i] : NULL);
         pthread_mutex_lock(&b->mu);
     }
     pthread_mutex_unlock(&b->mu);
@@ -109,9 +134,11 @@ int drape_batcher_create(drape_batcher **out, drape_backend *be, int max_batch, 
     b->max_delay_us = max_delay_us;
     b->batch = calloc((size_t)max_batch, sizeof *b->batch);
     b->frames = calloc((size_t)max_batch, sizeof *b->frames);
+    b->status = calloc((size_t)max_batch, sizeof *b->status);
+    b->errs = calloc((size_t)max_batch, sizeof *b->errs);
     pthread_mutex_init(&b->mu, NULL);
     drape_cond_init(&b->cv);
-    if (!b->batch || !b->frames || pthread_create(&b->worker, NULL, worker_main, b)) {
+    if (!b->batch || !b->frames || !b->status || !b->errs || pthread_create(&b->worker, NULL, worker_main, b)) {
         drape_batcher_free(b);
         return drape_fail(err, DRAPE_ENOMEM, "batcher: cannot start the worker thread");
     }
@@ -157,6 +184,8 @@ void drape_batcher_free(drape_batcher *b)
     pthread_cond_destroy(&b->cv);
     free(b->batch);
     free(b->frames);
+    free(b->status);
+    free(b->errs);
     free(b);
 }
 

@@ -5,7 +5,9 @@
  * batch; Bone-Net and the conv run across garments, so it does not group.
  *
  * Jobs are owned by the submitter; the batcher only links them. done() is
- * called from the worker thread once per job, after its batch ran. */
+ * called from the worker thread once per job, after its batch ran, with the
+ * job's own status: when a batch fails on a healthy backend, its frames run
+ * again one by one, so one frame's failure is not another avatar's. */
 #ifndef DRAPE_BATCHER_H
 #define DRAPE_BATCHER_H
 
@@ -29,6 +31,7 @@ typedef struct drape_batcher drape_batcher;
 
 typedef struct {
     uint64_t batches, frames, failed_batches;
+    uint64_t failed_frames; /* frames done() got an error for: a failed batch's frames run again alone */
     uint64_t size_hist[8]; /* batches of size 1, 2-3, 4-7, ..., ≥128 */
     uint64_t compute_ns, queue_ns;
     int queued;

@@ -186,13 +186,15 @@ int draped_metrics_render_runtime(drape_buf *o, const drape_idcache_stats *cs, c
                            "# TYPE drape_batches_total counter\ndrape_batches_total %llu\n"
                            "# TYPE drape_batch_frames_total counter\ndrape_batch_frames_total %llu\n"
                            "# TYPE drape_batch_failures_total counter\ndrape_batch_failures_total %llu\n"
+                           "# TYPE drape_frame_failures_total counter\ndrape_frame_failures_total %llu\n"
                            "# TYPE drape_batcher_queued gauge\ndrape_batcher_queued %d\n"
                            "# TYPE drape_backend_healthy gauge\ndrape_backend_healthy %d\n",
                            (unsigned long long)cs->hits, (unsigned long long)cs->misses,
                            (unsigned long long)cs->encodes, (unsigned long long)cs->evictions,
                            (unsigned long long)cs->refused, cs->bytes, cs->max_bytes, cs->device_bytes, cs->resident, cs->pinned,
                            (unsigned long long)bs->batches, (unsigned long long)bs->frames,
-                           (unsigned long long)bs->failed_batches, bs->queued, healthy);
+                           (unsigned long long)bs->failed_batches, (unsigned long long)bs->failed_frames, bs->queued,
+                           healthy);
     rc |= drape_buf_printf(o, "# HELP drape_batch_size Frames per batch.\n# TYPE drape_batch_size histogram\n");
     uint64_t cum = 0;
     for (int i = 0; i < 8; i++) {

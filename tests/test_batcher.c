@@ -1,9 +1,10 @@
 /* The request batcher: results equal a direct backend run, full batches go
  * at once, a lone frame waits for the deadline, one avatar never appears
- * twice in a batch, stopping drains. */
+ * twice in a batch, stopping drains, one failing frame fails only itself. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,23 +25,30 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done, failed;
+    int status[NJ];
+    char msg[NJ][DRAPE_ERRMSG_MAX];
 } fx;
 
 static void on_done(drape_job *j, int status, const drape_error *err)
 {
-    (void)err;
     fx *f = j->user;
     pthread_mutex_lock(&f->mu);
+    int i = (int)(j - f->jobs);
+    f->status[i] = status;
+    snprintf(f->msg[i], sizeof f->msg[i], "%s", err ? err->msg : "");
     f->done++;
     f->failed += status != 0;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
 }
 
-static void fx_open(fx *f)
+/* refine_iters > 0 turns the refine step on for the tiny model's garment */
+static void fx_open_refining(fx *f, int refine_iters)
 {
     memset(f, 0, sizeof *f);
     f->m = tu_load("tiny_random");
+    f->m->cfg.refine[0].iters = refine_iters;
+    f->m->cfg.refine[0].stiffness = 100.0f;
     f->be = tu_backend(f->m);
     f->id = tu_identity(f->be, 0, NULL, 0);
     f->V = f->m->garments[0].V;
@@ -61,6 +69,8 @@ static void fx_open(fx *f)
         j->user = f;
     }
 }
+
+static void fx_open(fx *f) { fx_open_refining(f, 0); }
 
 static void wait_done(fx *f, int n)
 {
@@ -201,6 +211,44 @@ Test(batcher, stop_drains_and_then_refuses)
     drape_batcher_stop(b);
     cr_assert_eq(f.done, 6, "stop lost queued frames");
     cr_assert_eq(drape_batcher_submit(b, &f.jobs[6]), DRAPE_EINVAL);
+    drape_batcher_free(b);
+    fx_close(&f);
+}
+
+/* A frame that fails on its own (a pose that is not finite, which the refine
+ * step refuses; the server refuses such poses at its boundary, a library
+ * caller may not) fails only its own job: the eleven other avatars in its
+ * batch get their frames, equal to a run of each alone. */
+Test(batcher, one_failing_frame_fails_only_itself)
+{
+    fx f;
+    fx_open_refining(&f, 4);
+    f.poses[3][0] = NAN; /* the root: every body vertex */
+    drape_batcher *b;
+    /* a 60 s deadline and a batch of NJ: the twelve run as one batch */
+    cr_assert_eq(drape_batcher_create(&b, f.be, NJ, 60000000, NULL), 0);
+    for (int i = 0; i < NJ; i++) cr_assert_eq(drape_batcher_submit(b, &f.jobs[i]), 0);
+    wait_done(&f, NJ);
+    cr_assert_eq(f.failed, 1, "%d of %d jobs failed; only the one with a NaN pose should", f.failed, NJ);
+    cr_assert_neq(f.status[3], 0);
+    cr_assert(strstr(f.msg[3], "not finite"), "job 3's error: %s", f.msg[3]);
+    float *ref = malloc(sizeof(float) * f.V * 3);
+    for (int i = 0; i < NJ; i++) {
+        cr_assert_eq(f.jobs[i].batch_size, NJ);
+        if (i == 3) continue;
+        cr_assert_eq(f.status[i], 0, "job %d: %s", i, f.msg[i]);
+        drape_frame fr = f.jobs[i].frame;
+        fr.out = ref;
+        cr_assert_eq(drape_backend_run(f.be, &fr, 1, NULL), 0);
+        double d = tu_max_abs_diff(ref, f.jobs[i].frame.out, f.V * 3);
+        cr_assert_leq(d, 1e-5, "job %d differs from a run alone by %g", i, d);
+    }
+    drape_batcher_stats s;
+    drape_batcher_get_stats(b, &s);
+    cr_assert_eq(s.batches, 1);
+    cr_assert_eq(s.failed_batches, 1);
+    cr_assert_eq(s.failed_frames, 1);
+    free(ref);
     drape_batcher_free(b);
     fx_close(&f);
 }
