@@ -173,6 +173,10 @@ Test(drape, options_are_parsed_strictly)
         {"--lbs-only=1", {"--lbs-only takes no value"}},
         {"--bogus 1", {"unknown option '--bogus'"}},
         {"stray", {"unexpected argument 'stray'"}},
+        /* values only the model or the poses can judge are bad options too */
+        {"--betas nan", {"--betas nan: betas[0] is not finite"}},
+        {"--betas 0,99", {"--betas 0,99: betas[1] = 99 is outside the model's range"}},
+        {"--cuts 5", {"--cuts must be ascending frame indices in [1, 2)"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         snprintf(args, sizeof args, "infer --model '%s' --garment skirt --poses '%s' --out /dev/null %s",

@@ -138,6 +138,11 @@ int drape_tool_job_open(drape_tool_job *j, const char *cmd, const drape_tool_job
     j->T = (int)j->poses.shape[0];
     drape_error e = {0};
     if (drape_model_load(&j->m, a->model, &e)) return drape_tool_die(cmd, &e);
+    /* a --betas value the model refuses is a bad option: status 2, as the README says */
+    if (drape_model_check_betas(j->m, j->betas, j->nb, &e)) {
+        fprintf(stderr, "drape %s: --betas %s: %s\n", cmd, bs, e.msg);
+        return 2;
+    }
     j->gi = drape_model_garment(j->m, a->garment);
     if (j->gi >= 0) return 0;
     fprintf(stderr, "drape %s: garment '%s' is not in the model (", cmd, a->garment);
@@ -227,7 +232,10 @@ static int cmd_infer(int argc, char **argv)
     if (!out) { fprintf(stderr, "drape infer: out of memory\n"); goto done; }
     int64_t shape[3] = {T, V, 3};
     int *cuts = NULL, n_cuts = 0;
-    if (parse_cuts(o.cuts, T, &cuts, &n_cuts)) goto done;
+    if (parse_cuts(o.cuts, T, &cuts, &n_cuts)) {
+        rc = 2; /* a bad option's status, though only the poses' length shows it */
+        goto done;
+    }
     int bad = drape_sequence_run_cuts(be, id, j.poses.data, T, cuts, n_cuts, o.lbs_only, out, o.batch, &e) ||
               drape_npy_write(o.out, out, 3, shape, &e);
     free(cuts);
