@@ -31,7 +31,8 @@ enum {
     DRAPE_WS_CLOSE_BAD_DATA = 1007,  /* invalid UTF-8 in a text message */
     DRAPE_WS_CLOSE_POLICY = 1008,
     DRAPE_WS_CLOSE_TOO_BIG = 1009,
-    DRAPE_WS_CLOSE_ERROR = 1011
+    DRAPE_WS_CLOSE_ERROR = 1011,
+    DRAPE_WS_CLOSE_TRY_AGAIN = 1013 /* a server limit that another moment may not hit */
 };
 
 /* Sec-WebSocket-Accept for a client's Sec-WebSocket-Key: base64(SHA-1(key +

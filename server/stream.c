@@ -718,13 +718,24 @@ static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const
      * the one before it (Nagle's algorithm) */
     setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     pthread_mutex_init(&sc->mu, NULL);
+    /* the handshake's check ran on this connection's thread beside others:
+     * the slot is taken here, and a stream past the limit only says so
+     * (1013) and closes, before reading anything */
     pthread_mutex_lock(&d->mu);
+    int over = d->n_streams >= d->cfg.max_connections;
     sc->next = d->streams;
     d->streams = sc;
     d->n_streams++;
     pthread_mutex_unlock(&d->mu);
     COUNT(d->met.stream_conns_total);
     COUNT(d->met.stream_conns_open);
+    if (over) {
+        char reason[80];
+        snprintf(reason, sizeof reason, "too many stream connections (limit %lld)", (long long)d->cfg.max_connections);
+        COUNT(d->met.limits[L_CONNECTIONS]);
+        sc->rx.len = 0;
+        send_close(sc, DRAPE_WS_CLOSE_TRY_AGAIN, reason);
+    }
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);

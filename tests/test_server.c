@@ -468,6 +468,17 @@ Test(server, connection_limit)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* Handshakes at once: the check before the 101 runs on each connection's
+ * thread, so several can pass it together; the slot is taken after the
+ * upgrade, and one past the limit is closed there (1013). */
+Test(server, connection_limit_holds_for_handshakes_at_once)
+{
+    tu_server s = tu_draped_start("tiny_random", "--max-connections 2");
+    int rc = tu_run(out, OUT, "%s tests/clients/ws_client.py %s connection_race 24 2", py(), s.ws);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 /* Slowloris (issue 35): 400 connections trickle header bytes, one a second
  * each, and reconnect when cut. budget_s: how long /healthz and a new
  * stream's first frame may take while they trickle; hold_s: how long the

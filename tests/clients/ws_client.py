@@ -455,6 +455,51 @@ async def shutdown_wait():
         print(json.dumps({"frames": t, "close": e.code}))
 
 
+async def connection_race(n="24", limit="2"):
+    """n handshakes at once against --max-connections limit: at most limit of
+    them stream; each other one is refused, with HTTP 503 or, when it passed
+    the handshake's check beside another, with close 1013 naming the limit.
+    Once they are all closed, limit streams are taken again: no slot was kept."""
+    N, L = int(n), int(limit)
+
+    async def one():
+        try:
+            ws = await websockets.connect(URL, ping_interval=None, ssl=TLS, open_timeout=30)
+        except websockets.exceptions.InvalidStatusCode as e:
+            check(e.status_code == 503, f"handshake refused with {e.status_code}, expected 503")
+            return "503", None
+        c = Conn(ws, False)
+        try:
+            await c.send({"op": "open", "avatar": 1, "garment": GARMENT})
+            await c.until(lambda m: m["op"] == "opened", timeout=30)
+            return "streaming", ws
+        except websockets.exceptions.ConnectionClosed as e:
+            check(e.code == 1013 and "too many stream connections" in e.reason,
+                  f"closed with {e.code} '{e.reason}', expected 1013 naming the limit")
+            return "1013", None
+
+    got = await asyncio.gather(*[one() for _ in range(N)])
+    kinds = [k for k, _ in got]
+    streaming = kinds.count("streaming")
+    print(json.dumps({k: kinds.count(k) for k in ("streaming", "503", "1013")}), flush=True)
+    check(1 <= streaming <= L, f"{streaming} streams of {N} opened at once, with a limit of {L}")
+    for _, ws in got:
+        if ws is not None:
+            await ws.close()
+    held, end = [], time.time() + 10
+    while len(held) < L:
+        try:
+            c = await connect(False)
+            await c.send({"op": "open", "avatar": 1, "garment": GARMENT})
+            await c.until(lambda m: m["op"] == "opened")
+            held.append(c)
+        except (websockets.exceptions.InvalidStatusCode, websockets.exceptions.ConnectionClosed):
+            check(time.time() < end, f"{len(held)} of {L} streams taken 10 s after the race's closed: a slot was kept")
+            await asyncio.sleep(0.1)
+    for c in held:
+        await c.ws.close()
+
+
 async def shutdown_pending(n="3"):
     """Sends n poses at once (the first in flight, the rest pending, newest
     wins), says so, and waits: the test sends SIGTERM while the first frame
