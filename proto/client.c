@@ -141,6 +141,10 @@ static int send_all(drape_client *c, const uint8_t *p, size_t n, drape_error *er
 static int send_frame(drape_client *c, int opcode, const void *data, size_t len, drape_error *err)
 {
     if (c->broken) return drape_fail(err, DRAPE_EIO, "send: the connection is closed");
+    /* RFC 6455 §5.5.1: nothing after our close frame */
+    if (c->close_sent)
+        return c->close_code ? drape_fail(err, DRAPE_EIO, "send: the server closed the stream (code %d)", c->close_code)
+                             : drape_fail(err, DRAPE_EIO, "send: the stream is closing");
     uint32_t r = next_rand(c);
     uint8_t mask[4] = {(uint8_t)r, (uint8_t)(r >> 8), (uint8_t)(r >> 16), (uint8_t)(r >> 24)};
     c->tx.len = 0;

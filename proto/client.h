@@ -40,7 +40,8 @@ int drape_client_connect(drape_client **out, const char *url, const drape_client
 
 /* Stream messages (encoding per opts.json). identity, garment, or both (the
  * recipe re-creates the id on a replica that does not know it); betas only
- * with garment; n_betas -1: none. */
+ * with garment; n_betas -1: none. Once the stream is closing (either side
+ * sent its close frame) they send nothing and return DRAPE_EIO. */
 int drape_client_open(drape_client *c, const drape_avatar_key *avatar, const char *identity, const char *garment,
                       const float *betas, int n_betas, int format, int mode, drape_error *err);
 int drape_client_pose(drape_client *c, const drape_avatar_key *avatar, uint64_t seq, const float pose[72],

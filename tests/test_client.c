@@ -269,7 +269,9 @@ Test(client, server_initiated_close)
     /* sending after the close is a clear error, not a crash */
     drape_avatar_key a = {0, 1, ""};
     cr_assert_lt(drape_client_recv(c, &m, 0, &e), 0);
-    drape_client_pose(c, &a, 1, (float[72]){0}, NULL, &e);
+    e = (drape_error){0};
+    cr_assert_lt(drape_client_pose(c, &a, 1, (float[72]){0}, NULL, &e), 0);
+    cr_assert(strstr(e.msg, "closed the stream (code 1001)"), "%s", e.msg);
     cr_assert_eq(drape_client_close(c, 1000), 0, "the close was already answered");
     fake_stop(&f);
     cr_assert_eq(f.got_close, 1001, "the client echoed the server's code");

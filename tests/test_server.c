@@ -81,7 +81,7 @@ Test(server, health_model_garment_metrics)
     expect_code("wrong method", 405);
     curl(&s, "", "/metrics");
     expect_code("metrics", 200);
-    cr_assert(strstr(out, "drape_http_requests_total{route=\"model\",code=\"200\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_http_requests_total{route=\"model\",code=\"200\"} 1\n"), "%s", out);
     cr_assert(strstr(out, "drape_cache_hits_total"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
@@ -152,7 +152,7 @@ Test(server, http_bad_input)
     curl(&s, "", "/healthz");
     expect_code("after bad input", 200);
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"body\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"body\"} 1\n"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -301,8 +301,8 @@ Test(server, bad_stream_messages_leave_others_streaming)
     tu_server s = tu_draped_start("tiny_random", "");
     scenario(&s, "bad_inputs");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 13"), "%s", out);
-    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"pose\"} 2"), "%s", out);
+    cr_assert(strstr(out, "drape_stream_errors_total{code=\"bad_field\"} 13\n"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"pose\"} 2\n"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -356,7 +356,7 @@ Test(server, nonfinite_output_is_an_error_not_a_frame)
     cr_assert(strstr(out, "drape_frames_nonfinite_total 13\n"), "%s", out);
     cr_assert(strstr(out, "drape_stream_errors_total{code=\"internal\"} 12\n"), "%s", out);
     cr_assert(strstr(out, "drape_frames_total 4\n"), "%s", out);
-    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"error_flood\"} 0"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"error_flood\"} 0\n"), "%s", out);
     curl(&s, "", "/readyz");
     expect_code("a bad output is not a failed backend", 200);
     cr_assert_eq(tu_draped_stop(&s), 0);
@@ -373,10 +373,10 @@ Test(server, a_cut_restarts_the_history)
     scenario(&s, "teleport detect same");
     scenario(&s, "teleport gap same");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_stream_cuts_total{reason=\"reset\"} 1") &&
-                  strstr(out, "drape_stream_cuts_total{reason=\"speed\"} 1") &&
-                  strstr(out, "drape_stream_cuts_total{reason=\"seq_gap\"} 1") &&
-                  strstr(out, "drape_stream_cuts_total{reason=\"spin\"} 0"),
+    cr_assert(strstr(out, "drape_stream_cuts_total{reason=\"reset\"} 1\n") &&
+                  strstr(out, "drape_stream_cuts_total{reason=\"speed\"} 1\n") &&
+                  strstr(out, "drape_stream_cuts_total{reason=\"seq_gap\"} 1\n") &&
+                  strstr(out, "drape_stream_cuts_total{reason=\"spin\"} 0\n"),
               "%s", out);
     curl(&s, "", "/v1/model");
     cr_assert(strstr(out, "\"cut_speed\":25") && strstr(out, "\"cut_spin\":60"), "%s", out);
@@ -391,8 +391,15 @@ Test(server, newest_pose_wins_and_drops_are_counted)
     /* a slow batch (long delay) so that poses pile up behind the first */
     tu_server s = tu_draped_start("small_random", "--max-delay-us 20000");
     scenario(&s, "flood 60");
+    /* the server counts the drops the client was told of */
+    const char *rep = strstr(out, "\"dropped\": ");
+    cr_assert(rep, "%s", out);
+    long seen = atol(rep + 11);
+    cr_assert_gt(seen, 0, "nothing was dropped: %s", out);
+    char want[64];
+    snprintf(want, sizeof want, "drape_dropped_poses_total %ld\n", seen);
     curl(&s, "", "/metrics");
-    cr_assert(!strstr(out, "drape_dropped_poses_total 0\n"), "no drops counted:\n%s", out);
+    cr_assert(strstr(out, want), "want %s in:\n%s", want, out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -577,7 +584,7 @@ Test(server, slow_readers_and_vanishing_clients_do_not_hurt_others)
     scenario(&s, "half_frame");
     scenario(&s, "stream_many 2 3 1 f32");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"send_queue\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"send_queue\"} 1\n"), "%s", out);
     cr_assert(strstr(out, "drape_avatars 0\n"), "avatars leaked:\n%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
@@ -588,14 +595,14 @@ Test(server, avatar_limit_and_idle_timeout)
     scenario(&s, "avatar_limit 2");
     scenario(&s, "idle 1.5");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"avatars\"} 1"), "%s", out);
-    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"idle\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"avatars\"} 1\n"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"idle\"} 1\n"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
     /* frames wait a second in the batcher: the closed avatars' are still out */
     s = tu_draped_start("tiny_random", "--max-avatars 2 --max-delay-us 1000000");
     scenario(&s, "closed_in_flight 2");
     curl(&s, "", "/metrics");
-    cr_assert(strstr(out, "drape_frames_lost_on_close_total 2"), "%s", out);
+    cr_assert(strstr(out, "drape_frames_lost_on_close_total 2\n"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
@@ -631,7 +638,7 @@ Test(server, tls)
     scenario(&s, "slow_reader 3000");
     scenario(&s, "stream_many 2 3 0 q16");
     curl(&s, "-k", "/metrics");
-    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"send_queue\"} 1"), "%s", out);
+    cr_assert(strstr(out, "drape_limit_hits_total{limit=\"send_queue\"} 1\n"), "%s", out);
     cr_assert(strstr(out, "drape_avatars 0\n"), "avatars leaked:\n%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
 }

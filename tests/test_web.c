@@ -62,6 +62,8 @@ Test(web, serves_the_viewer)
     tu_run(out, sizeof out, "curl -s '%s/'", s.url);
     cr_assert(strstr(out, "\"importmap\"") && strstr(out, "/node_modules/three/build/three.module.js"), "%.400s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
+    /* the rest passed, but three.js was not checked: not a pass */
+    if (!have_node_modules()) cr_skip_test("web/node_modules is missing (scripts/npm.sh): three.js was not served");
 }
 
 Test(web, viewer_in_chromium)

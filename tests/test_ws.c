@@ -399,7 +399,12 @@ Test(ws, encode_rejects_bad_control)
     cr_assert_eq(drape_ws_encode_close(&out, 1000, reason, NULL), 0);
     run_result *r = run(0, out.p, out.len, 0, 0, 0);
     cr_assert_eq(r->rc, 0);
-    cr_assert_leq(r->ev[0].len, 123);
+    cr_assert_eq(r->n_ev, 1);
+    cr_assert_eq(r->ev[0].opcode, DRAPE_WS_CLOSE);
+    cr_assert_eq(r->ev[0].close_code, 1000);
+    /* 61 two-byte characters: 122 bytes, the most whole ones in 123 */
+    cr_assert_eq(r->ev[0].len, 122);
+    cr_assert(drape_utf8_valid(r->ev[0].data, r->ev[0].len));
     drape_buf_free(&out);
 }
 
