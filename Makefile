@@ -207,7 +207,7 @@ TEST_ENV := OMP_WAIT_POLICY=passive DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape 
 test: all $(BUNDLES)
 	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS)
 	@$(MAKE) --no-print-directory fuzz-smoke
-	OPENBLAS_NUM_THREADS=1 $(BUILD)/drape_pose_fuzz $(RUN_MODEL) 2
+	OPENBLAS_NUM_THREADS=1 $(BUILD)/drape_pose_fuzz $(RUN_MODEL) 2 1 finite-only
 
 # everything but the browser (web), nginx (routing, deploy) and Python
 # suites (train and garment_train; assets and crosscheck, which run the

@@ -6,7 +6,11 @@
  * the median of calm frames of the same garment
  * measured in the same run (docs/server.md, "Limits and abuse").
  *
- *   drape_pose_fuzz BUNDLE [SECONDS per garment (5)] [SEED (1)]
+ *   drape_pose_fuzz BUNDLE [SECONDS per garment (5)] [SEED (1)] [finite-only]
+ *
+ * finite-only (`make test`'s run) prints the cost but holds only the
+ * finite outputs: a bound on time is `make fuzz`'s and `make bench`'s to
+ * check, not a test's (project rule: no timed tests on shared machines).
  *
  * Time is this process's CPU time on one thread, so another process's load
  * on a shared machine does not count against a frame. Prints a table; exit
@@ -84,11 +88,12 @@ int main(int argc, char **argv)
 {
     drape_blas_threads_init();
     if (argc < 2) {
-        fprintf(stderr, "usage: drape_pose_fuzz BUNDLE [SECONDS per garment] [SEED]\n");
+        fprintf(stderr, "usage: drape_pose_fuzz BUNDLE [SECONDS per garment] [SEED] [finite-only]\n");
         return 2;
     }
     double seconds = argc > 2 ? atof(argv[2]) : 5;
     rng_state = argc > 3 ? strtoull(argv[3], NULL, 10) : 1;
+    int timed = !(argc > 4 && !strcmp(argv[4], "finite-only"));
     drape_model *m;
     drape_backend *be;
     drape_error e = {0};
@@ -136,7 +141,7 @@ int main(int argc, char **argv)
             /* a frame over the bound is timed twice more and keeps its best:
              * a pose that really costs more stays over, a page fault or a
              * cache refill on a shared machine does not */
-            for (int r = 0; r < 2 && ms > MULTIPLE * med; r++) {
+            for (int r = 0; timed && r < 2 && ms > MULTIPLE * med; r++) {
                 double again = run_frame(be, id, win, H, out);
                 if (again < 0) return 1;
                 ms = again < ms ? again : ms;
@@ -146,15 +151,19 @@ int main(int argc, char **argv)
                 if (!isfinite(out[i])) finite = 0;
             frames++;
         }
-        int over = worst > MULTIPLE * med;
+        int over = timed && worst > MULTIPLE * med;
         bad |= over || !finite;
         printf("| %s | %s | %ld | %.2f | %.2f | %.2fx%s | %s |\n", m->garments[g].name,
                m->cfg.refine[g].iters > 0 ? "yes" : "no", frames, med, worst, worst / med, over ? " (over)" : "",
                finite ? "yes" : "NO");
         drape_identity_free(be, id);
     }
-    printf("\nbound: every frame inside the pose limits finite and at most %.0fx a calm frame's CPU time: %s\n",
-           MULTIPLE, bad ? "NOT met" : "met");
+    if (timed)
+        printf("\nbound: every frame inside the pose limits finite and at most %.0fx a calm frame's CPU time: %s\n",
+               MULTIPLE, bad ? "NOT met" : "met");
+    else
+        printf("\nbound: every frame inside the pose limits finite: %s (the cost is not held here: make fuzz)\n",
+               bad ? "NOT met" : "met");
     free(win);
     free(out);
     drape_backend_free(be);

@@ -307,7 +307,9 @@ def cpu_seconds(pid):
 
 async def hostile_neighbour(pid, seconds="3", limit_trans="10000", limit_angle="100"):
     """One connection streams poses as fast as it is served while another
-    streams calm poses at 30 fps, twice: first ordinary poses, then poses at
+    streams 30 fps times `seconds` calm poses at 30 fps (a count, so that a
+    stalled machine slows the phase rather than failing it), twice: first
+    ordinary poses, then poses at
     the validator's limits (root jumping between ±limit every frame, joints
     at ±limit). Every hostile frame is finite, the calm avatar is served all
     along, and a frame at the limits costs draped (pid) no more CPU time than
@@ -324,11 +326,11 @@ async def hostile_neighbour(pid, seconds="3", limit_trans="10000", limit_angle="
     seq = {"h": 0, "c": 0}
 
     async def phase(hostile):
-        stop = time.time() + T
+        calm_done = asyncio.Event()
         served = {"h": 0, "c": 0}
 
         async def attack():
-            while time.time() < stop:
+            while not calm_done.is_set():
                 t = seq["h"]
                 if hostile:
                     sign = 1.0 if t % 2 else -1.0
@@ -345,20 +347,21 @@ async def hostile_neighbour(pid, seconds="3", limit_trans="10000", limit_angle="
 
         async def calm():
             times = []
-            while time.time() < stop:
+            for _ in range(int(30 * T)):
                 await c.send({"op": "pose", "avatar": "c", "seq": seq["c"], "pose": pose(seq["c"])})
                 seq["c"] += 1
                 await c.until(lambda m: m["op"] == "frame")
                 served["c"] += 1
                 times.append(time.time())
                 await asyncio.sleep(max(0.0, 1 / 30 - (time.time() - times[-1])))
+            calm_done.set()
             return times
 
         cpu0 = cpu_seconds(pid)
         _, times = await asyncio.gather(attack(), calm())
         cpu = cpu_seconds(pid) - cpu0
         gaps = np.diff(times)
-        check(served["c"] > 10 and served["h"] > 2, f"too few frames ({'hostile' if hostile else 'ordinary'}): {served}")
+        check(served["h"] > 2, f"too few hostile frames ({'hostile' if hostile else 'ordinary'}): {served}")
         return {"served": served, "cpu_ms_per_frame": round(1e3 * cpu / (served["h"] + served["c"]), 3),
                 "max_gap_s": round(float(gaps.max()), 4), "p50_gap_s": round(float(np.median(gaps)), 4)}
 
