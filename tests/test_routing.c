@@ -27,21 +27,27 @@ static char out[OUT];
 
 static tu_server rep[NREP];
 static const char *names[NREP] = {"replica-a", "replica-b", "replica-c"};
-static pid_t nginx_pid;
+static pid_t nginx_pid, client_pid;
 static int nginx_port;
 
 static const char *py(void) { return getenv("DRAPE_PYTHON") ? getenv("DRAPE_PYTHON") : "/usr/bin/python3"; }
 
-/* whatever happens in a test, nothing it started outlives it */
+/* whatever happens in a test, nothing it started outlives it, and a
+ * replica still running must exit 0 on SIGTERM with nginx's connections open */
 static void teardown(void)
 {
+    if (client_pid > 0) { /* an assertion failed while it streamed: its process group */
+        kill(-client_pid, SIGKILL);
+        waitpid(client_pid, NULL, 0);
+        client_pid = 0;
+    }
     if (nginx_pid > 0) {
         kill(nginx_pid, SIGTERM); /* fast shutdown: does not wait for open connections */
         waitpid(nginx_pid, NULL, 0);
         nginx_pid = 0;
     }
     for (int i = 0; i < NREP; i++)
-        if (rep[i].pid > 0) tu_draped_stop(&rep[i]);
+        if (rep[i].pid > 0) cr_expect_eq(tu_draped_stop(&rep[i]), 0, "%s did not exit 0", names[i]);
 }
 
 static int free_port(void)
@@ -208,9 +214,10 @@ Test(routing, same_identity_same_replica_even_spread_and_failover, .fini = teard
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s tests/clients/routing_client.py %s stream user-0007 40 > %s 2>&1; echo rc=$? >> %s",
              py(), base, res, res);
-    pid_t cpid = fork();
+    pid_t cpid = client_pid = fork();
     cr_assert_geq(cpid, 0);
     if (cpid == 0) {
+        setpgid(0, 0); /* the shell and its python: one group for teardown to stop */
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
@@ -230,6 +237,7 @@ Test(routing, same_identity_same_replica_even_spread_and_failover, .fini = teard
     usleep(300000); /* frames go by */
     cr_assert_eq(tu_draped_stop(&rep[victim]), 0, "%s did not drain and exit 0", names[victim]);
     waitpid(cpid, NULL, 0);
+    client_pid = 0;
     tu_run(out, OUT, "cat %s", res);
     cr_assert(strstr(out, "rc=0"), "the client did not resume on another replica:\n%s", out);
     cr_log_info("routing: stream after stopping %s: %s", names[victim], strstr(out, "{") ? strstr(out, "{") : out);

@@ -455,24 +455,21 @@ Test(server, client_close_codes_are_labelled_truthfully)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+static pid_t scenario_in_background(tu_server *s, const char *args, const char *res, const char *ready);
+
 Test(server, connection_limit)
 {
     tu_server s = tu_draped_start("tiny_random", "--max-connections 1");
     /* hold one stream open in the background, then a second is refused */
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s tests/clients/ws_client.py %s shutdown_wait > %s 2>&1 &", py(), s.ws,
-             tu_tmp("holder.out"));
-    cr_assert_eq(system(cmd), 0);
-    for (int i = 0; i < 100; i++) {
-        tu_run(out, OUT, "cat %s", tu_tmp("holder.out"));
-        if (strstr(out, "streaming")) break;
-        usleep(100000);
-    }
-    cr_assert(strstr(out, "streaming"), "holder did not start: %s", out);
+    const char *res = tu_tmp("holder.out");
+    pid_t holder = scenario_in_background(&s, "shutdown_wait", res, "streaming");
     curl(&s, WS_HANDSHAKE, "/v1/stream");
     expect_code("second stream", 503);
     cr_assert(strstr(out, "too many stream connections"), "%s", out);
     cr_assert_eq(tu_draped_stop(&s), 0);
+    waitpid(holder, NULL, 0); /* it ends on the 1001 */
+    tu_run(out, OUT, "cat %s", res);
+    cr_assert(strstr(out, "rc=0"), "the holder: %s", out);
 }
 
 /* Handshakes at once: the check before the 101 runs on each connection's

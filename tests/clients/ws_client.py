@@ -152,6 +152,12 @@ async def formats():
         m = await c.until(lambda m: m["op"] == "frame")
         frames[fmts[m["avatar"]]] = m
     ref = decode(frames["f32"])
+    # the q16 bound is the box's: the box must be the vertices' own, or a
+    # loose one would loosen the check below with it
+    for f in ("f16", "q16", "meshopt"):
+        box = np.array(frames[f]["bbox"], dtype=np.float32)
+        tight = np.concatenate([ref.min(axis=0), ref.max(axis=0)]).astype(np.float32)
+        check(np.abs(box - tight).max() <= 1e-5, f"{f} box {box.tolist()} is not the vertices' {tight.tolist()}")
     ext = np.array(frames["q16"]["bbox"][3:]) - np.array(frames["q16"]["bbox"][:3])
     e16 = np.abs(decode(frames["f16"]) - ref).max()
     eq = np.abs(decode(frames["q16"]) - ref).max(axis=0)
@@ -562,8 +568,9 @@ def frame(op, payload, mask=True, fin=True):
     return hdr + k + bytes(b ^ k[i % 4] for i, b in enumerate(payload))
 
 
-def read_close(s, rest):
-    """Reads server frames until a close; returns its code."""
+def read_close(s, rest, seen=None):
+    """Reads server frames until a close; returns its code. seen: a list
+    that gets (opcode, payload) of every frame before the close."""
     buf = rest
     s.settimeout(10)
     while True:
@@ -586,6 +593,8 @@ def read_close(s, rest):
         op, payload, buf = buf[0] & 0xF, buf[off:off + n], buf[off + n:]
         if op == 0x8:
             return struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else 1005
+        if seen is not None:
+            seen.append((op, payload))
 
 
 def protocol(case):
@@ -616,8 +625,15 @@ def protocol(case):
         s.sendall(frame(8, struct.pack(">H", want)))
     else:
         fail(f"unknown case {case}")
-    code = read_close(s, rest)
+    seen = []
+    code = read_close(s, rest, seen)
     check(code == want, f"{case}: close code {code}, expected {want}")
+    if case == "fragmented_ping":
+        # the ping is answered in the middle, and the message once whole
+        check(seen and seen[0] == (0xA, b"hi"), f"no pong 'hi' first: {seen}")
+        msgs = [json.loads(p) for op, p in seen if op == 0x1]
+        check(any(m.get("op") == "error" and m.get("code") == "not_open" and m.get("avatar") == 5 for m in msgs),
+              f"the reassembled close of avatar 5 got no not_open error: {msgs}")
     s.close()
     print(json.dumps({"case": case, "close": code}))
 

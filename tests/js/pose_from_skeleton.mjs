@@ -14,8 +14,39 @@
 // and options refused.
 //   node tests/js/pose_from_skeleton.mjs      prints "ok ..." or exits 1
 import * as THREE from '../../web/node_modules/three/build/three.module.js';
-import { poseFromSkeleton, MIXAMO_MAP, SMPL_JOINTS } from '../../web/drape-client.js';
-import { PARENTS, REST_JOINTS, globalRotations, qFromAxisAngle, qMul, qToAxisAngle, turnAngle } from '../../web/rig.js';
+import { poseFromSkeleton, MIXAMO_MAP as CLIENT_MIXAMO_MAP, SMPL_JOINTS as CLIENT_SMPL_JOINTS } from '../../web/drape-client.js';
+import { REST_JOINTS, qFromAxisAngle, qMul, qToAxisAngle, turnAngle } from '../../web/rig.js';
+
+// SMPL's joints, their parents and the Mixamo rig's bone names, written out
+// here and not read from web/rig.js: rigs built from rig.js's own tables
+// would be read back consistently even if a table were wrong
+const SMPL_JOINTS = [
+  'pelvis', 'left_hip', 'right_hip', 'spine1', 'left_knee', 'right_knee', 'spine2', 'left_ankle', 'right_ankle',
+  'spine3', 'left_foot', 'right_foot', 'neck', 'left_collar', 'right_collar', 'head', 'left_shoulder',
+  'right_shoulder', 'left_elbow', 'right_elbow', 'left_wrist', 'right_wrist', 'left_hand', 'right_hand',
+];
+const PARENTS = [-1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9, 9, 12, 13, 14, 16, 17, 18, 19, 20, 21];
+const MIXAMO_MAP = {
+  pelvis: 'Hips', spine1: 'Spine', spine2: 'Spine1', spine3: 'Spine2', neck: 'Neck', head: 'Head',
+  left_hip: 'LeftUpLeg', left_knee: 'LeftLeg', left_ankle: 'LeftFoot', left_foot: 'LeftToeBase',
+  right_hip: 'RightUpLeg', right_knee: 'RightLeg', right_ankle: 'RightFoot', right_foot: 'RightToeBase',
+  left_collar: 'LeftShoulder', left_shoulder: 'LeftArm', left_elbow: 'LeftForeArm', left_wrist: 'LeftHand',
+  left_hand: 'LeftHandMiddle1',
+  right_collar: 'RightShoulder', right_shoulder: 'RightArm', right_elbow: 'RightForeArm', right_wrist: 'RightHand',
+  right_hand: 'RightHandMiddle1',
+};
+// world rotations of SMPL's forward kinematics, with three.js's quaternions
+function globalRotations(pose) {
+  const G = [];
+  for (let j = 0; j < 24; j++) {
+    const a = new THREE.Vector3(pose[3 * j], pose[3 * j + 1], pose[3 * j + 2]);
+    const angle = a.length();
+    const local = angle > 0 ? new THREE.Quaternion().setFromAxisAngle(a.clone().divideScalar(angle), angle) : new THREE.Quaternion();
+    const g = PARENTS[j] < 0 ? local : G[PARENTS[j]].clone().multiply(local);
+    G.push(g);
+  }
+  return G.map((q) => [q.x, q.y, q.z, q.w]);
+}
 
 let failures = 0;
 const fail = (msg) => {
@@ -289,6 +320,11 @@ for (const [label, f] of [
     if (!/poseFromSkeleton:/.test(e.message)) fail(`${label}: ${e.message}`);
   }
 }
+
+// the client's exported tables are these
+if (JSON.stringify(CLIENT_SMPL_JOINTS) !== JSON.stringify(SMPL_JOINTS)) fail('SMPL_JOINTS differs from SMPL\'s joint order');
+for (const n of SMPL_JOINTS)
+  if (CLIENT_MIXAMO_MAP[n] !== MIXAMO_MAP[n]) fail(`MIXAMO_MAP.${n} is ${CLIENT_MIXAMO_MAP[n]}, Mixamo's bone is ${MIXAMO_MAP[n]}`);
 
 if (failures) process.exit(1);
 console.log(`ok ${JSON.stringify(results)}`);
