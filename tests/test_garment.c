@@ -139,8 +139,25 @@ Test(garment, add_writes_a_bundle_that_loads_with_the_garment_untrained)
     int gi = drape_model_garment(m, "longskirt");
     cr_assert_eq(gi, in->cfg.n_garments, "appended last");
     for (int i = 0; i < m->cfg.n_garments; i++) cr_assert_eq(m->cfg.untrained[i], i == gi, "garment %d", i);
-    /* everything of the input is there as it was */
+    /* everything of the input is there as it was: each tensor by name, with
+     * its dtype, shape and bytes */
     cr_assert_eq(m->n_tensors, in->n_tensors + 11);
+    drape_st *st_in, *st_out;
+    drape_error e = {0};
+    cr_assert_eq(drape_st_open(&st_in, MODEL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_st_open(&st_out, path, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_st_count(st_out), drape_st_count(st_in) + 11);
+    for (int i = 0; i < drape_st_count(st_in); i++) {
+        const drape_tensor *a = drape_st_at(st_in, i), *b = drape_st_find(st_out, a->name);
+        cr_assert_not_null(b, "%s is gone", a->name);
+        cr_assert_eq(b->dtype, a->dtype, "%s", a->name);
+        cr_assert_eq(b->ndim, a->ndim, "%s", a->name);
+        cr_assert_eq(memcmp(b->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim), 0, "%s: shape", a->name);
+        cr_assert_eq(b->nbytes, a->nbytes, "%s", a->name);
+        cr_assert_eq(memcmp(b->data, a->data, a->nbytes), 0, "%s: bytes", a->name);
+    }
+    drape_st_free(st_in);
+    drape_st_free(st_out);
     cr_assert_eq(m->n_own, in->n_own);
     cr_assert_eq(m->cfg.has_teacher, in->cfg.has_teacher);
     const drape_garment *g = &m->garments[gi], *s = &in->garments[drape_model_garment(in, "skirt")];

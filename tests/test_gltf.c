@@ -96,6 +96,32 @@ static json_int_t accessor_count(json_t *j, const char *attr)
     return json_integer_value(json_object_get(acc, "count"));
 }
 
+/* The accessor's data, read back from the BIN chunk through its bufferView:
+ * little-endian words that must be want's, bit for bit (floats' bits or
+ * int32 indices), and nothing more in the view. */
+static void check_data(json_t *j, const drape_buf *b, const char *attr, const void *want, size_t words)
+{
+    const uint8_t *bin = b->p + 20 + rd32(b->p + 12) + 8;
+    json_t *prim = json_array_get(json_object_get(json_array_get(json_object_get(j, "meshes"), 0), "primitives"), 0);
+    json_t *idx = strcmp(attr, "indices") ? json_object_get(json_object_get(prim, "attributes"), attr)
+                                          : json_object_get(prim, "indices");
+    cr_assert_not_null(idx, "%s", attr);
+    json_t *acc = json_array_get(json_object_get(j, "accessors"), (size_t)json_integer_value(idx));
+    cr_assert_eq(json_integer_value(json_object_get(acc, "componentType")), strcmp(attr, "indices") ? 5126 : 5125, "%s", attr);
+    json_t *view = json_array_get(json_object_get(j, "bufferViews"), (size_t)json_integer_value(json_object_get(acc, "bufferView")));
+    cr_assert_not_null(view, "%s", attr);
+    /* byteOffset may be left out on either (glTF: default 0) */
+    size_t off = (size_t)json_integer_value(json_object_get(view, "byteOffset")) +
+                 (size_t)json_integer_value(json_object_get(acc, "byteOffset"));
+    cr_assert_eq(json_integer_value(json_object_get(view, "byteLength")), (json_int_t)(4 * words), "%s", attr);
+    const uint8_t *w = want;
+    for (size_t i = 0; i < words; i++) {
+        uint32_t u;
+        memcpy(&u, w + 4 * i, 4);
+        cr_assert_eq(rd32(bin + off + 4 * i), u, "%s word %zu", attr, i);
+    }
+}
+
 Test(gltf, structure)
 {
     sheet s = make_sheet(7, 5);
@@ -110,6 +136,11 @@ Test(gltf, structure)
     cr_assert_float_eq(json_real_value(json_array_get(json_object_get(pacc, "min"), 0)), -0.5, 1e-6);
     cr_assert_float_eq(json_real_value(json_array_get(json_object_get(pacc, "max"), 1)), 1.2, 1e-6);
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(j, "nodes"), 0), "name")), "skirt");
+    /* the payload is the input's */
+    check_data(j, &b, "POSITION", s.pos, 3 * (size_t)s.n);
+    check_data(j, &b, "NORMAL", s.nrm, 3 * (size_t)s.n);
+    check_data(j, &b, "TEXCOORD_0", s.uv, 2 * (size_t)s.n);
+    check_data(j, &b, "indices", s.faces, 3 * (size_t)s.nf);
     json_decref(j);
     /* without normals and UVs; and appended after existing bytes */
     drape_buf c = {0};
@@ -120,6 +151,8 @@ Test(gltf, structure)
     cr_assert_eq(accessor_count(j, "NORMAL"), -1);
     cr_assert_eq(accessor_count(j, "TEXCOORD_0"), -1);
     cr_assert_eq(accessor_count(j, "POSITION"), 35);
+    check_data(j, &tail, "POSITION", s.pos, 3 * (size_t)s.n);
+    check_data(j, &tail, "indices", s.faces, 3 * (size_t)s.nf);
     json_decref(j);
     drape_buf_free(&c);
     drape_buf_free(&b);

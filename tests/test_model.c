@@ -31,8 +31,43 @@ Test(model, loads_tiny_bundle)
         seams += n > 1;
     }
     cr_assert_gt(seams, 0);
-    /* each earlier conv layer needs a superset of the texels of the next (dilation) */
-    for (int l = 0; l < m->cfg.n_conv; l++) cr_assert_geq(m->garments[0].active_texels[l], m->garments[0].active_texels[l + 1]);
+    /* each earlier conv layer needs a superset of the texels of the next
+     * (dilation): the runs expanded to masks of the padded map, each run
+     * inside a row, off the border, counted in active_texels; every texel
+     * needed by layer l+1 and its 3×3 taps are needed by layer l */
+    int pw = m->cfg.uv_w + 2, ph = m->cfg.uv_h + 2;
+    for (int gi = 0; gi < m->cfg.n_garments; gi++) {
+        const drape_garment *gg = &m->garments[gi];
+        unsigned char *mask[DRAPE_MAX_CONV + 1];
+        for (int l = 0; l <= m->cfg.n_conv; l++) {
+            mask[l] = calloc((size_t)pw * ph, 1);
+            int64_t n = 0;
+            for (int r = 0; r < gg->n_spans[l]; r++) {
+                drape_span sp = gg->spans[l][r];
+                cr_assert(sp.begin < sp.end && sp.begin / pw == (sp.end - 1) / pw && sp.begin / pw >= 1 &&
+                              sp.begin / pw <= ph - 2 && sp.begin % pw >= 1 && (sp.end - 1) % pw <= pw - 2,
+                          "garment %d layer %d run %d: [%d, %d)", gi, l, r, sp.begin, sp.end);
+                for (int p = sp.begin; p < sp.end; p++) {
+                    cr_assert_eq(mask[l][p], 0, "garment %d layer %d: texel %d in two runs", gi, l, p);
+                    mask[l][p] = 1, n++;
+                }
+            }
+            cr_assert_eq(n, gg->active_texels[l], "garment %d layer %d", gi, l);
+        }
+        cr_assert_gt(gg->active_texels[m->cfg.n_conv], 0);
+        for (int l = 0; l < m->cfg.n_conv; l++)
+            for (int p = 0; p < pw * ph; p++) {
+                if (!mask[l + 1][p]) continue;
+                for (int di = -1; di <= 1; di++)
+                    for (int dj = -1; dj <= 1; dj++) {
+                        int q = p + di * pw + dj, y = q / pw, x = q % pw;
+                        if (y >= 1 && y <= ph - 2 && x >= 1 && x <= pw - 2) /* the border is zero */
+                            cr_assert(mask[l][q], "garment %d: texel %d of layer %d reads %d, not in layer %d", gi, p,
+                                      l + 1, q, l);
+                    }
+            }
+        for (int l = 0; l <= m->cfg.n_conv; l++) free(mask[l]);
+    }
     drape_model_free(m);
 }
 

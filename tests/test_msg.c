@@ -299,7 +299,13 @@ Test(msg, msgpack_specific_errors)
         cr_assert_str_eq(c, DRAPE_ERR_BAD_FIELD);
         cr_assert(strstr(why, "pose[10]: not finite"), "%s", why);
         /* JSON cannot carry them: the encoder refuses and leaves the buffer as it was */
+        size_t len = e.len;
+        uint8_t *was = malloc(len);
+        memcpy(was, e.p, len);
         cr_assert_eq(drape_msg_encode_pose(&e, 0, &a, 1, pose, NULL), DRAPE_EINVAL);
+        cr_assert_eq(e.len, len, "the refused encode left %zu bytes, not %zu", e.len, len);
+        cr_assert_eq(memcmp(e.p, was, len), 0, "the refused encode changed the bytes before it");
+        free(was);
         drape_buf_free(&e);
     }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,9 +32,7 @@ static void write_npy(const char *path, const char *dict, size_t data)
 
 Test(npy, round_trip)
 {
-    char path[] = "/tmp/drape_npy_XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
+    const char *path = tu_tmp("round_trip.npy"); /* in the test's temp dir, removed at exit even on a failure */
     float v[6] = {1, 2, 3, 4, 5, -6.5f};
     int64_t shape[2] = {2, 3};
     drape_error err = {0};
@@ -45,7 +44,6 @@ Test(npy, round_trip)
     cr_assert_eq(a.shape[1], 3);
     cr_assert_eq(memcmp(a.data, v, sizeof v), 0);
     drape_npy_free(&a);
-    unlink(path);
 }
 
 /* A write that fails part way (here a file-size limit, as a full disk would)
@@ -53,10 +51,10 @@ Test(npy, round_trip)
  * the first 4 KB of the new one under the old name. */
 Test(npy, a_failed_write_leaves_the_old_file)
 {
-    char dir[] = "/tmp/drape_npy_dir_XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char path[300];
-    snprintf(path, sizeof path, "%s/out.npy", dir);
+    char dir[300], path[300];
+    snprintf(dir, sizeof dir, "%s", tu_tmp("failed_write"));
+    cr_assert_eq(mkdir(dir, 0700), 0, "%s", dir);
+    snprintf(path, sizeof path, "%s", tu_tmp("failed_write/out.npy"));
     static float big[20000], small[6] = {1, 2, 3, 4, 5, 6};
     drape_error err = {0};
     cr_assert_eq(drape_npy_write(path, small, 1, (int64_t[]){6}, &err), 0, "%s", err.msg);
@@ -81,18 +79,56 @@ Test(npy, a_failed_write_leaves_the_old_file)
     for (struct dirent *e; (e = readdir(d));) files += e->d_name[0] != '.';
     closedir(d);
     cr_assert_eq(files, 1, "the failed write left a file beside the old one");
-    /* a path that is not a regular file is written in place */
-    cr_assert_eq(drape_npy_write("/dev/null", small, 1, (int64_t[]){6}, &err), 0, "%s", err.msg);
-    unlink(path);
-    rmdir(dir);
+}
+
+/* A path that is not a regular file is written in place, not renamed over:
+ * a FIFO (alone in its folder) stays a FIFO, nothing is left beside it, and
+ * its reader gets the file. (/dev/null proved nothing: as root a rename over
+ * it succeeds.) */
+Test(npy, a_fifo_is_written_in_place)
+{
+    char dir[300], fifo[300], got[300];
+    snprintf(dir, sizeof dir, "%s", tu_tmp("fifo_dir"));
+    snprintf(got, sizeof got, "%s", tu_tmp("fifo_got.npy"));
+    cr_assert_eq(mkdir(dir, 0700), 0, "%s", dir);
+    snprintf(fifo, sizeof fifo, "%s", tu_tmp("fifo_dir/out.npy"));
+    cr_assert_eq(mkfifo(fifo, 0600), 0, "%s", fifo);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) { /* the reader copies what comes through into `got`; a writer that never comes: SIGALRM */
+        alarm(20);
+        FILE *in = fopen(fifo, "rb"), *o = fopen(got, "wb");
+        if (!in || !o) _exit(2);
+        char buf[4096];
+        for (size_t n; (n = fread(buf, 1, sizeof buf, in));) fwrite(buf, 1, n, o);
+        _exit(fclose(o) || fclose(in) ? 3 : 0);
+    }
+    static float small[6] = {1, 2, 3, 4, 5, 6};
+    drape_error err = {0};
+    int rc = drape_npy_write(fifo, small, 1, (int64_t[]){6}, &err);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the FIFO's reader did not get an end of file (status 0x%x)", st);
+    struct stat sb;
+    cr_assert_eq(lstat(fifo, &sb), 0);
+    cr_assert(S_ISFIFO(sb.st_mode), "the FIFO was replaced (mode 0%o)", (unsigned)sb.st_mode);
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    for (struct dirent *e; (e = readdir(d));)
+        cr_assert(!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "out.npy"),
+                  "%s left beside the FIFO", e->d_name);
+    closedir(d);
+    drape_npy a;
+    cr_assert_eq(drape_npy_read(&a, got, &err), 0, "what the reader got: %s", err.msg);
+    cr_assert(a.ndim == 1 && a.shape[0] == 6 && !memcmp(a.data, small, sizeof small), "the reader got another array");
+    drape_npy_free(&a);
 }
 
 /* (2^32, 2^32) overflowed the element count before the size check */
 Test(npy, huge_shapes_are_refused_without_overflow)
 {
-    char path[] = "/tmp/drape_npy_XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
+    const char *path = tu_tmp("huge.npy");
     const char *dicts[] = {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }",
                            "{'descr': '<f4', 'fortran_order': False, 'shape': (17179869184, 17179869184, 4), }",
                            "{'descr': '<f4', 'fortran_order': False, 'shape': (65536, 65536, 65536), }"};
@@ -104,7 +140,6 @@ Test(npy, huge_shapes_are_refused_without_overflow)
         cr_assert(strstr(err.msg, "too large"), "%s", err.msg);
         cr_assert_null(a.data);
     }
-    unlink(path);
 }
 
 /* a short file claiming (2^32,) floats made the reader allocate 16 GB before
@@ -112,9 +147,7 @@ Test(npy, huge_shapes_are_refused_without_overflow)
  * first, from a file and from a stream in memory */
 Test(npy, short_data_is_refused_before_its_size_is_allocated)
 {
-    char path[] = "/tmp/drape_npy_XXXXXX";
-    int fd = mkstemp(path);
-    close(fd);
+    const char *path = tu_tmp("short.npy");
     write_npy(path, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296,), }", 16);
     drape_npy a;
     drape_error err = {0};
@@ -132,7 +165,6 @@ Test(npy, short_data_is_refused_before_its_size_is_allocated)
     cr_assert_eq(drape_npy_fread(&a, f, "mem", &err), DRAPE_EFORMAT, "%s", err.msg);
     cr_assert(strstr(err.msg, "mem: truncated data"), "%s", err.msg);
     fclose(f);
-    unlink(path);
 }
 
 /* drape_npy_fread_num: little-endian integers of every width it takes,

@@ -76,6 +76,25 @@ Test(pack, q16_bound_is_the_stated_one)
     cr_assert_eq(drape_pack_error_bound(DRAPE_FMT_F32, bbox), 0);
 }
 
+/* f16's bound is docs/protocol.md's M·2^-11 + 2^-25, M the largest |coordinate|
+ * of the box (a negative minimum counts), exactly; infinite from 65520 up,
+ * where halves overflow (65519 still rounds down to 65504). */
+Test(pack, f16_bound_is_the_stated_one)
+{
+    float box[6] = {0, 0, 0, 1, 2, 0.5f};
+    cr_assert_eq(drape_pack_error_bound(DRAPE_FMT_F16, box), 0x1p-10f + 0x1p-25f, "M = 2: %a",
+                 drape_pack_error_bound(DRAPE_FMT_F16, box));
+    float neg[6] = {-3, -0.25f, 0, 1, 2, 0.5f}; /* M = 3, from the minimum */
+    cr_assert_eq(drape_pack_error_bound(DRAPE_FMT_F16, neg), 3 * 0x1p-11f + 0x1p-25f, "M = 3: %a",
+                 drape_pack_error_bound(DRAPE_FMT_F16, neg));
+    float zero[6] = {0};
+    cr_assert_eq(drape_pack_error_bound(DRAPE_FMT_F16, zero), 0x1p-25f);
+    float top[6] = {0, 0, 0, 0, 65519, 0};
+    cr_assert_eq(drape_pack_error_bound(DRAPE_FMT_F16, top), 65519 * 0x1p-11f + 0x1p-25f);
+    float over[6] = {-65520, 0, 0, 0, 0, 0};
+    cr_assert(isinf(drape_pack_error_bound(DRAPE_FMT_F16, over)));
+}
+
 Test(pack, smooth_mesh_compresses_with_meshopt)
 {
     /* a gridded sheet like a garment: meshopt must beat raw q16 */
