@@ -240,6 +240,7 @@ int drape_garment_rig_create(drape_garment_rig **out, const drape_model *m, int 
 size_t drape_garment_rig_bytes(const drape_garment_rig *r) { return r->bytes; }
 int drape_garment_rig_substeps(const drape_garment_rig *r) { return r->substeps; }
 int drape_garment_rig_attached(const drape_garment_rig *r) { return r->na; }
+const int32_t *drape_garment_rig_attach_set(const drape_garment_rig *r) { return r->att; }
 int drape_garment_rig_vertices(const drape_garment_rig *r) { return r->V; }
 
 /* ---- a run: one simulation over a rig, fed a pose at a time ---- */

@@ -84,6 +84,8 @@ void drape_garment_rig_free(drape_garment_rig *r);
 size_t drape_garment_rig_bytes(const drape_garment_rig *r);
 int drape_garment_rig_substeps(const drape_garment_rig *r);
 int drape_garment_rig_attached(const drape_garment_rig *r);
+/* the attached vertices themselves [drape_garment_rig_attached] */
+const int32_t *drape_garment_rig_attach_set(const drape_garment_rig *r);
 int drape_garment_rig_vertices(const drape_garment_rig *r);
 
 int drape_garment_run_create(drape_garment_run **out, const drape_garment_rig *r, drape_error *err);

@@ -269,6 +269,12 @@ Test(sim_garment, sim_garment_end_to_end)
     drape_model_free(m);
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* A bundle with garment.<g>.attach: exactly that set is attached (the same
  * for every betas), and it follows its skinned positions. */
 Test(sim_garment, the_bundle_attach_set_is_used)
@@ -298,6 +304,24 @@ Test(sim_garment, the_bundle_attach_set_is_used)
             worst = fmax(worst, sqrt((x[0] - y[0]) * (x[0] - y[0]) + (x[1] - y[1]) * (x[1] - y[1]) + (x[2] - y[2]) * (x[2] - y[2])));
         }
     cr_assert_lt(worst, 0.01, "an attached vertex is %g m from its skinned target", worst);
+    /* the set itself, not only its size, at that shape and another (the
+     * band rule, on the shaped rest, would move with the shape) */
+    const float shapes[2][2] = {{1.5f, -1.0f}, {-2.5f, 2.0f}};
+    for (int k = 0; k < 2; k++) {
+        drape_garment_rig *rig;
+        cr_assert_eq(drape_garment_rig_create(&rig, m, gi, shapes[k], 2, &p, 1, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_garment_rig_attached(rig), g->n_attach, "betas %g,%g: attached %d, the bundle lists %d",
+                     shapes[k][0], shapes[k][1], drape_garment_rig_attached(rig), g->n_attach);
+        /* as sets: both ascending, the bundle's by its format */
+        int32_t *att = malloc(sizeof(int32_t) * (size_t)g->n_attach);
+        memcpy(att, drape_garment_rig_attach_set(rig), sizeof(int32_t) * (size_t)g->n_attach);
+        qsort(att, (size_t)g->n_attach, sizeof *att, cmp_i32);
+        for (int i = 0; i < g->n_attach; i++)
+            cr_assert_eq(att[i], g->attach[i], "betas %g,%g: attached vertex %d is %d, the bundle's %d", shapes[k][0],
+                         shapes[k][1], i, att[i], g->attach[i]);
+        free(att);
+        drape_garment_rig_free(rig);
+    }
     free(out);
     free(lbs);
     free(rest);
