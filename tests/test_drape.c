@@ -89,10 +89,13 @@ Test(drape, infer_cuts_restart_the_history)
     drape_npy_free(&cut);
     drape_npy_free(&full);
     drape_npy_free(&tail);
-    cr_assert_neq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 7,3"), 0);
-    cr_assert(strstr(out, "--cuts must be ascending frame indices in [1, 12)"), "%s", out);
-    cr_assert_neq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 0"), 0);
-    cr_assert_neq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 5x"), 0);
+    /* bad options: exit 2, each named in the message */
+    cr_assert_eq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 7,3"), 2, "%s", out);
+    cr_assert(strstr(out, "--cuts must be ascending frame indices in [1, 12), got '7,3'"), "%s", out);
+    cr_assert_eq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 0"), 2, "%s", out);
+    cr_assert(strstr(out, "--cuts must be ascending frame indices in [1, 12), got '0'"), "%s", out);
+    cr_assert_eq(tu_run(out, sizeof out, fmt, bin(), m, pin, pcut, "--cuts 5x"), 2, "%s", out);
+    cr_assert(strstr(out, "--cuts must be ascending frame indices in [1, 12), got '5x'"), "%s", out);
 }
 
 static void expect_fail(const char *needle, const char *fmt_args)

@@ -151,7 +151,9 @@ Test(physics, eviction_under_a_small_cache_spares_avatars_in_use)
 Test(physics, the_thread_count_is_bounded)
 {
     const char *bin = getenv("DRAPED_BIN") ? getenv("DRAPED_BIN") : "build/draped";
-    cr_assert_neq(tu_run(out, OUT, "%s --physics-threads 0", bin), 0);
+    /* a bad option's status, 2, and its message; not a server started */
+    cr_assert_eq(tu_run(out, OUT, "%s --physics-threads 0", bin), 2, "%s", out);
     cr_assert(strstr(out, "--physics-threads: 0 is outside [1, 64]"), "%s", out);
-    cr_assert_neq(tu_run(out, OUT, "%s --physics-threads 65", bin), 0);
+    cr_assert_eq(tu_run(out, OUT, "%s --physics-threads 65", bin), 2, "%s", out);
+    cr_assert(strstr(out, "--physics-threads: 65 is outside [1, 64]"), "%s", out);
 }
