@@ -164,6 +164,14 @@ Test(batcher, full_batch_runs_without_waiting_for_the_deadline)
     for (int i = 0; i < 4; i++) drape_batcher_submit(b, &f.jobs[i]);
     wait_done(&f, 4);
     for (int i = 0; i < 4; i++) cr_assert_eq(f.jobs[i].batch_size, 4);
+    /* after the deadline the same four would run together too: what tells
+     * the two apart is when they started. 10 s is no speed bound, only far
+     * short of the 60 s a batcher waiting for the deadline takes */
+    for (int i = 0; i < 4; i++) {
+        int64_t waited = f.jobs[i].t_start_ns - f.jobs[i].t_submit_ns;
+        cr_assert_lt(waited, 10000000000LL, "job %d ran %lld ns after its submit: the batcher waited for the deadline", i,
+                     (long long)waited);
+    }
     drape_batcher_free(b);
     fx_close(&f);
 }
