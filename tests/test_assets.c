@@ -33,7 +33,8 @@ Test(assets, clips) { check("clips"); }
  * the Makefile's own arguments); the old plan's numbering, under which
  * every one of the 42 sequences was a motion the wide plan trains on, is
  * caught; and the recipe's own dataset steps are issue 31's size (20
- * minutes over 8 shapes per garment, no held-out family). */
+ * minutes over 8 shapes for each of the bundle's garments, no held-out
+ * family). */
 Test(assets, make_eval_is_held_out_from_the_recipe)
 {
     const char *py = getenv("DRAPE_PYTHON");
@@ -56,4 +57,14 @@ Test(assets, make_eval_is_held_out_from_the_recipe)
                 short_recipe, py ? py : "/usr/bin/python3", short_recipe);
     cr_assert(rc == 1 && strstr(log, "ok   skirt: 20.0 minutes") && strstr(log, "FAIL tshirt: 16.0 minutes of training motion over 8 shapes"),
               "a short recipe (rc %d):\n%s", rc, log);
+    /* a garment of the bundle that no dataset step trains on at all fails
+     * too (the loop went over the garments with data only) */
+    const char *none_recipe = tu_tmp("no_tshirt.toml");
+    rc = tu_run(log, sizeof log,
+                "sed 's/--garments tshirt --train-betas 8 --train-seeds 5/--garments tshirt --train-betas 8 --train-seeds 0/' "
+                "train/recipes/default.toml > %s && OPENBLAS_NUM_THREADS=1 %s train/check_assets.py heldout --recipe %s "
+                "--eval-args '--garments skirt --train-betas 8 --train-seeds 5 --test-seeds 1 --test-motion-betas 1 --seconds 3'",
+                none_recipe, py ? py : "/usr/bin/python3", none_recipe);
+    cr_assert(rc == 1 && strstr(log, "ok   dress: 20.0 minutes") && strstr(log, "FAIL tshirt: 0.0 minutes of training motion over 0 shapes"),
+              "a recipe without the T-shirt's data (rc %d):\n%s", rc, log);
 }
