@@ -196,8 +196,19 @@ Test(garment_train, an_added_garment_streams_physics_then_neural_once_trained, .
                 "--threads 2 --log-every 6'",
                 py(), dir, trained, bin(), added);
     cr_assert(rc == 0 && strstr(out, "7 step(s) run"), "the garment's recipe:\n%s", out);
-    const char *p = strstr(out, "fit: runs");
-    cr_assert(p && strstr(p, "fixed-batch loss before"), "%s", out);
+    /* trained: each fit lowers its loss on a fixed batch (train/train.py's
+     * "fixed-batch loss before B after A", the same frames both times) */
+    const char *p = strstr(out, "recipe: fit: runs");
+    cr_assert(p, "%s", out);
+    const char *steps[2] = {"recipe: fit: runs", "recipe: finetune: runs"};
+    for (int k = 0; k < 2; k++) {
+        const char *at = strstr(out, steps[k]), *l = at ? strstr(at, "fixed-batch loss before ") : NULL;
+        double before = NAN, after = NAN;
+        cr_assert(l && sscanf(l, "fixed-batch loss before %lf after %lf", &before, &after) == 2, "%s:\n%s", steps[k], out);
+        cr_log_info("%s: fixed-batch loss %g -> %g", steps[k], before, after);
+        cr_assert(isfinite(before) && isfinite(after) && after < before,
+                  "%s: the fixed-batch loss did not fall (%g before, %g after)", steps[k], before, after);
+    }
     rc = tu_run(out, OUT, "%s train/eval.py --model %s --list-garments", py(), trained);
     cr_assert(rc == 0 && strstr(out, "skirt,dress,tshirt," GARMENT) && !strstr(out, "skipped"), "%s", out);
     rc = tu_run(out, OUT, "%s info %s", bin(), trained);
