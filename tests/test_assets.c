@@ -3,6 +3,7 @@
  * the body, the shape space, motion smoothness and what each kind does); one
  * test per part so that they run in parallel. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,20 @@ Test(assets, families) { check("families"); }
 /* the committed capture clips: format, size, source and licence, evaluation only */
 Test(assets, clips) { check("clips"); }
 
+/* check_assets heldout on the shipped recipe with the T-shirt's dataset
+ * step drawing `seeds` draws (5 shipped); its exit status, log in log */
+static int tshirt_seeds_heldout(char *log, int cap, const char *py, const char *seeds)
+{
+    char name[32];
+    snprintf(name, sizeof name, "tshirt_seeds_%s.toml", seeds);
+    const char *recipe = tu_tmp(name);
+    return tu_run(log, cap,
+                  "sed 's/--garments tshirt --train-betas 8 --train-seeds 5/--garments tshirt --train-betas 8 --train-seeds %s/' "
+                  "train/recipes/default.toml > %s && OPENBLAS_NUM_THREADS=1 %s train/check_assets.py heldout --recipe %s "
+                  "--eval-args '--garments skirt --train-betas 8 --train-seeds 5 --test-seeds 1 --test-motion-betas 1 --seconds 3'",
+                  seeds, recipe, py ? py : "/usr/bin/python3", recipe);
+}
+
 /* make eval's per-seed tables are held out from the shipped recipe's
  * training data (train/check_assets.py heldout through `make eval-heldout`,
  * the Makefile's own arguments); the old plan's numbering, under which
@@ -49,22 +64,12 @@ Test(assets, make_eval_is_held_out_from_the_recipe)
                 py ? py : "/usr/bin/python3");
     cr_assert(rc == 1 && strstr(log, "42 of 42 do, skirt-b0-walk-s2t"), "the old numbering (rc %d):\n%s", rc, log);
     /* the recipe's own data at the size: the T-shirt on 4 draws is short of 20 minutes */
-    const char *short_recipe = tu_tmp("short.toml");
-    rc = tu_run(log, sizeof log,
-                "sed 's/--garments tshirt --train-betas 8 --train-seeds 5/--garments tshirt --train-betas 8 --train-seeds 4/' "
-                "train/recipes/default.toml > %s && OPENBLAS_NUM_THREADS=1 %s train/check_assets.py heldout --recipe %s "
-                "--eval-args '--garments skirt --train-betas 8 --train-seeds 5 --test-seeds 1 --test-motion-betas 1 --seconds 3'",
-                short_recipe, py ? py : "/usr/bin/python3", short_recipe);
+    rc = tshirt_seeds_heldout(log, sizeof log, py, "4");
     cr_assert(rc == 1 && strstr(log, "ok   skirt: 20.0 minutes") && strstr(log, "FAIL tshirt: 16.0 minutes of training motion over 8 shapes"),
               "a short recipe (rc %d):\n%s", rc, log);
     /* a garment of the bundle that no dataset step trains on at all fails
      * too (the loop went over the garments with data only) */
-    const char *none_recipe = tu_tmp("no_tshirt.toml");
-    rc = tu_run(log, sizeof log,
-                "sed 's/--garments tshirt --train-betas 8 --train-seeds 5/--garments tshirt --train-betas 8 --train-seeds 0/' "
-                "train/recipes/default.toml > %s && OPENBLAS_NUM_THREADS=1 %s train/check_assets.py heldout --recipe %s "
-                "--eval-args '--garments skirt --train-betas 8 --train-seeds 5 --test-seeds 1 --test-motion-betas 1 --seconds 3'",
-                none_recipe, py ? py : "/usr/bin/python3", none_recipe);
+    rc = tshirt_seeds_heldout(log, sizeof log, py, "0");
     cr_assert(rc == 1 && strstr(log, "ok   dress: 20.0 minutes") && strstr(log, "FAIL tshirt: 0.0 minutes of training motion over 0 shapes"),
               "a recipe without the T-shirt's data (rc %d):\n%s", rc, log);
 }
