@@ -22,7 +22,9 @@ typedef struct {
     int avatars, connections;
     int opened;                /* avatars the server opened (a refused open is in errors) */
     double fps, duration_s;    /* requested */
-    double elapsed_s;          /* first scheduled send to the last frame received (the requested duration when none came): the throughput window, the drain's idle wait left out */
+    double elapsed_s;          /* the throughput window: first scheduled send to the last frame
+                                  received (the drain's idle wait left out; the requested duration
+                                  when no frame came) */
     uint64_t sent, received;   /* poses sent, frames received */
     uint64_t dropped;          /* the server's dropped counts, summed over avatars */
     uint64_t missing;          /* sent − received − error replies (lost or still pending at the end) */
