@@ -604,8 +604,9 @@ static void write_text(const char *path, const char *text)
 }
 
 /* A tiny recipe: a base, a teacher dataset, a fit and a refine. FIT_STEPS
- * is the fit's step count, the part the test changes. */
-static void tiny_recipe(const char *path, const char *out, int fit_steps)
+ * is the fit's step count, the part the test changes; DATA_SEED the
+ * dataset's motion seed (its default, 1, is the flag's own default). */
+static void tiny_recipe_seeded(const char *path, const char *out, int fit_steps, int data_seed)
 {
     char text[2048];
     snprintf(text, sizeof text,
@@ -614,12 +615,14 @@ static void tiny_recipe(const char *path, const char *out, int fit_steps)
              "[[step]]\nname = \"base\"\ntool = \"init\"\nargs = \"--preset tiny --garments skirt --seed 3\"\n"
              "[[step]]\nname = \"data\"\ntool = \"dataset\"\nfrom = \"base\"\n"
              "args = \"--garments skirt --train-betas 1 --test-betas 1 --motions walk --train-seeds 1 --test-seeds 0 "
-             "--seconds 0.5 --jobs 2\"\n"
+             "--seconds 0.5 --jobs 2 --seed %d\"\n"
              "[[step]]\nname = \"fit\"\ntool = \"fit\"\nfrom = \"base\"\ndata = [\"data\"]\nargs = \"--steps %d --lr 3e-3\"\n"
              "[[step]]\nname = \"final\"\ntool = \"refine\"\nfrom = \"fit\"\nargs = \"--garment skirt --iters 4\"\n",
-             out, fit_steps);
+             out, data_seed, fit_steps);
     write_text(path, text);
 }
+
+static void tiny_recipe(const char *path, const char *out, int fit_steps) { tiny_recipe_seeded(path, out, fit_steps, 1); }
 
 /* train/recipe.py: a recipe runs its steps once, reruns only a changed step
  * and what follows it, and is recorded in the bundle it makes; a recipe
@@ -676,6 +679,30 @@ Test(train, recipe_caches_steps_and_is_recorded)
     cr_assert(rc == 0 && strstr(log_, "fit: cached") && strstr(log_, "final: runs (changed)") && strstr(log_, "1 step(s) run"),
               "the run after --only:\n%s", log_);
 
+    /* the dataset's plan changed: its sequences are made again, not kept
+     * (dataset.py skips a sequence that is there, so a rerun into the old
+     * folder kept the old motion under the new plan's name) */
+    char seq_dir[400];
+    snprintf(seq_dir, sizeof seq_dir, "%s/data", dir);
+    rc = tu_run(log_, sizeof log_, "cat %s/seq/*.npy | md5sum", seq_dir);
+    cr_assert_eq(rc, 0, "%s", log_);
+    char before[64];
+    snprintf(before, sizeof before, "%.32s", log_);
+    tiny_recipe_seeded(recipe, out, 5, 2);
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert(rc == 0 && strstr(log_, "data: runs (changed)") && strstr(log_, "fit: runs (changed)"), "a new seed:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "cat %s/seq/*.npy | md5sum", seq_dir);
+    cr_assert(rc == 0 && strncmp(before, log_, 32), "the dataset of seed 2 holds the sequences of seed 1 (%s)", before);
+    /* two runners on one folder at once: the step one of them holds is
+     * refused to the other by name, and neither writes over the other */
+    tiny_recipe(recipe, out, 6);
+    rc = tu_run(log_, sizeof log_,
+                "(%s train/recipe.py run %s --dir %s --drape %s & %s train/recipe.py run %s --dir %s --drape %s; wait)",
+                py(), recipe, dir, bin(), py(), recipe, dir, bin());
+    cr_assert(strstr(log_, "is being run by another runner in"), "two runners at once:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, bin());
+    cr_assert_eq(rc, 0, "back to seed 1 after the race:\n%s", log_);
+
     /* a bundle made by the steps before the runner: the recipe recorded after the fact */
     char base[400];
     snprintf(base, sizeof base, "%s/base.safetensors", dir);
@@ -683,7 +710,7 @@ Test(train, recipe_caches_steps_and_is_recorded)
     cr_assert(rc != 0 && strstr(log_, "no recipe recorded"), "a bundle without a recipe:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s && %s train/recipe.py show %s", py(), recipe, base,
                 py(), base);
-    cr_assert(rc == 0 && strstr(log_, "after the fact") && strstr(log_, "--steps 5 --lr 3e-3"), "record:\n%s", log_);
+    cr_assert(rc == 0 && strstr(log_, "after the fact") && strstr(log_, "--steps 6 --lr 3e-3"), "record:\n%s", log_);
 
     /* refused by name */
     write_text(recipe, "[[step]]\nname = \"fit\"\ntool = \"fit\"\nfrom = \"base\"\ndata = [\"d\"]\n"

@@ -47,12 +47,14 @@ MODEL_PHASES);
 a last plain `run` then finds them cached.
 """
 import argparse
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -67,16 +69,23 @@ TOOLS = ("init", "dataset", "fit") + EDITS + ("input",)
 # the code each tool runs: a change to one of these files reruns its steps
 CODE = {
     "input": [],
-    "init": ["train.py", "make_bundle.py", "assets.py", "reference.py", "bundle.py"],
-    "dataset": ["dataset.py", "motions.py", "assets.py", "bundle.py"],
+    "init": ["train.py", "make_bundle.py", "assets.py", "weld.py", "reference.py", "bundle.py"],
+    "dataset": ["dataset.py", "motions.py", "assets.py", "weld.py", "bundle.py"],
     "fit": ["train.py", "reference.py", "physics.py", "bundle.py"],
 }
 for _e in EDITS:
-    CODE[_e] = ["edit_bundle.py", "assets.py", "reference.py", "bundle.py"]
+    CODE[_e] = ["edit_bundle.py", "assets.py", "weld.py", "reference.py", "bundle.py"]
+# the teacher's arithmetic (`drape sim garment`, repo-relative): a change
+# to the cloth engine, the body's posing or the skinning it starts from
+# remakes the datasets; other C changes leave them (TEACHER_VERSION in
+# dataset.py is for a change these miss)
+TEACHER_CODE = ["tools/sim_cmd.c", "runtime/body.c", "runtime/skin.c", "core/geom.c", "core/mesh.c",
+                "core/kinematics.h"]
+TEACHER_DIRS = ["sim"]
 # these two read dataset plans (the teacher's flags; the frames the range is made of)
 for _e in ("teacher", "input-range"):
     CODE[_e] += ["dataset.py", "motions.py"]
-KEY_VERSION = 1
+KEY_VERSION = 2
 
 
 class RecipeError(ValueError):
@@ -210,9 +219,35 @@ def _reads(s):
     return [x for x in (s.get("from"), *s.get("data", []), s.get("net_from")) if x]
 
 
+def _teacher_code():
+    root = os.path.dirname(HERE)
+    files = list(TEACHER_CODE) + sorted(os.path.join(d, f) for d in TEACHER_DIRS
+                                        for f in os.listdir(os.path.join(root, d)) if f.endswith((".c", ".h")))
+    return {f: _sha_file(os.path.join(root, f)) for f in files}
+
+
+def _device(r, s):
+    """The device a fit step trains on, as train.py resolves --device auto:
+    a fit on a GPU is not the same numbers as one on the CPU."""
+    args = shlex.split(_args(r, s))
+    dev = args[args.index("--device") + 1] if "--device" in args[:-1] else "auto"
+    if dev != "auto":
+        return dev
+    import torch
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _runner_args(r, s):
+    """The command the runner makes for s, with its paths as placeholders:
+    the flags it adds (--resume, --replace-stale, ...) are part of the key."""
+    cmd = _command(r, s, "<dir>", "<drape>")
+    return [c.replace(HERE, "<train>") for c in cmd[1:]]
+
+
 def keys(r):
     """Every step's key, in order: {name: sha256 hex}."""
     code = {f: _sha_file(os.path.join(HERE, f)) for t in CODE.values() for f in t}
+    teacher = _teacher_code() if any(s["tool"] == "dataset" for s in r["step"]) else {}
     out = {}
     for s in r["step"]:
         if s["tool"] == "input":
@@ -222,7 +257,12 @@ def keys(r):
             out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
             continue
         doc = {"v": KEY_VERSION, "tool": s["tool"], "args": shlex.split(_args(r, s)),
-               "reads": [out[d] for d in _reads(s)], "code": {f: code[f] for f in CODE[s["tool"]]}}
+               "reads": [out[d] for d in _reads(s)], "code": {f: code[f] for f in CODE[s["tool"]]},
+               "cmd": _runner_args(r, s)}
+        if s["tool"] == "dataset":
+            doc["teacher"] = teacher
+        if s["tool"] == "fit":
+            doc["device"] = _device(r, s)
         out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
     return out
 
@@ -258,6 +298,36 @@ def _command(r, s, d, drape):
                      "--ckpt", os.path.join(d, s["name"] + ".ckpt.pt"), "--resume"] + args
     extra = ["--net-from", os.path.join(d, s["net_from"] + ".safetensors")] if s["tool"] == "graft" else []
     return py + [os.path.join(HERE, "edit_bundle.py"), s["tool"], "--base", base] + extra + args + ["--out", o]
+
+
+def _run_tool(cmd):
+    """Runs a step's tool; its exit status. A SIGTERM to the runner (make's
+    trap on Ctrl-C: `make model`'s runners run in the background, where the
+    shell ignores SIGINT for them) stops the tool too, and the tool takes
+    SIGINT again."""
+    p = subprocess.Popen(cmd, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+    def stop(signum, frame):
+        p.terminate()
+        p.wait()
+        sys.exit(128 + signum)
+    old = signal.signal(signal.SIGTERM, stop)
+    try:
+        return p.wait()
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _lock(d, name):
+    """An open file holding the step's lock, or None when another runner
+    (a second `make model`, a branch of the same one) is running the step."""
+    f = open(os.path.join(d, name + ".lock"), "w")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        return None
+    return f
 
 
 def cmd_plan(a):
@@ -305,14 +375,25 @@ def cmd_run(a):
             if a.dry_run:
                 ran.append(name)
                 continue
+            lock = _lock(a.dir, name)
+            if lock is None:
+                raise RecipeError(f"step {name!r} is being run by another runner in {a.dir}")
             kf = os.path.join(a.dir, name + ".key")
             if os.path.exists(kf):
                 os.remove(kf)
-            # a checkpoint resumes only the run it was written by
-            ck, ckk = os.path.join(a.dir, name + ".ckpt.pt"), os.path.join(a.dir, name + ".ckpt.key")
-            if s["tool"] == "fit":
-                if not (os.path.exists(ckk) and open(ckk).read().strip() == key) and os.path.exists(ck):
-                    os.remove(ck)
+            # a checkpoint resumes only the run it was written by, and a
+            # dataset folder's sequences are kept only for the run that made
+            # them (dataset.py skips a sequence already there: with another
+            # plan, motion code or teacher it would keep the old ones)
+            if s["tool"] in ("fit", "dataset"):
+                fit = s["tool"] == "fit"
+                partial = os.path.join(a.dir, name + ".ckpt.pt") if fit else _output(a.dir, s)
+                ckk = os.path.join(a.dir, name + (".ckpt.key" if fit else ".run.key"))
+                if not (os.path.exists(ckk) and open(ckk).read().strip() == key) and os.path.exists(partial):
+                    if os.path.isdir(partial):
+                        shutil.rmtree(partial)
+                    else:
+                        os.remove(partial)
                 with open(ckk, "w") as f:
                     f.write(key + "\n")
             t1 = time.time()
@@ -321,13 +402,15 @@ def cmd_run(a):
                 os.replace(_output(a.dir, s) + ".tmp", _output(a.dir, s))
                 rc = 0
             else:
-                rc = subprocess.call(cmd)
+                rc = _run_tool(cmd)
             if rc != 0:
+                lock.close()
                 print(f"recipe: {name}: failed (exit {rc}); the steps above stay cached", file=sys.stderr)
                 return rc
             with open(kf + ".tmp", "w") as f:
                 f.write(key + "\n")
             os.replace(kf + ".tmp", kf)
+            lock.close()
             ran.append(name)
             print(f"recipe: {name}: done in {(time.time() - t1) / 60:.1f} min", file=sys.stderr, flush=True)
         if a.until == name:
