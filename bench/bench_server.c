@@ -17,6 +17,10 @@
  *      max_batch, with the refine step and without it (the peer); where
  *      its sweeps are Chebyshev-accelerated, one avatar against the same
  *      sweeps plain (the peer);
+ *   4b. one avatar (batch 1) of every garment with a network through the
+ *      whole pipeline, quiet and next to a busy loop, against plain
+ *      skinning through the same pipeline (the peer): goal ≥ 30 fps
+ *      (issue 31's speed goal, on the bundle itself);
  *   5. one avatar at 30 fps over wss against the same over ws (the peer),
  *      each on its own draped with the same flags, in this run: p50 and p99
  *      (goal: wss within 1 ms of ws at p50). Skipped without openssl for a
@@ -36,6 +40,7 @@
  *   drape_bench_server BUNDLE DRAPED DRAPE              1-5
  *   drape_bench_server --physics BUNDLE DRAPED DRAPE    6, 7 (make bench: the default model's)
  *   drape_bench_server --physics-turns BUNDLE DRAPED DRAPE    7 alone
+ *   drape_bench_server --one-avatar BUNDLE              4b alone
  *   env DRAPE_BENCH_THREADS (2) */
 #include <jansson.h>
 #include <math.h>
@@ -72,7 +77,8 @@ static const char *backend_name(void)
 
 /* frames/s and ms per batch of `batch` (≤ MAX_BATCH) frames whose avatars
  * wear the garments gs[0..ng-1] in turn (one identity each) */
-static void raw_of(const drape_model *m, int threads, const int *gs, int ng, int batch, double *fps, double *batch_ms)
+static void raw_run(const drape_model *m, int threads, const int *gs, int ng, int batch, int lbs_only, double *fps,
+                    double *batch_ms)
 {
     drape_error e = {0};
     drape_backend *be;
@@ -90,7 +96,7 @@ static void raw_of(const drape_model *m, int threads, const int *gs, int ng, int
     drape_frame fr[MAX_BATCH];
     for (int i = 0; i < MAX_BATCH; i++) {
         poses[i][16 * 3 + 2] = 0.01f * (float)i;
-        fr[i] = (drape_frame){.id = id[i % ng], .out = out + (size_t)i * Vmax * 3};
+        fr[i] = (drape_frame){.id = id[i % ng], .out = out + (size_t)i * Vmax * 3, .lbs_only = lbs_only};
         for (int k = 0; k < m->cfg.n_hist; k++) { /* a held pose: every history frame the same */
             fr[i].pose[k] = poses[i];
             fr[i].trans[k] = poses[i] + 72;
@@ -109,6 +115,11 @@ static void raw_of(const drape_model *m, int threads, const int *gs, int ng, int
     free(out);
     for (int k = 0; k < ng; k++) drape_identity_free(be, id[k]);
     drape_backend_free(be);
+}
+
+static void raw_of(const drape_model *m, int threads, const int *gs, int ng, int batch, double *fps, double *batch_ms)
+{
+    raw_run(m, threads, gs, ng, batch, 0, fps, batch_ms);
 }
 
 static void raw(const char *bundle, int threads, double *fps, double *batch_ms)
@@ -190,6 +201,38 @@ static void refine_rows(const char *bundle, int threads)
         m->cfg.refine[g].rho = rho;
         printf("| %s (rho %g) | %.1f | %.1f | %.2f |\n", m->garments[g].name, rho, acc, plain, acc / plain);
     }
+    drape_model_free(m);
+}
+
+/* Issue 31's speed goal on the bundle itself (its history, its networks,
+ * its refine step), not a stand-in: one avatar, batch 1, every garment with
+ * a network, ≥ 30 fps, on a quiet machine and next to a busy loop; the peer
+ * is plain skinning through the same pipeline in the same run. */
+static void one_avatar_rows(const char *bundle, int threads)
+{
+    drape_error e = {0};
+    drape_model *m;
+    if (drape_model_load(&m, bundle, &e)) die("model", e.msg);
+    printf("\n## One avatar (%s, batch 1, the whole pipeline)\n\n"
+           "| garment | neighbour | frames/s | ms | frames/s, plain skinning | model / skinning time | >= 30 fps |\n"
+           "|---|---|---:|---:|---:|---:|---|\n",
+           bundle);
+    int met = 1;
+    for (int busy = 0; busy < 2; busy++) {
+        pid_t nb = busy ? bench_busy_start() : 0;
+        for (int g = 0; g < m->cfg.n_garments; g++) {
+            if (m->cfg.untrained[g]) continue;
+            double fps, ms, lbs, lbs_ms;
+            raw_of(m, threads, (const int[]){g}, 1, 1, &fps, &ms);
+            raw_run(m, threads, (const int[]){g}, 1, 1, 1, &lbs, &lbs_ms);
+            met &= fps >= 30;
+            printf("| %s | %s | %.1f | %.2f | %.1f | %.1fx | %s |\n", m->garments[g].name,
+                   busy ? "one busy loop" : "none (quiet)", fps, ms, lbs, ms / lbs_ms, fps >= 30 ? "yes" : "NO");
+        }
+        bench_busy_stop(nb);
+    }
+    printf("\ngoal: one avatar >= 30 fps on every garment, quiet and next to a busy loop: %s\n",
+           met ? "met" : "NOT met");
     drape_model_free(m);
 }
 
@@ -502,14 +545,18 @@ int main(int argc, char **argv)
 {
     drape_blas_threads_init();
     int physics_only = argc > 1 && !strcmp(argv[1], "--physics"), turns_only = argc > 1 && !strcmp(argv[1], "--physics-turns");
+    int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : 2;
+    if (argc == 3 && !strcmp(argv[1], "--one-avatar")) {
+        one_avatar_rows(argv[2], threads);
+        return 0;
+    }
     argc -= physics_only + turns_only, argv += physics_only + turns_only;
-    if (argc < 4) die("usage", "drape_bench_server [--physics | --physics-turns] BUNDLE DRAPED DRAPE");
+    if (argc < 4) die("usage", "drape_bench_server [--physics | --physics-turns] BUNDLE DRAPED DRAPE | --one-avatar BUNDLE");
     if (physics_only || turns_only) {
         if (physics_only) physics_rows(argv[1], argv[2], argv[3]);
         physics_fairness_rows(argv[1], argv[2], argv[3]);
         return 0;
     }
-    int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : 2;
     const char *bundle = argv[1];
     double raw_fps, batch_ms;
     raw(bundle, threads, &raw_fps, &batch_ms);
@@ -550,6 +597,7 @@ int main(int argc, char **argv)
     json_decref(lat);
     split_rows(bundle, threads);
     refine_rows(bundle, threads);
+    one_avatar_rows(bundle, threads);
     tls_rows(bundle, threads, argv[2], argv[3]);
     return 0;
 }
