@@ -138,7 +138,8 @@ int main(int argc, char **argv)
                  py, dir, steps, dir);
         if (run(cmd, out, sizeof out)) { fprintf(stderr, "bench: %s failed\n", cmd); return 1; }
         const char *lm = strstr(out, "\"loop_ms\": ");
-        py_t[r] = lm ? atof(lm + 11) : NAN;
+        if (!lm) { fprintf(stderr, "bench: the NumPy port printed no loop_ms: %s\n", out); return 1; }
+        py_t[r] = atof(lm + 11);
     }
     double c_ms = median(c_t, runs), py_ms = median(py_t, runs);
     drape_obj a, b;

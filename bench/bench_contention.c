@@ -347,8 +347,14 @@ int bench_contention(const char *bundle, const char *model, const char *draped, 
         fail = 1;
     } else {
         pid_t l = start_load(drape, port);
-        snprintf(name, sizeof name, "draped (default model) with %d avatars x 30 fps", DRAPED_AVATARS);
+        const char *slash = strrchr(model, '/');
+        snprintf(name, sizeof name, "draped (%s) with %d avatars x 30 fps", slash ? slash + 1 : model, DRAPED_AVATARS);
         fail |= row(&r, name, threads, &met);
+        /* a load that ended early (refused, broken) left a quiet machine under this row's name */
+        if (waitpid(l, NULL, WNOHANG) != 0) {
+            fprintf(stderr, "bench: drape load ended before the row did: the row above is not a loaded one\n");
+            fail = 1;
+        }
         stop_kid(l);
     }
     stop_kid(d);

@@ -399,7 +399,8 @@ static double proc_cpu_s(pid_t pid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* a counter of draped's /metrics (curl), or -1 */
+/* a counter of draped's /metrics (curl, scripts/deps.sh); a row that cannot
+ * read it ends the benchmark rather than print -1 as a figure */
 static double metric(int port, const char *name)
 {
     char cmd[256], line[512];
@@ -409,7 +410,7 @@ static double metric(int port, const char *name)
     size_t n = strlen(name);
     while (p && fgets(line, sizeof line, p))
         if (!strncmp(line, name, n) && line[n] == ' ') v = atof(line + n + 1);
-    if (p) pclose(p);
+    if (!p || pclose(p) != 0 || v < 0) die("metrics", name);
     return v;
 }
 
