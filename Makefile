@@ -263,7 +263,7 @@ fuzz-smoke: fuzz-build
 bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(DATA)/tiny_random.safetensors $(RUN_MODEL)
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors
 	DRAPE_PYTHON=$(PYTHON) $(BUILD)/drape_bench --contention $(DATA)/small_random.safetensors $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
-	$(BUILD)/drape_bench --pose-cost $(RUN_MODEL) $(if $(wildcard models/default.safetensors),tshirt,skirt)
+	$(BUILD)/drape_bench --pose-cost $(RUN_MODEL) all
 	DRAPE_PYTHON=$(PYTHON) OMP_NUM_THREADS=1 $(BUILD)/drape_bench_cloth $(BUILD)/drape $(RUN_MODEL)
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(DATA)/tiny_random.safetensors $(BUILD)/draped $(BUILD)/drape
