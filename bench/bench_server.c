@@ -22,7 +22,8 @@
  *      skinning through the same pipeline (the peer): goal ≥ 30 fps
  *      (issue 31's speed goal, on the bundle itself);
  *   5. one avatar at 30 fps over wss against the same over ws (the peer),
- *      each on its own draped with the same flags, in this run: p50 and p99
+ *      each on its own draped with the same flags, in this run, in 5-s
+ *      blocks that take turns, quiet and next to a busy loop: p50 and p99
  *      (goal: wss within 1 ms of ws at p50). Skipped without openssl for a
  *      self-signed certificate.
  *   6. the physics mode per garment (docs/server.md, "Physics"): CPU ms per
@@ -41,6 +42,7 @@
  *   drape_bench_server --physics BUNDLE DRAPED DRAPE    6, 7 (make bench: the default model's)
  *   drape_bench_server --physics-turns BUNDLE DRAPED DRAPE    7 alone
  *   drape_bench_server --one-avatar BUNDLE              4b alone
+ *   drape_bench_server --tls BUNDLE DRAPED DRAPE         5 alone
  *   env DRAPE_BENCH_THREADS (2) */
 #include <jansson.h>
 #include <math.h>
@@ -299,7 +301,7 @@ static double num(json_t *j, const char *k)
     return json_number_value(json_object_get(j, k));
 }
 
-/* 5: one avatar at 30 fps, ws then wss, each against its own draped */
+/* 5: one avatar at 30 fps over ws and over wss, each on its own draped, taking turns */
 static void tls_rows(const char *bundle, int threads, const char *draped, const char *drape)
 {
     char dir[] = "/tmp/drape-bench-tls-XXXXXX", cert[64], key[64], cmd[512];
@@ -315,27 +317,47 @@ static void tls_rows(const char *bundle, int threads, const char *draped, const 
         rmdir(dir);
         return;
     }
-    double p50[2], p99[2];
+    /* both servers up at once; ws and wss take turns in 5-s blocks, twice
+     * each, so a change in the machine's load falls on both; then the same
+     * next to a busy loop (a server shares its machine) */
+    pid_t pid[2];
+    int port[2];
     for (int tls = 0; tls < 2; tls++) {
-        pid_t pid;
-        int port = start_draped(draped, bundle, threads, tls ? cert : NULL, key, &pid);
-        json_decref(load_on(drape, tls, port, 1, 10, 1, 1)); /* the identity, warm */
-        json_t *j = load_on(drape, tls, port, 1, 30, 10, 1);
-        json_t *l = json_object_get(j, "latency_ms");
-        p50[tls] = num(l, "p50");
-        p99[tls] = num(l, "p99");
-        json_decref(j);
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
+        port[tls] = start_draped(draped, bundle, threads, tls ? cert : NULL, key, &pid[tls]);
+        json_decref(load_on(drape, tls, port[tls], 1, 10, 1, 1)); /* the identity, warm */
     }
     unlink(cert);
     unlink(key);
     rmdir(dir);
-    printf("\n## ws against wss (%s, 1 avatar x 30 fps for 10 s, each on its own draped)\n\n", bundle);
-    printf("| transport | latency p50 ms | p99 ms |\n|---|---:|---:|\n");
-    printf("| ws | %.2f | %.2f |\n| wss | %.2f | %.2f |\n", p50[0], p99[0], p50[1], p99[1]);
-    printf("\nwss / ws at p50: %.2f; wss - ws: %+.2f ms (goal: within 1 ms) %s\n", p50[1] / p50[0], p50[1] - p50[0],
-           fabs(p50[1] - p50[0]) <= 1.0 ? "meets" : "MISSES");
+    printf("\n## ws against wss (%s, 1 avatar x 30 fps, each on its own draped, 5-s blocks alternating, twice each)\n\n",
+           bundle);
+    /* ws's own p50 from one block to the next is the noise a difference
+     * must stand out of: on a model whose frame takes 15 ms it is
+     * milliseconds, and a wss - ws above 1 ms but within it says nothing */
+    printf("| neighbour | ws p50 ms | ws p99 ms | wss p50 ms | wss p99 ms | wss - ws at p50 | ws block to block | goal: "
+           "within 1 ms |\n|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int busy = 0; busy < 2; busy++) {
+        pid_t nb = busy ? bench_busy_start() : 0;
+        double p50[2] = {0, 0}, p99[2] = {0, 0}, b50[2][2];
+        for (int round = 0; round < 2; round++)
+            for (int tls = 0; tls < 2; tls++) {
+                json_t *j = load_on(drape, tls, port[tls], 1, 30, 5, 1);
+                json_t *l = json_object_get(j, "latency_ms");
+                b50[tls][round] = num(l, "p50");
+                p50[tls] += b50[tls][round] / 2; /* the blocks' mean */
+                p99[tls] = fmax(p99[tls], num(l, "p99"));
+                json_decref(j);
+            }
+        bench_busy_stop(nb);
+        double d = p50[1] - p50[0], noise = fabs(b50[0][1] - b50[0][0]);
+        printf("| %s | %.2f | %.2f | %.2f | %.2f | %+.2f ms | %.2f ms | %s |\n", busy ? "one busy loop" : "none (quiet)",
+               p50[0], p99[0], p50[1], p99[1], d, noise,
+               fabs(d) <= 1.0 ? "meets" : fabs(d) <= noise ? "within the noise" : "MISSES");
+    }
+    for (int tls = 0; tls < 2; tls++) {
+        kill(pid[tls], SIGTERM);
+        waitpid(pid[tls], NULL, 0);
+    }
 }
 
 /* ---- 6: the physics mode ---- */
@@ -557,8 +579,12 @@ int main(int argc, char **argv)
         one_avatar_rows(argv[2], threads);
         return 0;
     }
+    if (argc == 5 && !strcmp(argv[1], "--tls")) {
+        tls_rows(argv[2], threads, argv[3], argv[4]);
+        return 0;
+    }
     argc -= physics_only + turns_only, argv += physics_only + turns_only;
-    if (argc < 4) die("usage", "drape_bench_server [--physics | --physics-turns] BUNDLE DRAPED DRAPE | --one-avatar BUNDLE");
+    if (argc < 4) die("usage", "drape_bench_server [--physics | --physics-turns | --tls] BUNDLE DRAPED DRAPE | --one-avatar BUNDLE");
     if (physics_only || turns_only) {
         if (physics_only) physics_rows(argv[1], argv[2], argv[3]);
         physics_fairness_rows(argv[1], argv[2], argv[3]);
