@@ -378,6 +378,13 @@ def cmd_run(a):
             lock = _lock(a.dir, name)
             if lock is None:
                 raise RecipeError(f"step {name!r} is being run by another runner in {a.dir}")
+            if _state(a.dir, s, key) == "cached":  # another runner finished it meanwhile
+                lock.close()
+                print(f"recipe: {name}: cached by another runner ({key[:12]})", file=sys.stderr, flush=True)
+                if a.until == name:
+                    print(f"recipe: stopped after {name} (--until)", file=sys.stderr)
+                    return 0
+                continue
             kf = os.path.join(a.dir, name + ".key")
             if os.path.exists(kf):
                 os.remove(kf)
