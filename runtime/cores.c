@@ -167,7 +167,7 @@ int drape_cores_team(drape_cores *c, int max)
         c->last_own_ns = own;
     }
     int team = drape_cores_pick(c->free, max);
-    if (team != c->team && c->team)
+    if (team != c->team)
         LOG_DEBUG("cores: %.2f of %d free, team %d of %d (was %d)", c->free, c->cpus, team, max, c->team);
     c->team = team;
     return team;
