@@ -205,7 +205,7 @@ bundles: $(BUNDLES)
 TEST_ENV := OMP_WAIT_POLICY=passive DRAPE_DATA=$(DATA) DRAPE_BIN=$(BUILD)/drape DRAPED_BIN=$(BUILD)/draped DRAPE_PYTHON=$(PYTHON) OPENBLAS_NUM_THREADS=1
 
 test: all $(BUNDLES)
-	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS)
+	$(TEST_ENV) scripts/with_tmpdir.sh $(BUILD)/drape_tests --jobs $(JOBS)
 	@$(MAKE) --no-print-directory fuzz-smoke
 	OPENBLAS_NUM_THREADS=1 $(BUILD)/drape_pose_fuzz $(RUN_MODEL) 2 1 finite-only
 
@@ -214,7 +214,7 @@ test: all $(BUNDLES)
 # asset generator and the PyTorch reference): about 2 minutes on 2 cores
 UNIT_FILTER := !(web|routing|deploy|train|garment_train|assets|crosscheck)/*
 test-unit: all $(BUNDLES)
-	$(TEST_ENV) $(BUILD)/drape_tests --jobs $(JOBS) --filter '$(UNIT_FILTER)'
+	$(TEST_ENV) scripts/with_tmpdir.sh $(BUILD)/drape_tests --jobs $(JOBS) --filter '$(UNIT_FILTER)'
 
 # Sanitizer run: a separate build tree; any ASan/UBSan/LSan report fails it,
 # even when Criterion itself reported every test as passing.
@@ -225,7 +225,7 @@ check:
 	@$(MAKE) --no-print-directory $(BUNDLES)
 	@mkdir -p build-asan
 	@set -o pipefail; $(TEST_ENV) DRAPE_BIN=build-asan/drape DRAPED_BIN=build-asan/draped DRAPE_TEST_TIME_SCALE=4 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:protect_shadow_gap=0 \
-	    UBSAN_OPTIONS=print_stacktrace=1 build-asan/drape_tests --jobs $(JOBS) 2>&1 | tee build-asan/check.log
+	    UBSAN_OPTIONS=print_stacktrace=1 scripts/with_tmpdir.sh build-asan/drape_tests --jobs $(JOBS) 2>&1 | tee build-asan/check.log
 	@if grep -E "ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Undefined|Leak)" build-asan/check.log; \
 	 then echo "make check: sanitizer reports above"; exit 1; else echo "make check: no sanitizer reports"; fi
 

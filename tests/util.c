@@ -80,7 +80,10 @@ const char *tu_tmp(const char *name)
 {
     static char path[512];
     if (!tmpdir[0]) {
-        snprintf(tmpdir, sizeof tmpdir, "/tmp/drape-test-XXXXXX");
+        /* under make test's own TMPDIR (scripts/with_tmpdir.sh), which goes
+         * even when a test killed by a signal skips the atexit below */
+        const char *base = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof tmpdir, "%s/drape-test-XXXXXX", base && *base ? base : "/tmp");
         cr_assert_not_null(mkdtemp(tmpdir));
         atexit(tmp_cleanup);
     }
