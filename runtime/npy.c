@@ -8,6 +8,7 @@
 
 #define NPY_MAX_HEADER 65536
 #define NPY_MAX_BYTES ((int64_t)1 << 34)
+#define NPY_PIPE_CHUNK ((int64_t)1 << 14) /* floats: a pipe's first buffer */
 
 /* Finds `'key':` in the header dict and returns the text after it. */
 static const char *dict_value(const char *h, const char *key)
@@ -117,29 +118,42 @@ static int npy_fread(drape_npy *out, FILE *f, const char *path, int accept, drap
     }
     /* the data must be there before its size is allocated: a 130-byte file
      * claiming (2^32,) made this ask for 16 GB (fuzz/fuzz_npy.c). A stream
-     * that cannot seek (a pipe) is read as before. */
+     * that cannot seek (a pipe, `drape infer --poses -`) has no size to
+     * check, so its buffer grows with what arrives instead (below). */
     long here = ftell(f), end = -1;
     if (here >= 0 && !fseek(f, 0, SEEK_END)) {
         end = ftell(f);
         if (fseek(f, here, SEEK_SET)) { rc = drape_fail(err, DRAPE_EIO, "%s: cannot seek", path); goto out; }
     }
-    if (end >= here && here >= 0 && (uint64_t)(end - here) < (uint64_t)out->numel * esize) {
+    int seekable = end >= here && here >= 0;
+    if (seekable && (uint64_t)(end - here) < (uint64_t)out->numel * esize) {
         rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
         goto out;
     }
-    out->data = malloc((size_t)(out->numel ? out->numel : 1) * sizeof(float));
+    /* unseekable: start at 64 KB and double up to the claimed size, so a
+     * short stream costs at most twice what it sent */
+    int64_t cap = seekable || out->numel < NPY_PIPE_CHUNK ? out->numel : NPY_PIPE_CHUNK, got = 0;
+    out->data = malloc((size_t)(cap ? cap : 1) * sizeof(float));
     if (!out->data) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory"); goto out; }
-    if (esize == 4 && dt->kind == 'f' && fread(out->data, sizeof(float), (size_t)out->numel, f) != (size_t)out->numel) {
-        rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
-        goto out;
-    }
-    for (int64_t i = 0; (esize != 4 || dt->kind != 'f') && i < out->numel; i++) {
-        unsigned char v[8];
-        if (fread(v, esize, 1, f) != 1) {
+    while (got < out->numel) {
+        if (got == cap) {
+            cap = cap > out->numel / 2 ? out->numel : cap * 2;
+            float *grown = realloc(out->data, (size_t)cap * sizeof(float));
+            if (!grown) { rc = drape_fail(err, DRAPE_ENOMEM, "out of memory"); goto out; }
+            out->data = grown;
+        }
+        size_t want = (size_t)(cap - got), n;
+        if (esize == 4 && dt->kind == 'f') {
+            n = fread(out->data + got, sizeof(float), want, f);
+        } else {
+            unsigned char v[8];
+            for (n = 0; n < want && fread(v, esize, 1, f) == 1; n++) out->data[got + (int64_t)n] = npy_elem(v, dt);
+        }
+        got += (int64_t)n;
+        if (n < want) {
             rc = drape_fail(err, DRAPE_EFORMAT, "%s: truncated data (%lld floats expected)", path, (long long)out->numel);
             goto out;
         }
-        out->data[i] = npy_elem(v, dt);
     }
     rc = DRAPE_OK;
 out:

@@ -21,7 +21,9 @@ typedef struct {
 
 int drape_npy_read(drape_npy *out, const char *path, drape_error *err);
 /* The same from an open stream (fuzz/fuzz_npy.c reads from memory with
- * fmemopen); path only names it in messages. */
+ * fmemopen); path only names it in messages. A stream that cannot seek (a
+ * pipe) is read in doubling chunks, so a short one fails as truncated
+ * having allocated about what it sent, not what its header claims. */
 int drape_npy_fread(drape_npy *out, FILE *f, const char *path, drape_error *err);
 /* The same, also taking float64 ('<f8') and converting it to float32 (a
  * value past float's range becomes ±Inf: callers check finiteness). */

@@ -14,18 +14,24 @@
 #include "../runtime/npy.h"
 #include "util.h"
 
+/* a version-1 .npy header with this dict into h (256 bytes); its length */
+static size_t npy_header(unsigned char *h, const char *dict)
+{
+    int n = snprintf((char *)h + 10, 246, "%s", dict);
+    while ((n + 10 + 1) % 64) h[10 + n++] = ' ';
+    h[10 + n++] = '\n';
+    memcpy(h, (unsigned char[]){0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 255), (unsigned char)(n >> 8)}, 10);
+    return 10 + (size_t)n;
+}
+
 /* a version-1 .npy file with this header dict and `data` bytes after it */
 static void write_npy(const char *path, const char *dict, size_t data)
 {
-    char h[256];
-    int n = snprintf(h, sizeof h, "%s", dict);
-    while ((n + 10 + 1) % 64) h[n++] = ' ';
-    h[n++] = '\n';
+    unsigned char h[256];
+    size_t n = npy_header(h, dict);
     FILE *f = fopen(path, "wb");
     cr_assert(f);
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(n & 255), (unsigned char)(n >> 8)};
-    fwrite(pre, 1, 10, f);
-    fwrite(h, 1, (size_t)n, f);
+    fwrite(h, 1, n, f);
     for (size_t i = 0; i < data; i++) fputc(0, f);
     fclose(f);
 }
@@ -198,5 +204,73 @@ Test(npy, integers_are_read_as_floats_by_the_numeric_reader)
         drape_npy_free(&a);
         cr_assert_eq(drape_npy_read(&a, path, &err), DRAPE_EDTYPE, "%s", cases[c].descr);
         cr_assert(strstr(err.msg, "expected float32 ('<f4')"), "%s", err.msg);
+    }
+}
+
+/* A pipe cannot be sized before reading (`drape infer --poses -`): a
+ * 128-byte header claiming 2^30 floats, 16 bytes of them and an end of file
+ * made the reader allocate 4 GB before it found the data short. Now memory
+ * follows what arrives and the error is the truncated file's. */
+Test(npy, a_short_pipe_is_refused_without_allocating_its_claim)
+{
+    unsigned char h[256];
+    size_t n = npy_header(h, "{'descr': '<f4', 'fortran_order': False, 'shape': (1073741824,), }");
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    /* header and data fit in the pipe's buffer: no writer thread needed */
+    cr_assert_eq(write(fd[1], h, n), (ssize_t)n);
+    cr_assert_eq(write(fd[1], (char[16]){0}, 16), 16);
+    close(fd[1]);
+    FILE *f = fdopen(fd[0], "rb");
+    cr_assert(f);
+    drape_npy a;
+    drape_error err = {0};
+    long peak = tu_vm_peak_kb();
+    cr_assert_eq(drape_npy_fread(&a, f, "-", &err), DRAPE_EFORMAT, "%s", err.msg);
+    long grew = tu_vm_peak_kb() - peak;
+    fclose(f);
+    cr_assert(strstr(err.msg, "-: truncated data (1073741824 floats expected)"), "%s", err.msg);
+    cr_assert_null(a.data);
+    cr_assert_lt(grew, 64 << 10, "the address space grew by %ld MB for 16 bytes of data", grew >> 10);
+}
+
+/* ...and a whole array still comes through a pipe, past several of the
+ * buffer's doublings, as float32 and as float64 converted */
+Test(npy, a_pipe_is_read_whole)
+{
+    enum { N = 300000 };
+    for (int f64 = 0; f64 < 2; f64++) {
+        int fd[2];
+        cr_assert_eq(pipe(fd), 0);
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) { /* the writer: more than a pipe holds, so it blocks until read */
+            close(fd[0]);
+            unsigned char h[256];
+            size_t n = npy_header(h, f64 ? "{'descr': '<f8', 'fortran_order': False, 'shape': (300000,), }"
+                                         : "{'descr': '<f4', 'fortran_order': False, 'shape': (300000,), }");
+            FILE *w = fdopen(fd[1], "wb");
+            int ok = w && fwrite(h, 1, n, w) == n;
+            for (int i = 0; ok && i < N; i++) {
+                float v = (float)i * 0.5f;
+                double d = v;
+                ok = f64 ? fwrite(&d, 8, 1, w) == 1 : fwrite(&v, 4, 1, w) == 1;
+            }
+            _exit(ok && !fclose(w) ? 0 : 1);
+        }
+        close(fd[1]);
+        FILE *f = fdopen(fd[0], "rb");
+        cr_assert(f);
+        drape_npy a;
+        drape_error err = {0};
+        int rc = drape_npy_fread_f64(&a, f, "-", &err);
+        fclose(f);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        cr_assert_eq(rc, 0, "%s: %s", f64 ? "<f8" : "<f4", err.msg);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer failed (status 0x%x)", st);
+        cr_assert(a.ndim == 1 && a.shape[0] == N && a.numel == N);
+        for (int i = 0; i < N; i++) cr_assert_eq(a.data[i], (float)i * 0.5f, "%s: element %d is %g", f64 ? "<f8" : "<f4", i, a.data[i]);
+        drape_npy_free(&a);
     }
 }
