@@ -69,22 +69,59 @@ int drape_idcache_create(drape_idcache **out, drape_backend *be, uint64_t model_
     return DRAPE_OK;
 }
 
-static void entry_drop_extras(drape_idcache *c, drape_idcache_entry *e)
+/* What an eviction frees, kept until the cache's lock is released: the
+ * CUDA backend's identity free synchronises the device, and under the lock
+ * it stalled every other avatar's lookup behind it. Counted out of the
+ * budget when collected, so the memory briefly outlives its count. */
+typedef struct doomed {
+    drape_identity *id;      /* or an extra: */
+    void *p;
+    void (*free)(void *p);
+    struct doomed *next;
+} doomed;
+
+/* Adds to *dead what to free; frees it now when dead is NULL (no lock held:
+ * drape_idcache_free) or no node can be had (a stall beats a leak). */
+static void dispose(drape_idcache *c, doomed **dead, drape_identity *id, void *p, void (*fr)(void *))
+{
+    doomed *d = dead ? malloc(sizeof *d) : NULL;
+    if (!d) {
+        if (id) drape_identity_free(c->be, id);
+        else fr(p);
+        return;
+    }
+    *d = (doomed){id, p, fr, *dead};
+    *dead = d;
+}
+
+/* Frees what dispose collected; called without the cache's lock. */
+static void bury(drape_idcache *c, doomed *dead)
+{
+    while (dead) {
+        doomed *n = dead->next;
+        if (dead->id) drape_identity_free(c->be, dead->id);
+        else dead->free(dead->p);
+        free(dead);
+        dead = n;
+    }
+}
+
+static void entry_drop_extras(drape_idcache *c, drape_idcache_entry *e, doomed **dead)
 {
     for (int k = 0; k < DRAPE_IDCACHE_EXTRAS; k++) {
         if (e->extra[k].state != ST_RESIDENT) continue;
-        e->extra[k].ops->free(e->extra[k].p);
+        dispose(c, dead, NULL, e->extra[k].p, e->extra[k].ops->free);
         c->bytes -= e->extra[k].bytes;
         c->st.extras[k]--;
         e->extra[k].p = NULL, e->extra[k].bytes = 0, e->extra[k].state = ST_NONE;
     }
 }
 
-static void entry_drop_identity(drape_idcache *c, drape_idcache_entry *e)
+static void entry_drop_identity(drape_idcache *c, drape_idcache_entry *e, doomed **dead)
 {
-    entry_drop_extras(c, e); /* derived from the identity: they go with it */
+    entry_drop_extras(c, e, dead); /* derived from the identity: they go with it */
     if (e->state != ST_RESIDENT) return;
-    drape_identity_free(c->be, e->id);
+    dispose(c, dead, e->id, NULL, NULL);
     e->id = NULL;
     c->bytes -= e->bytes;
     c->device_bytes -= e->device_bytes;
@@ -99,7 +136,7 @@ void drape_idcache_free(drape_idcache *c)
     drape_idcache_entry *e = c->head;
     while (e) {
         drape_idcache_entry *n = e->next;
-        entry_drop_identity(c, e);
+        entry_drop_identity(c, e, NULL);
         free(e);
         e = n;
     }
@@ -139,9 +176,9 @@ static void lru_push_front(drape_idcache *c, drape_idcache_entry *e)
     if (!c->tail) c->tail = e;
 }
 
-static void forget(drape_idcache *c, drape_idcache_entry *e)
+static void forget(drape_idcache *c, drape_idcache_entry *e, doomed **dead)
 {
-    entry_drop_identity(c, e);
+    entry_drop_identity(c, e, dead);
     lru_unlink(c, e);
     drape_idcache_entry **pp = &c->buckets[bucket_of(c, e->key)];
     while (*pp != e) pp = &(*pp)->hnext;
@@ -178,7 +215,7 @@ static int evictable(const drape_idcache_entry *e) { return !e->refs && e->state
  * budget holds. Returns 1 when it holds; when evicting every unpinned entry
  * would not be enough, evicts nothing and returns 0, so that a refused
  * identity leaves the others cached. */
-static int evict_to_budget(drape_idcache *c)
+static int evict_to_budget(drape_idcache *c, doomed **dead)
 {
     if (c->bytes <= c->max_bytes) return 1;
     size_t freeable = 0;
@@ -187,29 +224,29 @@ static int evict_to_budget(drape_idcache *c)
     if (c->bytes - freeable > c->max_bytes) return 0;
     for (drape_idcache_entry *e = c->tail; e && c->bytes > c->max_bytes; e = e->prev) {
         if (!evictable(e)) continue; /* an extra's maker holds a reference */
-        entry_drop_identity(c, e);
+        entry_drop_identity(c, e, dead);
         c->st.evictions++;
     }
     return c->bytes <= c->max_bytes;
 }
 
 /* Forgets the least recently used unpinned recipes beyond max_known. */
-static void trim_known(drape_idcache *c)
+static void trim_known(drape_idcache *c, doomed **dead)
 {
     drape_idcache_entry *e = c->tail;
     while (e && c->n > c->max_known) {
         drape_idcache_entry *p = e->prev;
         if (!e->refs && e->state != ST_ENCODING) {
             if (e->state == ST_RESIDENT) c->st.evictions++;
-            forget(c, e);
+            forget(c, e, dead);
         }
         e = p;
     }
 }
 
 /* With c->mu held and a reference on e: makes e resident (encoding it, or
- * waiting for the thread that does). */
-static int make_resident(drape_idcache *c, drape_idcache_entry *e, int *hit, drape_error *err)
+ * waiting for the thread that does); what it evicts goes to *dead. */
+static int make_resident(drape_idcache *c, drape_idcache_entry *e, int *hit, doomed **dead, drape_error *err)
 {
     if (e->state == ST_RESIDENT) {
         c->st.hits++;
@@ -240,9 +277,9 @@ static int make_resident(drape_idcache *c, drape_idcache_entry *e, int *hit, dra
         c->bytes += e->bytes;
         c->device_bytes += e->device_bytes;
         c->resident++;
-        if (!evict_to_budget(c)) {
+        if (!evict_to_budget(c, dead)) {
             c->st.refused++;
-            entry_drop_identity(c, e);
+            entry_drop_identity(c, e, dead);
             rc = drape_fail(&local, DRAPE_ERANGE,
                             "identity cache full: %zu bytes are held by identities in use (budget %zu bytes)",
                             c->bytes, c->max_bytes);
@@ -258,12 +295,12 @@ static int make_resident(drape_idcache *c, drape_idcache_entry *e, int *hit, dra
 }
 
 static int acquire_entry(drape_idcache *c, drape_idcache_entry *e, drape_idcache_entry **out, int *hit,
-                         drape_error *err)
+                         doomed **dead, drape_error *err)
 {
     e->refs++;
     lru_unlink(c, e);
     lru_push_front(c, e);
-    int rc = make_resident(c, e, hit, err);
+    int rc = make_resident(c, e, hit, dead, err);
     if (rc) {
         e->refs--;
         *out = NULL;
@@ -285,6 +322,7 @@ int drape_idcache_acquire(drape_idcache *c, drape_idcache_entry **out, int garme
     if (rc) return rc;
     char key[DRAPE_IDENTITY_KEY_LEN + 1];
     drape_idcache_key(c, key, garment, betas, n_betas);
+    doomed *dead = NULL;
     pthread_mutex_lock(&c->mu);
     drape_idcache_entry *e = find(c, key);
     if (!e) {
@@ -302,11 +340,12 @@ int drape_idcache_acquire(drape_idcache *c, drape_idcache_entry **out, int garme
         lru_push_front(c, e);
         c->n++;
         e->refs++; /* keeps it out of trim_known */
-        trim_known(c);
+        trim_known(c, &dead);
         e->refs--;
     }
-    rc = acquire_entry(c, e, out, hit, err);
+    rc = acquire_entry(c, e, out, hit, &dead, err);
     pthread_mutex_unlock(&c->mu);
+    bury(c, dead);
     return rc;
 }
 
@@ -318,12 +357,14 @@ int drape_idcache_acquire_key(drape_idcache *c, drape_idcache_entry **out, const
     if (!hit) hit = &dummy;
     if (!key || strlen(key) != DRAPE_IDENTITY_KEY_LEN)
         return drape_fail(err, DRAPE_ENOTFOUND, "unknown identity: ids are %d hex digits", DRAPE_IDENTITY_KEY_LEN);
+    doomed *dead = NULL;
     pthread_mutex_lock(&c->mu);
     drape_idcache_entry *e = find(c, key);
     int rc;
     if (!e) rc = drape_fail(err, DRAPE_ENOTFOUND, "unknown identity '%s' (create it with POST /v1/identities)", key);
-    else rc = acquire_entry(c, e, out, hit, err);
+    else rc = acquire_entry(c, e, out, hit, &dead, err);
     pthread_mutex_unlock(&c->mu);
+    bury(c, dead);
     return rc;
 }
 
@@ -356,6 +397,7 @@ int drape_idcache_extra(drape_idcache *c, drape_idcache_entry *e, int slot, cons
     size_t bytes = 0;
     drape_error local = {0};
     int rc = ops->make(&p, &bytes, garment, betas, S, ops->ctx, &local);
+    doomed *dead = NULL;
     pthread_mutex_lock(&c->mu);
     if (rc == DRAPE_OK) {
         e->extra[slot].p = p, e->extra[slot].bytes = bytes, e->extra[slot].ops = ops;
@@ -363,9 +405,9 @@ int drape_idcache_extra(drape_idcache *c, drape_idcache_entry *e, int slot, cons
         c->bytes += bytes;
         c->st.extras[slot]++;
         c->st.extra_builds[slot]++;
-        if (!evict_to_budget(c)) {
+        if (!evict_to_budget(c, &dead)) {
             c->st.refused++;
-            ops->free(p);
+            dispose(c, &dead, NULL, p, ops->free);
             c->bytes -= bytes;
             c->st.extras[slot]--;
             e->extra[slot].p = NULL, e->extra[slot].bytes = 0;
@@ -378,6 +420,7 @@ int drape_idcache_extra(drape_idcache *c, drape_idcache_entry *e, int slot, cons
     else *out = p;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    bury(c, dead);
     if (rc && err) *err = local;
     return rc;
 }

@@ -7,6 +7,7 @@
  *   reference and never evicted; eviction frees the LRU unpinned entries.
  *   When the pinned entries alone would exceed the budget, the new identity
  *   is refused (DRAPE_ERANGE), and nothing already cached is disturbed.
+ *   What eviction frees is freed after the lock is released.
  * - An evicted identity's recipe (garment, betas) is remembered, so a
  *   client holding its id keeps working: the next use re-encodes it.
  *

@@ -2,7 +2,9 @@
  * bytes, pinning, forgotten and unknown ids, bad input. */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../runtime/idcache.h"
 #include "util.h"
@@ -289,4 +291,84 @@ Test(idcache, extras_are_made_once_counted_and_go_with_their_identity)
     drape_idcache_release(f.c, a);
     fx_close(&f);
     cr_assert_eq(xlog.freed, 3, "freeing the cache frees its extras");
+}
+
+/* An evicted identity is freed after the cache's lock is released: the
+ * CUDA backend's free synchronises the device, and under the lock every
+ * other avatar's lookup waited for it. Here the evicted identity's extra,
+ * as it is freed, has another thread look up an identity in use; on the
+ * old code that lookup waited for the lock held around the free (the guard
+ * below only keeps a failure from hanging the suite). */
+static struct {
+    drape_idcache *c;
+    char key[DRAPE_IDENTITY_KEY_LEN + 1];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t t;
+    int looked_up, lookup_rc, frees, during_free;
+} probe = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static void *probe_lookup(void *arg)
+{
+    (void)arg;
+    drape_idcache_entry *e = NULL;
+    int rc = drape_idcache_acquire_key(probe.c, &e, probe.key, NULL, NULL);
+    if (!rc) drape_idcache_release(probe.c, e);
+    pthread_mutex_lock(&probe.mu);
+    probe.looked_up = 1, probe.lookup_rc = rc;
+    pthread_cond_broadcast(&probe.cv);
+    pthread_mutex_unlock(&probe.mu);
+    return NULL;
+}
+
+static int probe_make(void **out, size_t *bytes, int garment, const float *betas, int n_betas, void *ctx,
+                      drape_error *err)
+{
+    (void)garment, (void)betas, (void)n_betas, (void)ctx, (void)err;
+    *out = malloc(16);
+    *bytes = 1;
+    return 0;
+}
+
+static void probe_free(void *p)
+{
+    free(p);
+    probe.frees++;
+    if (!probe.c) return; /* the cache's own free at the end */
+    cr_assert_eq(pthread_create(&probe.t, NULL, probe_lookup, NULL), 0);
+    struct timespec guard;
+    clock_gettime(CLOCK_REALTIME, &guard);
+    guard.tv_sec += 10;
+    pthread_mutex_lock(&probe.mu);
+    while (!probe.looked_up && pthread_cond_timedwait(&probe.cv, &probe.mu, &guard) == 0) {}
+    probe.during_free = probe.looked_up;
+    pthread_mutex_unlock(&probe.mu);
+}
+
+Test(idcache, an_eviction_frees_outside_the_lock)
+{
+    fx f = fx_open(2.5);
+    drape_idcache_extra_ops ops = {probe_make, probe_free, NULL};
+    drape_error err = {0};
+    drape_idcache_entry *a = get(&f, 0.5f, NULL), *b = get(&f, -0.5f, NULL);
+    void *p = NULL;
+    cr_assert_eq(drape_idcache_extra(f.c, b, 0, &ops, &p, &err), 0, "%s", err.msg);
+    memcpy(probe.key, drape_idcache_entry_key(a), sizeof probe.key);
+    probe.c = f.c;
+    drape_idcache_release(f.c, b);
+    /* a third identity passes the budget: b (unheld) goes, with its extra */
+    drape_idcache_entry *c = get(&f, 0.25f, NULL);
+    pthread_join(probe.t, NULL); /* on the old code: once get() let go of the lock */
+    cr_assert_eq(probe.frees, 1, "b's extra was not freed");
+    cr_assert(probe.during_free, "another thread's lookup waited for the free to end (the lock was held around it)");
+    cr_assert_eq(probe.lookup_rc, 0, "the lookup of a held identity failed (%d)", probe.lookup_rc);
+    drape_idcache_stats s;
+    drape_idcache_get_stats(f.c, &s);
+    cr_assert_eq(s.evictions, 1);
+    cr_assert_eq(s.resident, 2);
+    cr_assert_eq(s.extras[0], 0);
+    probe.c = NULL;
+    drape_idcache_release(f.c, a);
+    drape_idcache_release(f.c, c);
+    fx_close(&f);
 }
