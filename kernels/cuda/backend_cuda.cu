@@ -1230,7 +1230,8 @@ static int cuda_run(drape_backend *b, drape_frame *frames, int n, drape_error *e
     int nf = c->n_hist;
     cu_frame *hf = (cu_frame *)(be->h_stage + align_up((size_t)be->cap * nf * 75 * 4));
     cu_uv_slot *hs = (cu_uv_slot *)((unsigned char *)hf + align_up((size_t)be->cap * sizeof(cu_frame)));
-    int off = 0, ns = 0, Vmax = 1;
+    int ns = 0, Vmax = 1;
+    int64_t off = 0; /* ΣV: past 2^31 for large batches of large garments (cu_frame) */
     size_t rec = (size_t)n * 32;
     for (int f = 0; f < n; f++) {
         const cuda_identity *id = (const cuda_identity *)frames[f].id;

@@ -43,7 +43,11 @@ typedef hd_refine_body cu_body;
  * go in the batch's [ΣV,3] arrays. */
 typedef struct {
     const float *film, *skin_w, *g, *c, *J, *F_cov;
-    int garment, lbs, V, out_off;
+    int garment, lbs, V;
+    /* its first vertex in those arrays: ΣV passes 2^31 within the documented
+     * limits (garments of up to 2^22 vertices, runtime/model.c; batches of
+     * up to 4096 frames, server/config.c): 512 such frames do it */
+    int64_t out_off;
     int pack;        /* DRAPE_PACK_*: packed on the device (core/pack16.h) */
     int64_t rec_off; /* its record in the batch's output: 12V bytes of positions, or 6V packed */
     /* refined on the device (cu_refine): the identity's shaped body [Nb,3],
@@ -54,7 +58,9 @@ typedef struct {
 } cu_frame;
 
 /* A frame of the UV stage in a chunk (slot = its maps in the chunk's
- * scratch): row_off[l] is its first row in conv layer l's im2col/GEMM. */
+ * scratch): row_off[l] is its first row in conv layer l's im2col/GEMM (an
+ * int: a chunk's rows times 36 bytes of im2col fit UV_BUDGET, 6 GiB, or the
+ * chunk is one frame of at most 4096² rows). */
 typedef struct {
     int frame;
     int row_off[DRAPE_MAX_CONV];
