@@ -228,15 +228,46 @@ static inline DRAPE_HD void hd_heading(float *H, const float *pose, const float 
 
 /* ---- rotations from network outputs, UV sampling, module B geometry ---- */
 
-/* R [9] of a 6D vector with identity offset (docs/design.md §2.4 step 4) */
+/* Below this a column's norm gives no direction (hd_rot6d) */
+#define HD_ROT6D_EPS 1e-6f
+
+/* v scaled by a power of two (exact, direction kept) when its largest
+ * component passes 2^60, so that its squares cannot overflow; NaN and Inf
+ * are left as they are */
+static inline DRAPE_HD void hd_rot6d_tame(float *v)
+{
+    float m = fmaxf(fabsf(v[0]), fmaxf(fabsf(v[1]), fabsf(v[2])));
+    if (!(m > 0x1p60f) || isinf(m)) return;
+    int e;
+    frexpf(m, &e);
+    for (int i = 0; i < 3; i++) v[i] = ldexpf(v[i], -e);
+}
+
+/* R [9] of a 6D vector with identity offset (docs/design.md §2.4 step 4),
+ * total over finite inputs: a network output whose a1 is (nearly) zero, or
+ * whose a2 is zero or along a1, gave NaN and the server refused the frame.
+ * Such an e1 is the identity's x; such an e2 the identity's y made
+ * perpendicular to e1 (z where e1 is nearer ±y). Other inputs: the plain
+ * Gram–Schmidt, bit for bit as before. */
 static inline DRAPE_HD void hd_rot6d(float *R, const float *r)
 {
     float a1[3] = {r[0] + 1.0f, r[1], r[2]}, a2[3] = {r[3], r[4] + 1.0f, r[5]};
+    hd_rot6d_tame(a1);
+    hd_rot6d_tame(a2);
     float n1 = sqrtf(a1[0] * a1[0] + a1[1] * a1[1] + a1[2] * a1[2]);
+    if (n1 < HD_ROT6D_EPS) a1[0] = 1, a1[1] = a1[2] = 0, n1 = 1;
     float e1[3] = {a1[0] / n1, a1[1] / n1, a1[2] / n1};
     float d = e1[0] * a2[0] + e1[1] * a2[1] + e1[2] * a2[2];
     float u[3] = {a2[0] - d * e1[0], a2[1] - d * e1[1], a2[2] - d * e1[2]};
     float n2 = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    /* u is rounding noise when a2's part along e1 dwarfs it */
+    if (n2 < HD_ROT6D_EPS || n2 < 1e-4f * fabsf(d)) {
+        float ax[3] = {0, 1, 0};
+        if (e1[1] * e1[1] > 0.5f) ax[1] = 0, ax[2] = 1;
+        d = e1[0] * ax[0] + e1[1] * ax[1] + e1[2] * ax[2];
+        for (int i = 0; i < 3; i++) u[i] = ax[i] - d * e1[i];
+        n2 = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]); /* at least √½ */
+    }
     float e2[3] = {u[0] / n2, u[1] / n2, u[2] / n2};
     float e3[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
     for (int i = 0; i < 3; i++) {

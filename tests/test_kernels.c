@@ -33,6 +33,72 @@ Test(kernels, rot6d_known_input)
     assert_near(R, (float[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 9, 1e-7f);
 }
 
+/* A network output whose a1 is zero, or whose a2 is zero or along a1,
+ * gave NaN (and the server refused the frame as `internal`): each is now a
+ * finite rotation, as is a finite output too large to square. */
+Test(kernels, rot6d_degenerate_input_is_a_rotation)
+{
+    static const float cases[][6] = {
+        {-1, 0, 0, 0, -1, 0},              /* a1 = a2 = 0: the identity */
+        {-1, 0, 0, 0, 0, 1},               /* a1 = 0 */
+        {-1 + 1e-9f, 0, 0, 0, 1, 0},       /* a1 below the epsilon */
+        {0, 0, 0, 0, -1, 0},               /* a2 = 0 */
+        {0, 0, 0, 1, -1, 0},               /* a2 = a1 = x */
+        {-1, 1, 0, 0, 0, 0},               /* a2 = a1 = y: the fallback axis is z */
+        {-1, 0, -1, 0, -1, -3},            /* a2 = 3 a1 = −3z */
+        {1e30f, 0, 0, 0, 1e30f, 0},        /* finite, squares overflow */
+        {3e38f, -3e38f, 3e38f, -3e38f, 3e38f, 3e38f},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        float R[9];
+        cpu_rot6d(R, cases[c]);
+        for (int i = 0; i < 9; i++) cr_assert(isfinite(R[i]), "case %zu: R[%d] = %g", c, i, R[i]);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                float dot = R[i] * R[j] + R[3 + i] * R[3 + j] + R[6 + i] * R[6 + j]; /* columns i, j */
+                cr_assert(fabsf(dot - (i == j)) < 1e-6f, "case %zu: columns %d·%d = %.9g", c, i, j, dot);
+            }
+        float det = R[0] * (R[4] * R[8] - R[5] * R[7]) - R[1] * (R[3] * R[8] - R[5] * R[6]) +
+                    R[2] * (R[3] * R[7] - R[4] * R[6]);
+        cr_assert(fabsf(det - 1) < 1e-6f, "case %zu: det %.9g", c, det);
+    }
+    float R[9];
+    cpu_rot6d(R, cases[0]);
+    assert_near(R, (float[]){1, 0, 0, 0, 1, 0, 0, 0, 1}, 9, 0);
+}
+
+/* the Gram–Schmidt of the 6D form as it was before the fallbacks */
+static void rot6d_plain(float *R, const float *r)
+{
+    float a1[3] = {r[0] + 1.0f, r[1], r[2]}, a2[3] = {r[3], r[4] + 1.0f, r[5]};
+    float n1 = sqrtf(a1[0] * a1[0] + a1[1] * a1[1] + a1[2] * a1[2]);
+    float e1[3] = {a1[0] / n1, a1[1] / n1, a1[2] / n1};
+    float d = e1[0] * a2[0] + e1[1] * a2[1] + e1[2] * a2[2];
+    float u[3] = {a2[0] - d * e1[0], a2[1] - d * e1[1], a2[2] - d * e1[2]};
+    float n2 = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+    float e2[3] = {u[0] / n2, u[1] / n2, u[2] / n2};
+    float e3[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+    for (int i = 0; i < 3; i++) R[3 * i] = e1[i], R[3 * i + 1] = e2[i], R[3 * i + 2] = e3[i];
+}
+
+/* the fallbacks leave every ordinary input as it was, bit for bit */
+Test(kernels, rot6d_ordinary_input_is_unchanged)
+{
+    uint32_t s = 12345;
+    for (int n = 0; n < 100000; n++) {
+        float r[6], got[9], want[9];
+        float scale = n % 4 == 0 ? 0.05f : n % 4 == 1 ? 0.5f : n % 4 == 2 ? 3.0f : 1e6f;
+        for (int i = 0; i < 6; i++) {
+            s = s * 1664525u + 1013904223u;
+            r[i] = scale * ((float)(s >> 8) / 16777216.0f * 2 - 1);
+        }
+        cpu_rot6d(got, r);
+        rot6d_plain(want, r);
+        cr_assert(!memcmp(got, want, sizeof got), "input %d (%g %g %g %g %g %g) changed", n, r[0], r[1], r[2], r[3],
+                  r[4], r[5]);
+    }
+}
+
 Test(kernels, bone_correct)
 {
     /* T̂ = translation by (1,0,0); q = T̂(c) with c = 0 → q = (1,0,0).

@@ -180,12 +180,35 @@ def heading(R0):
                         torch.stack([-s, z, c], -1)], -2)
 
 
+def _rot6d_tame(a):
+    """a [...,3] scaled by a power of two where its largest component passes 2^60 (hd_rot6d_tame)."""
+    m = a.abs().amax(-1, keepdim=True)
+    _, e = torch.frexp(m)
+    return torch.where((m > 2.0 ** 60) & ~torch.isinf(m), torch.ldexp(a, -e), a)
+
+
 def rot6d(r):
-    """6D rotation with identity offset (docs/design.md §2.4.4): r [...,6] -> [...,3,3]."""
-    a1 = r[..., 0:3] + torch.tensor([1.0, 0.0, 0.0], dtype=r.dtype, device=r.device)
-    a2 = r[..., 3:6] + torch.tensor([0.0, 1.0, 0.0], dtype=r.dtype, device=r.device)
-    e1 = a1 / a1.norm(dim=-1, keepdim=True)
-    u = a2 - (e1 * a2).sum(-1, keepdim=True) * e1
+    """6D rotation with identity offset (docs/design.md §2.4.4): r [...,6] -> [...,3,3].
+
+    Total over finite inputs, as core/kinematics.h's hd_rot6d: a1 with norm
+    below 1e-6 is taken as x; a u (a2 less its part along e1) below 1e-6 or
+    below 1e-4 of that part becomes y (z where e1 is nearer +-y) made
+    perpendicular to e1. The unused branches see safe denominators, so the
+    gradients stay finite.
+    """
+    one = lambda *v: torch.tensor(v, dtype=r.dtype, device=r.device)  # noqa: E731
+    a1 = _rot6d_tame(r[..., 0:3] + one(1.0, 0.0, 0.0))
+    a2 = _rot6d_tame(r[..., 3:6] + one(0.0, 1.0, 0.0))
+    n1 = a1.norm(dim=-1, keepdim=True)
+    small1 = n1 < 1e-6
+    a1 = torch.where(small1, one(1.0, 0.0, 0.0).expand_as(a1), a1)
+    e1 = a1 / torch.where(small1, torch.ones_like(n1), n1)
+    d = (e1 * a2).sum(-1, keepdim=True)
+    u = a2 - d * e1
+    n2 = u.norm(dim=-1, keepdim=True)
+    small2 = (n2 < 1e-6) | (n2 < 1e-4 * d.abs())
+    ax = torch.where(e1[..., 1:2] * e1[..., 1:2] > 0.5, one(0.0, 0.0, 1.0), one(0.0, 1.0, 0.0))
+    u = torch.where(small2, ax - (e1 * ax).sum(-1, keepdim=True) * e1, u)
     e2 = u / u.norm(dim=-1, keepdim=True)
     e3 = torch.cross(e1, e2, dim=-1)
     return torch.stack([e1, e2, e3], -1)  # columns
