@@ -2,8 +2,10 @@
  * `drape sim cloth` process against the NumPy/SciPy port's simulation loop
  * alone (bench/fms_port.py), 2,400 steps, same result checked; then ms per
  * step at 10 iterations for grids of about 1k, 4k, 16k and 64k vertices, one
- * core (the engine is single-threaded); then a bundle's skirt on a walking
- * body (`drape sim garment`'s path): ms per frame with collision; then the
+ * core (the engine is single-threaded); then Liu et al.'s 6,561 vertices,
+ * the engine's loop against the port's on the same mesh (goal 5x); then a
+ * bundle's skirt on a walking body (`drape sim garment`'s path): ms per
+ * frame with collision; then the
  * default model's garments under their teacher's settings, the collider's
  * guessed queries against its plain search (the same frames, bit for bit). */
 #include <math.h>
