@@ -34,6 +34,7 @@ struct drape_collider {
     /* the last update's motion, for the bound: the body's mean step u and,
      * per grid cell, the largest |step − u| of a corner of its triangles */
     double u[3];
+    double move_max;       /* the largest |step − u| of any vertex (every update, for the deep check) */
     float *cell_move;
     int64_t cap_move;
     int fresh;             /* an update came since the last projection */
@@ -149,10 +150,27 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
     return DRAPE_OK;
 }
 
+/* The last update's motion: its mean step u and how far any vertex moved
+ * besides, for the deep check in drape_collider_project (two passes over
+ * the vertices: little next to the normals and the grid). */
+static void body_motion(drape_collider *c)
+{
+    double u[3] = {0, 0, 0}, m = 0;
+    for (int i = 0; i < c->nv; i++)
+        for (int d = 0; d < 3; d++) u[d] += c->v[3 * i + d] - c->vp[3 * i + d];
+    for (int d = 0; d < 3; d++) c->u[d] = u[d] / c->nv;
+    for (int i = 0; i < c->nv; i++) {
+        const double *a = c->v + 3 * i, *b = c->vp + 3 * i;
+        double e0 = a[0] - b[0] - c->u[0], e1 = a[1] - b[1] - c->u[1], e2 = a[2] - b[2] - c->u[2];
+        m = fmax(m, e0 * e0 + e1 * e1 + e2 * e2);
+    }
+    c->move_max = sqrt(m) * (1 + 1e-6);
+}
+
 /* The last update's motion per grid cell (see the struct): what the
  * projection's bound needs to skip points that cannot have reached the
- * surface. The common part u is taken out of both sides of that bound, so a
- * body walking with its garment does not use it up. */
+ * surface. The common part u (body_motion) is taken out of both sides of
+ * that bound, so a body walking with its garment does not use it up. */
 static int motion_bounds(drape_collider *c)
 {
     const drape_grid *g = &c->grid;
@@ -162,10 +180,6 @@ static int motion_bounds(drape_collider *c)
         if (!p) return DRAPE_ENOMEM;
         c->cell_move = p, c->cap_move = cells;
     }
-    double u[3] = {0, 0, 0};
-    for (int i = 0; i < c->nv; i++)
-        for (int d = 0; d < 3; d++) u[d] += c->v[3 * i + d] - c->vp[3 * i + d];
-    for (int d = 0; d < 3; d++) c->u[d] = u[d] / c->nv;
     for (int64_t k = 0; k < cells; k++) {
         float m = 0;
         for (int32_t q = g->start[k]; q < g->start[k + 1]; q++) {
@@ -239,6 +253,7 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
      * them, each triangle in several cells); the same vertex either way */
     if (!rc && c->vmargin >= 0) rc = drape_grid_build(&c->vgrid, c->v, c->v, c->nv, cell);
     if (rc) return drape_fail(err, rc, rc == DRAPE_ENOMEM ? "out of memory" : "collider: the body is not finite");
+    body_motion(c);
     if (c->warm && (rc = motion_bounds(c))) return drape_fail(err, rc, "out of memory");
     /* the bounds cover one update's motion: a second one before a
      * projection would leave the first's uncounted, so they are dropped */
@@ -322,14 +337,14 @@ static void visit_tie(void *ctx, int f)
  * lower index), so ties go where they always went. Past MAX_TIES of them,
  * the plain walk itself. */
 static void guessed_nearest(const drape_collider *c, const double p[3], const double lo[3], const double hi[3],
-                            mesh_query *m)
+                            double reach, mesh_query *m)
 {
     tie_query tq = {.c = c, .p = p, .best = m->best, .bound = nextafter(m->best, INFINITY), .n = 1, .ties = {m->face}};
     drape_grid_visit_near(&c->grid, lo, hi, p, &tq.bound, visit_tie, &tq);
     double rlo[3], rhi[3];
-    for (int d = 0; d < 3; d++) rlo[d] = p[d] - c->reach, rhi[d] = p[d] + c->reach;
+    for (int d = 0; d < 3; d++) rlo[d] = p[d] - reach, rhi[d] = p[d] + reach;
     if (tq.n > MAX_TIES) {
-        *m = (mesh_query){.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
+        *m = (mesh_query){.c = c, .p = p, .best = reach * reach, .face = -1};
         drape_grid_visit_near(&c->grid, rlo, rhi, p, &m->best, visit_face, m);
         return;
     }
@@ -348,19 +363,20 @@ static void guessed_nearest(const drape_collider *c, const double p[3], const do
  * hint >= 0, with warm queries: a bound to start from (only triangles nearer
  * than the hint's are looked at; a tie goes to the hint). Without warm: a
  * guess that only makes the search cheaper (guessed_nearest), the answer the
- * plain search's. */
+ * plain search's. reach: how far triangles are looked for (the mesh's, or
+ * more for the deep check). */
 static double mesh_distance(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
-                            double inv_dt, int hint, int *face)
+                            double inv_dt, int hint, double reach, int *face)
 {
-    mesh_query m = {.c = c, .p = p, .best = c->reach * c->reach, .face = -1};
-    double lo[3], hi[3], half = c->reach;
+    mesh_query m = {.c = c, .p = p, .best = reach * reach, .face = -1};
+    double lo[3], hi[3], half = reach;
     if (hint >= 0) {
         visit_face(&m, hint);
         if (m.face >= 0) half = sqrt(m.best) * (1 + 1e-12) + 1e-15;
     }
     for (int d = 0; d < 3; d++) lo[d] = p[d] - half, hi[d] = p[d] + half;
     if (m.face >= 0 && !c->warm && !c->plain)
-        guessed_nearest(c, p, lo, hi, &m);
+        guessed_nearest(c, p, lo, hi, reach, &m);
     else if (c->plain)
         drape_grid_visit(&c->grid, lo, hi, visit_face, &m);
     else
@@ -468,9 +484,9 @@ static double capsule_distance(const capsule *k, const double p[3], double q[3],
 
 /* The nearest surface; vel (may be NULL) its velocity there (capsules are
  * still); *face (may be NULL) the mesh triangle when the mesh's is nearest,
- * else -1. */
+ * else -1; reach as mesh_distance's. */
 static double nearest(const drape_collider *c, const double p[3], double q[3], double n[3], double vel[3],
-                      double inv_dt, int hint, int *face)
+                      double inv_dt, int hint, double reach, int *face)
 {
     double best = INFINITY;
     if (face) *face = -1;
@@ -481,7 +497,7 @@ static double nearest(const drape_collider *c, const double p[3], double q[3], d
     }
     if (c->mesh_ready) {
         int f;
-        double qq[3], nn[3], vv[3], d = mesh_distance(c, p, qq, nn, vel ? vv : NULL, inv_dt, hint, &f);
+        double qq[3], nn[3], vv[3], d = mesh_distance(c, p, qq, nn, vel ? vv : NULL, inv_dt, hint, reach, &f);
         if (d < best) {
             best = d, memcpy(q, qq, sizeof qq), memcpy(n, nn, sizeof nn);
             if (face) *face = f;
@@ -493,7 +509,7 @@ static double nearest(const drape_collider *c, const double p[3], double q[3], d
 
 double drape_collider_distance(const drape_collider *c, const double p[3], double q[3], double n[3])
 {
-    return nearest(c, p, q, n, NULL, 0, -1, NULL);
+    return nearest(c, p, q, n, NULL, 0, -1, c->reach, NULL);
 }
 
 /* The tracked test (drape_collider_set_points' track): point p, at prev
@@ -563,8 +579,8 @@ int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_
     int mem = c->npts == n && c->mesh_ready, warm = mem && c->warm, track = mem && c->track;
     /* the skip below bounds distances, which the vertex test does not use */
     int skip = warm && c->vmargin < 0 && c->n_caps == 0;
-    double u0[3] = {0, 0, 0};
-    if (c->fresh) memcpy(u0, c->u, sizeof u0);
+    double u0[3] = {0, 0, 0}, m0 = 0; /* the body's motion since the last projection: mean, and any vertex besides */
+    if (c->fresh) memcpy(u0, c->u, sizeof u0), m0 = c->move_max;
     for (int i = 0; i < n; i++) {
         if (mask && !mask[i]) continue;
         double *p = x + 3 * i, *u = v + 3 * i;
@@ -593,7 +609,28 @@ int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_
         int hit = 0, face = guess && mem ? c->pt_face[i] : -1, out = 0;
         double dist = 0;
         for (int pass = 0; pass < 3; pass++) {
-            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, guess ? face : -1, &face), keep = margin;
+            double q[3], nn[3], vb[3], d = nearest(c, p, q, nn, vb, inv_dt, guess ? face : -1, c->reach, &face);
+            double keep = margin;
+            if (pass == 0 && face < 0 && mem && c->pt_clear[i] >= 0) {
+                /* The deep check. It was outside; had it crossed a
+                 * triangle in the step (both moving linearly), it would now
+                 * be at most r = |Δp − u| + M from that triangle's material
+                 * point (M: any vertex's step besides u). Below the reach
+                 * the query above would have found that: none found, it is
+                 * outside. Else look as far as r, where the nearest
+                 * triangle's side tells: a point that went deep into a
+                 * thick part is pushed out (and counted) like any inside
+                 * point. (A swept test like tracked() over the triangles
+                 * near the path would also name the entry, but a count of
+                 * crossings errs at shared edges; the nearest triangle's
+                 * side is the collider's own inside test.) Only points that
+                 * found no triangle get here, and only jumps of about the
+                 * reach pay the wider query. */
+                const double *pv = c->pt_prev + 3 * i;
+                double e0 = p[0] - pv[0] - u0[0], e1 = p[1] - pv[1] - u0[1], e2 = p[2] - pv[2] - u0[2];
+                double r = (sqrt(e0 * e0 + e1 * e1 + e2 * e2) + m0) * (1 + 1e-9);
+                if (r >= c->reach) d = nearest(c, p, q, nn, vb, inv_dt, -1, r, &face);
+            }
             if (pass == 0 && track && c->pt_track[i] >= 0 && c->pt_track[i] != face) {
                 double tq[3], tn[3], tv[3];
                 double s = tracked(c, p, c->pt_prev + 3 * i, c->pt_track[i], c->fresh, tq, tn, tv, inv_dt);
@@ -630,10 +667,10 @@ int drape_collider_project(drape_collider *c, double *x, double *v, const uint8_
             c->pt_track[i] = out ? face : -1;
             /* Known outside, with every triangle at least this far: the last
              * pass found no contact at distance d. Beyond the reach (d
-             * infinite) a point is known outside only if it was before (to
-             * have crossed the surface it would have moved more than the
-             * reach in one step); else it may be deep inside, where a later
-             * query that reaches the surface pushes it. */
+             * infinite) a point is known outside only if it was before (the
+             * deep check proved it did not cross); else it may be deep
+             * inside, where a later query that reaches the surface pushes
+             * it. */
             c->pt_clear[i] = dist == INFINITY ? (c->pt_clear[i] >= 0 ? c->reach : -1)
                            : out && dist >= margin ? dist : -1;
             memcpy(c->pt_prev + 3 * i, p, 3 * sizeof *p);

@@ -7,7 +7,8 @@
  * d = ±|p − q| with q the closest point on the nearest triangle within the
  * mesh's reach, the sign that of (p − q)·n where n interpolates the vertex
  * normals (outward for counter-clockwise faces) at q. Points farther than the
- * reach from every triangle, on either side, are not in contact. */
+ * reach from every triangle, on either side, are not in contact (but see
+ * the deep check of drape_collider_set_points). */
 #ifndef DRAPE_COLLIDE_H
 #define DRAPE_COLLIDE_H
 
@@ -56,16 +57,23 @@ int drape_collider_set_vertex_margin(drape_collider *c, double margin, drape_err
  *   the cells around it: a point that cannot have reached the margin is not
  *   queried (each update must be followed by a projection for the bound to
  *   hold: a second update first drops the bounds).
- * With all three off the memory is kept but not used: the results are those
- * without it. */
+ * Always, the deep check: a point known outside at its last projection
+ * (found at the margin or more, or beyond the reach and known before) that
+ * now finds no triangle within the reach is known outside still only if
+ * it cannot have crossed the surface since: |Δp − u| + M < reach, u the
+ * body's mean step and M the largest step of any body vertex besides u.
+ * Else it is looked for as far as |Δp − u| + M, and found inside there it
+ * is pushed out, and counted, like any point inside.
+ * With all three off the memory is kept for that check alone: the results
+ * are those without it but where |Δp − u| + M reaches the reach. */
 int drape_collider_set_points(drape_collider *c, int n, int warm, int track, double cell, drape_error *err);
 /* Without warm, each point's query still starts from its last nearest
  * triangle as a guess, which only makes it cheaper: the answer is the plain
  * search's, bit for bit (mesh_distance). plain != 0 turns the guess off, for
  * the benchmark's peer. */
 void drape_collider_set_plain_search(drape_collider *c, int plain);
-/* point i's nearest triangle at the last projection (-1: none within reach,
- * or no memory for it) */
+/* point i's nearest triangle at the last projection (beyond the reach only
+ * where the deep check looked there; -1: none found, or no memory for it) */
 int drape_collider_point_face(const drape_collider *c, int i);
 /* bytes held (mesh, grid, the points' memory) */
 size_t drape_collider_bytes(const drape_collider *c);

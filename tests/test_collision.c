@@ -802,3 +802,55 @@ Test(collision, tracking_keeps_a_point_on_the_side_it_was)
     cr_assert_float_eq(end[1], 0.032, 1e-9, "with tracking the point is back in front (%g)", end[1]);
     cr_assert_float_eq(speed[1], 0.03 * 120, 1e-6, "and moves with the slab (%g m/s)", speed[1]);
 }
+
+/* A point 1 cm outside a 40 cm box goes 14 cm deep in one step (relative to
+ * the box: the point moves, or the box moves over it), more than the 8 cm
+ * reach from every face. The points' memory knew it outside; the collider
+ * must not keep reading it so (the old rule: no triangle within reach, was
+ * outside, so still outside), but find it and push it out, as a contact.
+ * With and without warm queries (the teacher keeps the memory too). */
+Test(collision, a_point_that_jumps_past_the_reach_deep_inside_is_pushed_out)
+{
+    drape_error e = {0};
+    const double margin = 0.005, reach = 0.08, dt = 1.0 / 30;
+    for (int warm = 0; warm < 2; warm++)
+        for (int body_moves = 0; body_moves < 2; body_moves++) {
+            float v[24];
+            int32_t f[36];
+            drape_collider *col;
+            cr_assert_eq(drape_collider_create(&col, &e), 0);
+            box_mesh(v, f, (double[]){-0.2, -0.2, -0.2}, (double[]){0.2, 0.2, 0.2});
+            cr_assert_eq(drape_collider_set_mesh(col, f, 12, 8, reach, &e), 0, "%s", e.msg);
+            cr_assert_eq(drape_collider_set_points(col, 1, warm, 0, 0, &e), 0, "%s", e.msg);
+            cr_assert_eq(drape_collider_update_mesh(col, v, &e), 0, "%s", e.msg);
+            double x[3] = {0.21, 0.01, 0.02}, u[3] = {0, 0, 0};
+            cr_assert_eq(drape_collider_project(col, x, u, NULL, 1, margin, 0, dt), 0, "1 cm out: no contact");
+            double face_x = 0.2; /* the +x face the point came through (in float: 1e-6 below) */
+            if (body_moves) {
+                box_mesh(v, f, (double[]){-0.05, -0.2, -0.2}, (double[]){0.35, 0.2, 0.2});
+                cr_assert_eq(drape_collider_update_mesh(col, v, &e), 0, "%s", e.msg);
+                face_x = 0.35;
+            } else {
+                x[0] = 0.06;
+            }
+            double q[3], n[3];
+            cr_assert(isinf(drape_collider_distance(col, x, q, n)), "14 cm deep: beyond the reach of every face");
+            int k = drape_collider_project(col, x, u, NULL, 1, margin, 0, dt);
+            cr_log_info("warm %d, body moves %d: %d contacts, x = %.4f", warm, body_moves, k, x[0]);
+            cr_expect_eq(k, 1, "warm %d, body moves %d: the deep point is a contact (%d)", warm, body_moves, k);
+            cr_expect_float_eq(x[0], face_x + margin, 1e-6, "warm %d, body moves %d: pushed out of the face it "
+                               "crossed, to the margin (x = %g)", warm, body_moves, x[0]);
+            /* (each case reports, pass or fail) then outside again: still, it
+             * stays put, no contact */
+            cr_expect_eq(drape_collider_project(col, x, u, NULL, 1, margin, 0, dt), 0);
+            cr_expect_float_eq(x[0], face_x + margin, 1e-6);
+            /* a jump as long that stays outside (10 cm off the face, along
+             * it) is no contact and goes where it went */
+            double y[3] = {face_x + 0.1, -0.05, 0.02}, w[3] = {0, 0, 0};
+            cr_assert_eq(drape_collider_project(col, y, w, NULL, 1, margin, 0, dt), 0, "10 cm off the face");
+            y[1] = 0.1;
+            cr_assert_eq(drape_collider_project(col, y, w, NULL, 1, margin, 0, dt), 0, "15 cm along it: no contact");
+            cr_assert(y[0] == face_x + 0.1 && y[1] == 0.1 && y[2] == 0.02, "left where it went");
+            drape_collider_free(col);
+        }
+}
