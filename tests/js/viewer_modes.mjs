@@ -25,16 +25,20 @@ try {
   page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   await page.goto(`${base}/?garment=${garment}&compare=1`, { waitUntil: 'load' });
-  // every avatar shown has frames (a refused open would leave one without, and a banner)
-  const flowing = (n) =>
+  // every avatar shown has frames (a refused open would leave one without, and
+  // a banner), and none of the avatars before (drapeStats is measured at the
+  // next rendered frame, so right after a switch it may still show the old
+  // ones, flowing: on a loaded machine the test read the old avatar's mode)
+  const flowing = (n, before = []) =>
     page.waitForFunction(
-      (n) => {
+      ([n, before]) => {
         const a = window.drapeStats && window.drapeStats.avatars;
-        return a && a.length === n && a.every((x) => x.frames > 5);
+        return a && a.length === n && a.every((x) => x.frames > 5 && !before.includes(x.avatar));
       },
-      n,
+      [n, before],
       { timeout: 60000 },
     );
+  const shown = () => page.evaluate(() => window.drapeStats.avatars.map((a) => a.avatar));
   const state = () =>
     page.evaluate(() => ({
       modes: window.drapeStats.avatars.map((a) => a.mode),
@@ -54,17 +58,19 @@ try {
   if (!s.physicsShown) die('the physics switch is hidden for a garment that has physics');
   if (banner(s)) die(`a banner: ${s.message}`);
   result.side_by_side = s.modes;
+  let before = await shown();
   await page.click('#compare');
-  await flowing(1);
+  await flowing(1, before);
   s = await state();
   if (s.modes.join() !== 'lbs') die(`one avatar of ${garment}: mode ${s.modes}, not lbs`);
   if (banner(s)) die(`a banner: ${s.message}`);
   result.single = s.modes;
+  before = await shown();
   await page.selectOption('#garment', trained);
   await page.waitForFunction(() => document.getElementById('compare-modes').textContent.includes('neural'), null, {
     timeout: 20000,
   });
-  await flowing(1);
+  await flowing(1, before);
   s = await state();
   if (s.compare !== 'neural · lbs · physics') die(`${trained}: side-by-side row '${s.compare}'`);
   if (s.modes.join() !== 'neural') die(`one avatar of ${trained}: mode ${s.modes}, not neural`);
