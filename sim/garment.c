@@ -163,9 +163,29 @@ static int pick_substeps(const drape_garment_sim_params *p, const float *body, i
 
 /* ---- the rig: what a garment's simulation shares across runs ---- */
 
+/* The divergence bound (0: never): max_stray, or twice the garment's own
+ * size (its rest bounding box's diagonal) where that is larger. A vertex
+ * and its skinned place each lie within about that size of the attached
+ * vertices, so a cloth that swings as far as it can stays inside; a fixed
+ * 1 m did not: on a pirouette the dress's hem, lagging half a turn behind,
+ * stood 1.2 m from its skinned place (the teacher's 1.0) and was thrown
+ * back to skinning mid-spin. A teleport or a state that ran away is still
+ * far past it. */
+static double rig_stray(const float *rest, int V, double max_stray)
+{
+    if (!(max_stray > 0) || V < 1) return max_stray > 0 ? max_stray : 0;
+    double lo[3] = {rest[0], rest[1], rest[2]}, hi[3] = {rest[0], rest[1], rest[2]};
+    for (int i = 1; i < V; i++)
+        for (int d = 0; d < 3; d++) lo[d] = fmin(lo[d], rest[3 * i + d]), hi[d] = fmax(hi[d], rest[3 * i + d]);
+    double diag = sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                       (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    return fmax(max_stray, 2 * diag);
+}
+
 struct drape_garment_rig {
     const drape_model *m;
     int gi, V, Nb, na, substeps;
+    double stray2;  /* the divergence bound squared (rig_stray), 0: never */
     float betas[DRAPE_MAX_BETAS];
     drape_garment_sim_params p;
     float *rest;   /* [V,3] g(β) */
@@ -211,6 +231,8 @@ int drape_garment_rig_create(drape_garment_rig **out, const drape_model *m, int 
         drape_garment_rig_free(r);
         return rc;
     }
+    double lim = rig_stray(r->rest, V, p->max_stray);
+    r->stray2 = lim * lim;
     double l0 = 0; /* mean rest edge length: the stiffness scale */
     for (int e = 0; e < g->n_edges; e++) {
         const float *a = r->rest + 3 * g->edges[2 * e], *c = r->rest + 3 * g->edges[2 * e + 1];
@@ -381,12 +403,12 @@ int drape_garment_run_restart(drape_garment_run *s, const float *pose, int settl
 }
 
 /* Whether the state left the garment's reach: not finite, or a vertex
- * farther than max_stray from its skinned place. */
+ * farther than the rig's bound (rig_stray) from its skinned place. */
 static int diverged(const drape_garment_run *s)
 {
     const drape_garment_rig *r = s->r;
     const double *x = drape_cloth_positions(s->cloth), *v = drape_cloth_velocities(s->cloth);
-    double lim = r->p.max_stray * r->p.max_stray;
+    double lim = r->stray2;
     for (int i = 0; i < r->V; i++) {
         const double *p = x + 3 * i, *u = v + 3 * i;
         const float *q = s->lbs[1] + 3 * i;

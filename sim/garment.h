@@ -38,8 +38,9 @@ typedef struct {
     double cheby;        /* Chebyshev acceleration of the iterations: the spectral radius estimate; 0: off */
     int plain_search;    /* the collider's queries without their guess (drape_collider_set_plain_search):
                             the same answers, slower; the benchmark's peer */
-    double max_stray;    /* m: a run whose vertex strays farther than this from its skinned place (or
-                            whose state is not finite) has diverged and starts again; 0: never */
+    double max_stray;    /* m: a run whose vertex strays farther than this, and than twice the
+                            garment's size (its rest bounding box's diagonal), from its skinned place
+                            (or whose state is not finite) has diverged and starts again; 0: never */
 } drape_garment_sim_params;
 
 /* The defaults documented in docs/conventions.md ("Garment simulation"):

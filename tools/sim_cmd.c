@@ -152,7 +152,8 @@ static const drape_opt garment_opts_table[] = {
     DRAPE_OPT_D(garment_opts, p.cheby, "cheby", NULL, 0, 1, "RHO", DRAPE_OPT_LT_MAX,
                 "Chebyshev acceleration of the iterations with this spectral radius estimate; 0: off"),
     DRAPE_OPT_D(garment_opts, p.max_stray, "max-stray", NULL, 0, 1000, "M", 0,
-                "a vertex this far from its skinned place (or a state not finite) restarts the run there, m; 0: never"),
+                "a vertex this far from its skinned place, and twice the garment's size, (or a state not finite) "
+                "restarts the run there, m; 0: never"),
 };
 static const drape_cmd_spec garment_spec = {
     "sim garment",
