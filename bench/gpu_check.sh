@@ -108,7 +108,8 @@ step goals 10 "$DRAPE_PYTHON" bench/gpu_goals.py "$LOG"
 step profile 90 bench/gpu_profile.sh "$B" "$MODEL"
 step variants 100 bash -c 'DRAPE_CUDA_CONV_BK=32 DRAPE_CUDA_REFINE_EDGES=1 DRAPE_CUDA_REFINE_THREADS=512 \
     "$0" --filter "cuda/*" --jobs 4 && DRAPE_CUDA_CONV_WARPS=4 "$0" --filter "cuda/*" --jobs 4' "$B/drape_tests"
-step bench_server 100 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 \
+# draped/raw takes five rounds of 3-s and 8-s blocks (about 70 s), quiet only here
+step bench_server 150 env DRAPE_BENCH_BACKEND=cuda DRAPE_BENCH_THREADS=4 DRAPE_BENCH_QUIET_ONLY=1 \
     "$B/drape_bench_server" "$MODEL" "$B/draped" "$B/drape"
 step train_tests 150 "$B/drape_tests" --filter 'train/*' --jobs 4
 step train_speed 200 bench/train_speed.sh "$B" 150
