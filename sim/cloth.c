@@ -66,6 +66,7 @@ struct drape_cloth {
     double *x, *v, *y;     /* [n,3] */
     v4d *w;                /* [ns+1] k_s d_s, d_s the spring's direction from the local step (x y z, pad 0), local step's order; w[ns] = 0 */
     double *att_target;    /* [n_att,3] */
+    double *guide;         /* [n,3] the guide's targets, NULL when params.guide is 0 */
     drape_collider *col;
     int contacts;
     v4d *b;                /* [nrows+1] right-hand side, then solution, in rows; rows ≥ nf4 collect pinned ends' terms, unread */
@@ -195,7 +196,7 @@ static int factorize(drape_cloth_system *c, const double *X, drape_error *err)
         double *Tx = T->x;
         size_t nz = 0;
 #define ADD(r, col, val) (Ti[nz] = (r), Tj[nz] = (col), Tx[nz++] = (val))
-        for (int a = 0; a < nf; a++) ADD(a, a, c->mass[c->node_of[a]] / h2);
+        for (int a = 0; a < nf; a++) ADD(a, a, c->mass[c->node_of[a]] * (1 / h2 + c->p.guide));
         for (int a = 0; a < c->n_att; a++) ADD(c->free_of[c->att_node[a]], c->free_of[c->att_node[a]], c->p.attach);
         for (int s = 0; s < ns; s++) {
             int i = c->springs[2 * s], j = c->springs[2 * s + 1], fi = c->free_of[i], fj = c->free_of[j];
@@ -248,7 +249,7 @@ static int bad_params(const drape_cloth_params *p, int n_attach)
            (p->mass == DRAPE_MASS_AREA && !(p->density > 0)) || !(p->bend >= 0) || !isfinite(p->bend) ||
            !(p->attach >= 0) || !isfinite(p->attach) || (n_attach > 0 && !(p->attach > 0)) || !(p->damping >= 0) ||
            !(p->damping < 1) || !(p->margin >= 0) || !isfinite(p->margin) || !(p->friction >= 0) || !(p->friction <= 1) ||
-           !(p->cheby >= 0) || !(p->cheby < 1);
+           !(p->cheby >= 0) || !(p->cheby < 1) || !(p->guide >= 0) || !isfinite(p->guide);
 }
 
 int drape_cloth_system_create(drape_cloth_system **out, const double *X, int n, const int32_t *faces, int F,
@@ -261,7 +262,7 @@ int drape_cloth_system_create(drape_cloth_system **out, const double *X, int n, 
     if (bad_params(p, n_attach))
         return drape_fail(err, DRAPE_EINVAL,
                           "cloth: dt, ym (and density, attach with attachments) must be positive, iters >= 1, gravity "
-                          "finite, bend and margin >= 0, damping and cheby in [0, 1), friction in [0, 1]");
+                          "finite, bend, margin and guide >= 0, damping and cheby in [0, 1), friction in [0, 1]");
     for (int i = 0; i < 3 * n; i++)
         if (!isfinite(X[i])) return drape_fail(err, DRAPE_ENONFINITE, "cloth: vertex %d is NaN or Inf", i / 3);
     for (int i = 0; i < 3 * F; i++)
@@ -473,14 +474,16 @@ int drape_cloth_create_on(drape_cloth **out, const drape_cloth_system *s, drape_
     c->q2 = malloc(ns * sizeof(double) + 1);
     c->e = aligned_alloc(32, (ns + 1) * sizeof(v4d));
     if (s->p.cheby > 0) c->xm = aligned_alloc(32, (N + 1) * sizeof(v4d));
+    if (s->p.guide > 0) c->guide = malloc(n * 3 * sizeof(double));
     if (!c->x || !c->v || !c->y || !c->w || !c->att_target || !c->b || !c->xr || !c->base || !c->q2 || !c->e ||
-        (s->p.cheby > 0 && !c->xm)) {
+        (s->p.cheby > 0 && !c->xm) || (s->p.guide > 0 && !c->guide)) {
         drape_cloth_free(c);
         return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     }
     drape_cloth_reset(c); /* a new cloth is a reset one */
     c->bytes = sizeof *c + n * 9 * sizeof(double) + (ns + 1) * (2 * sizeof(v4d) + sizeof(double)) +
-               (N + 1) * 3 * sizeof(v4d) + (size_t)s->n_att * 3 * sizeof(double);
+               (N + 1) * 3 * sizeof(v4d) + (size_t)s->n_att * 3 * sizeof(double) +
+               (c->guide ? n * 3 * sizeof(double) : 0);
     *out = c;
     return DRAPE_OK;
 }
@@ -511,7 +514,7 @@ void drape_cloth_free(drape_cloth *c)
 {
     if (!c) return;
     free(c->x); free(c->v); free(c->y); free(c->w); free(c->att_target);
-    free(c->b); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->xm);
+    free(c->b); free(c->xr); free(c->base); free(c->q2); free(c->e); free(c->xm); free(c->guide);
     drape_cloth_system_free(c->own);
     free(c);
 }
@@ -650,6 +653,11 @@ double drape_cloth_energy(const drape_cloth *c, const double *x)
             double r = x[3 * S->att_node[a] + k] - c->att_target[3 * a + k];
             e += 0.5 * S->p.attach * r * r;
         }
+    for (int i = 0; c->guide && i < S->n; i++)
+        for (int k = 0; k < 3 && S->is_free[i]; k++) {
+            double r = x[3 * i + k] - c->guide[3 * i + k];
+            e += 0.5 * S->p.guide * S->mass[i] * r * r;
+        }
     return e;
 }
 
@@ -674,6 +682,11 @@ int drape_cloth_step_traced(drape_cloth *c, double *energies, drape_error *err)
             double m = S->mh2[a];
             const double *pr = S->pin_rhs + 3 * a;
             c->base[r] = (v4d){m * y[0] + pr[0], m * y[1] + pr[1], m * y[2] + pr[2], 0};
+            if (c->guide) {
+                double mg = S->mass[i] * S->p.guide;
+                const double *g = c->guide + 3 * i;
+                c->base[r] += (v4d){mg * g[0], mg * g[1], mg * g[2], 0};
+            }
         }
     }
     for (int a = 0; a < S->n_att && S->nfree; a++) {
@@ -723,6 +736,16 @@ int drape_cloth_set_targets(drape_cloth *c, const double *targets, drape_error *
     return DRAPE_OK;
 }
 
+int drape_cloth_set_guide(drape_cloth *c, const double *guide, drape_error *err)
+{
+    int n3 = 3 * c->s->n;
+    if (!c->guide) return drape_fail(err, DRAPE_EINVAL, "cloth: made without a guide (params.guide is 0)");
+    for (int i = 0; i < n3; i++)
+        if (!isfinite(guide[i])) return drape_fail(err, DRAPE_ENONFINITE, "cloth: guide of vertex %d is NaN or Inf", i / 3);
+    memcpy(c->guide, guide, (size_t)n3 * sizeof *guide);
+    return DRAPE_OK;
+}
+
 int drape_cloth_set_state(drape_cloth *c, const double *x, const double *v, drape_error *err)
 {
     const drape_cloth_system *S = c->s;
@@ -751,6 +774,7 @@ void drape_cloth_reset(drape_cloth *c)
     memset(c->xr, 0, N * sizeof(v4d));
     memset(c->base, 0, N * sizeof(v4d));
     if (c->xm) memset(c->xm, 0, N * sizeof(v4d));
+    if (c->guide) memcpy(c->guide, S->X0, (size_t)S->n * 3 * sizeof(double));
     c->contacts = 0;
 }
 

@@ -47,6 +47,11 @@ typedef struct {
      * From the third iteration on, each result is pushed past the last two
      * by the Chebyshev weights, which converges in fewer iterations. */
     double cheby;
+    /* A guide, 1/s²: every free vertex pulled towards a target of the
+     * caller's (drape_cloth_set_guide) with energy guide/2 · m_i |x_i − g_i|²,
+     * a spring of natural frequency √guide/2π per vertex whatever its mass.
+     * It adds m_i·guide to the constant matrix; 0: off. */
+    double guide;
 } drape_cloth_params;
 
 /* X [n,3] rest positions, faces [F,3]; springs are the unique triangle edges.
@@ -87,6 +92,9 @@ void drape_cloth_reset(drape_cloth *c);
 
 /* targets [n_attach,3], in the order of the attach indices given at creation */
 int drape_cloth_set_targets(drape_cloth *c, const double *targets, drape_error *err);
+/* guide [n,3]: the guide's targets (params.guide > 0), until the next call;
+ * a new or reset cloth's are its rest positions. */
+int drape_cloth_set_guide(drape_cloth *c, const double *guide, drape_error *err);
 /* x, v [n,3] (v may be NULL: zero): the current state; pinned vertices keep
  * their rest positions and zero velocity. */
 int drape_cloth_set_state(drape_cloth *c, const double *x, const double *v, drape_error *err);
@@ -109,7 +117,8 @@ int drape_cloth_contacts(const drape_cloth *c);
 int drape_cloth_factorizations(const drape_cloth *c);
 
 /* The step's objective at x [n,3] for the momentum target of the current
- * state: 1/(2h²)‖x − y‖²_M + Σ k/2 (|x_j − x_i| − l0)² + Σ attach/2 |x_a − t_a|². */
+ * state: 1/(2h²)‖x − y‖²_M + Σ k/2 (|x_j − x_i| − l0)² + Σ attach/2 |x_a − t_a|²
+ * + guide/2 ‖x − g‖²_M over the free vertices. */
 double drape_cloth_energy(const drape_cloth *c, const double *x);
 /* Runs one step like drape_cloth_step but records the objective after every
  * global solve in energies[iters] (for the descent test). */

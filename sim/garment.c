@@ -138,8 +138,9 @@ static int check_params(const drape_garment_sim_params *p, drape_error *err)
         return drape_fail(err, DRAPE_EINVAL, "garment sim: max displacement and stretch must be positive, bend >= 0, "
                                              "reach greater than the margin and the vertex margin");
     if (!(p->cell >= 0) || !isfinite(p->cell) || !(p->max_stray >= 0) || !isfinite(p->max_stray) || !(p->cheby >= 0) ||
-        !(p->cheby < 1))
-        return drape_fail(err, DRAPE_EINVAL, "garment sim: cell and max stray must be finite and >= 0, cheby in [0, 1)");
+        !(p->cheby < 1) || !(p->guide >= 0) || !(p->guide <= 1e6))
+        return drape_fail(err, DRAPE_EINVAL, "garment sim: cell and max stray must be finite and >= 0, cheby in [0, 1), "
+                                             "guide in [0, 1e6]");
     return DRAPE_OK;
 }
 
@@ -246,7 +247,7 @@ int drape_garment_rig_create(drape_garment_rig **out, const drape_model *m, int 
                              .bend = p->bend * l0 * l0, .attach = p->attach,
                              /* per frame, so the drag does not grow with the substeps a motion needs */
                              .damping = 1 - pow(1 - p->damping, 1.0 / k),
-                             .margin = p->margin, .friction = p->friction, .cheby = p->cheby};
+                             .margin = p->margin, .friction = p->friction, .cheby = p->cheby, .guide = p->guide};
     rc = drape_cloth_system_create(&r->sys, X, V, g->faces, g->F, NULL, 0, r->att, r->na, &cp, err);
     free(X);
     if (rc) {
@@ -272,6 +273,7 @@ struct drape_garment_run {
     drape_cloth *cloth;
     drape_collider *col;
     float *lbs[2], *body[2], *body_s; /* [V,3], [Nb,3]: the previous pose's (0) and this one's (1) */
+    float *gd[2];   /* [V,3] the guide frames likewise (the rig's guide > 0), else NULL */
     double *X, *tgt;
     int started, contacts;
     size_t bytes;
@@ -282,7 +284,7 @@ void drape_garment_run_free(drape_garment_run *s)
     if (!s) return;
     drape_cloth_free(s->cloth);
     drape_collider_free(s->col);
-    for (int i = 0; i < 2; i++) free(s->lbs[i]), free(s->body[i]);
+    for (int i = 0; i < 2; i++) free(s->lbs[i]), free(s->body[i]), free(s->gd[i]);
     free(s->body_s);
     free(s->X);
     free(s->tgt);
@@ -316,7 +318,8 @@ int drape_garment_run_create(drape_garment_run **out, const drape_garment_rig *r
     for (int i = 0; i < 2; i++) {
         s->lbs[i] = malloc(V3 * sizeof(float));
         s->body[i] = malloc(B3 * sizeof(float));
-        if (!s->lbs[i] || !s->body[i]) rc = DRAPE_ENOMEM;
+        if (r->p.guide > 0) s->gd[i] = malloc(V3 * sizeof(float));
+        if (!s->lbs[i] || !s->body[i] || (r->p.guide > 0 && !s->gd[i])) rc = DRAPE_ENOMEM;
     }
     s->body_s = malloc(B3 * sizeof(float));
     s->X = malloc(V3 * sizeof(double));
@@ -329,7 +332,7 @@ int drape_garment_run_create(drape_garment_run **out, const drape_garment_rig *r
         return rc;
     }
     s->bytes = sizeof *s + drape_cloth_bytes(s->cloth) + drape_collider_bytes(s->col) + V3 * (2 * sizeof(float) + sizeof(double)) +
-               B3 * 3 * sizeof(float) + (size_t)r->na * 3 * sizeof(double);
+               B3 * 3 * sizeof(float) + (size_t)r->na * 3 * sizeof(double) + (s->gd[0] ? 2 * V3 * sizeof(float) : 0);
     *out = s;
     return DRAPE_OK;
 }
@@ -337,14 +340,21 @@ int drape_garment_run_create(drape_garment_run **out, const drape_garment_rig *r
 size_t drape_garment_run_bytes(const drape_garment_run *s) { return s->bytes; }
 int drape_garment_run_contacts(const drape_garment_run *s) { return s->contacts; }
 
-/* pose [75] → the skinned garment and the posed body in slot i */
-static int pose_into(drape_garment_run *s, int i, const float *pose, drape_error *err)
+/* pose [75] → the skinned garment and the posed body in slot i; the guide
+ * frame (NULL: the skinned garment) too when the rig has a guide */
+static int pose_into(drape_garment_run *s, int i, const float *pose, const float *guide, drape_error *err)
 {
     const drape_garment_rig *r = s->r;
     float A[DRAPE_JOINTS * 12];
     int rc = drape_poses_check(pose, 1, NULL, err);
     if (!rc) rc = drape_skin_lbs(s->lbs[i], r->m, r->gi, r->betas, pose, 1, err);
     if (rc) return rc;
+    if (guide && !s->gd[i]) return drape_fail(err, DRAPE_EINVAL, "guide: the rig was made without one (guide 0)");
+    if (s->gd[i]) {
+        for (int k = 0; guide && k < 3 * r->V; k++)
+            if (!isfinite(guide[k])) return drape_fail(err, DRAPE_ENONFINITE, "guide: vertex %d is NaN or Inf", k / 3);
+        memcpy(s->gd[i], guide ? guide : s->lbs[i], (size_t)r->V * 3 * sizeof(float));
+    }
     drape_fk(A, pose, pose + DRAPE_POSE_DIM, r->J, r->m->parents);
     drape_body_pose(s->body[i], r->m, r->v_s, A);
     return DRAPE_OK;
@@ -362,6 +372,10 @@ static int move_to(drape_garment_run *s, const float *lbs_a, const float *lbs_b,
         }
     for (int i = 0; i < 3 * r->Nb; i++) s->body_s[i] = body_a[i] + t * (body_b[i] - body_a[i]);
     int rc = drape_cloth_set_targets(s->cloth, s->tgt, err);
+    if (!rc && s->gd[0]) { /* the guide likewise, through X (free until the next start) */
+        for (int i = 0; i < 3 * r->V; i++) s->X[i] = s->gd[0][i] + t * (s->gd[1][i] - s->gd[0][i]);
+        rc = drape_cloth_set_guide(s->cloth, s->X, err);
+    }
     return rc ? rc : drape_collider_update_mesh(s->col, s->body_s, err);
 }
 
@@ -371,22 +385,40 @@ static void store(float *out, const drape_cloth *c, int V)
     for (int i = 0; i < 3 * V; i++) out[i] = (float)x[i];
 }
 
+static int run_start(drape_garment_run *s, const float *pose, const float *guide, int settle, float *out,
+                     drape_error *err);
+
 int drape_garment_run_first(drape_garment_run *s, const float *pose, float *out, drape_error *err)
 {
-    return drape_garment_run_restart(s, pose, s->r->p.settle, out, err);
+    return run_start(s, pose, NULL, s->r->p.settle, out, err);
+}
+
+int drape_garment_run_first_guided(drape_garment_run *s, const float *pose, const float *guide, float *out,
+                                   drape_error *err)
+{
+    return run_start(s, pose, guide, s->r->p.settle, out, err);
 }
 
 int drape_garment_run_substeps(const drape_garment_run *s) { return s->r->substeps; }
 
 int drape_garment_run_restart(drape_garment_run *s, const float *pose, int settle, float *out, drape_error *err)
 {
+    return run_start(s, pose, NULL, settle, out, err);
+}
+
+static int run_start(drape_garment_run *s, const float *pose, const float *guide, int settle, float *out,
+                     drape_error *err)
+{
     const drape_garment_rig *r = s->r;
     s->started = 0;
-    int rc = pose_into(s, 1, pose, err);
+    int rc = pose_into(s, 1, pose, guide, err);
     if (rc) return rc;
+    if (s->gd[0]) memcpy(s->gd[0], s->gd[1], (size_t)r->V * 3 * sizeof(float));
     drape_cloth_reset(s->cloth);
     if ((rc = new_collider(s, err))) return rc;
-    for (int i = 0; i < 3 * r->V; i++) s->X[i] = s->lbs[1][i]; /* start: skinned to the first pose, at rest */
+    /* start: skinned to the first pose (or the guide there), at rest */
+    const float *x0 = s->gd[1] ? s->gd[1] : s->lbs[1];
+    for (int i = 0; i < 3 * r->V; i++) s->X[i] = x0[i];
     if ((rc = drape_cloth_set_state(s->cloth, s->X, NULL, err)) ||
         (rc = move_to(s, s->lbs[1], s->lbs[1], s->body[1], s->body[1], 0, err)))
         return rc;
@@ -418,19 +450,29 @@ static int diverged(const drape_garment_run *s)
     return 0;
 }
 
+static void swap_slots(drape_garment_run *s)
+{
+    float *t = s->lbs[0];
+    s->lbs[0] = s->lbs[1], s->lbs[1] = t;
+    t = s->body[0], s->body[0] = s->body[1], s->body[1] = t;
+    t = s->gd[0], s->gd[0] = s->gd[1], s->gd[1] = t;
+}
+
 int drape_garment_run_next(drape_garment_run *s, const float *pose, float *out, int *reset, drape_error *err)
+{
+    return drape_garment_run_next_guided(s, pose, NULL, out, reset, err);
+}
+
+int drape_garment_run_next_guided(drape_garment_run *s, const float *pose, const float *guide, float *out, int *reset,
+                                  drape_error *err)
 {
     const drape_garment_rig *r = s->r;
     if (reset) *reset = 0;
-    if (!s->started) return drape_garment_run_first(s, pose, out, err);
-    float *t = s->lbs[0];
-    s->lbs[0] = s->lbs[1], s->lbs[1] = t;
-    t = s->body[0];
-    s->body[0] = s->body[1], s->body[1] = t;
-    int rc = pose_into(s, 1, pose, err);
+    if (!s->started) return run_start(s, pose, guide, r->p.settle, out, err);
+    swap_slots(s);
+    int rc = pose_into(s, 1, pose, guide, err);
     if (rc) { /* this pose is refused; the state stays at the previous one */
-        t = s->lbs[0], s->lbs[0] = s->lbs[1], s->lbs[1] = t;
-        t = s->body[0], s->body[0] = s->body[1], s->body[1] = t;
+        swap_slots(s);
         return rc;
     }
     int k = r->substeps;
@@ -444,7 +486,7 @@ int drape_garment_run_next(drape_garment_run *s, const float *pose, float *out, 
         /* back to the skinned garment at this pose, settled: the frame the
          * caller gets is that, and it says so */
         if (reset) *reset = 1;
-        return drape_garment_run_first(s, pose, out, err);
+        return run_start(s, pose, guide, r->p.settle, out, err);
     }
     store(out, s->cloth, r->V);
     return DRAPE_OK;
@@ -453,6 +495,13 @@ int drape_garment_run_next(drape_garment_run *s, const float *pose, float *out, 
 int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int n_betas, const float *poses, int T,
                            const drape_garment_sim_params *p, float *out, drape_garment_sim_stats *stats,
                            drape_error *err)
+{
+    return drape_garment_simulate_guided(m, gi, betas, n_betas, poses, T, NULL, p, out, stats, err);
+}
+
+int drape_garment_simulate_guided(const drape_model *m, int gi, const float *betas, int n_betas, const float *poses,
+                                  int T, const float *guide, const drape_garment_sim_params *p, float *out,
+                                  drape_garment_sim_stats *stats, drape_error *err)
 {
     double t0 = drape_now_ms();
     int rc = check_params(p, err);
@@ -476,11 +525,13 @@ int drape_garment_simulate(const drape_model *m, int gi, const float *betas, int
     }
     int V = r->V, resets = 0;
     double t1 = drape_now_ms(), contacts = 0;
-    rc = drape_garment_run_first(s, poses, out, err);
+    size_t GV = (size_t)V * 3;
+    rc = drape_garment_run_first_guided(s, poses, guide, out, err);
     double t2 = drape_now_ms(), c2 = (drape_cpu_ns() * 1e-6);
     for (int t = 1; t < T && !rc; t++) {
         int reset = 0;
-        rc = drape_garment_run_next(s, poses + (size_t)t * DRAPE_FRAME_FLOATS, out + (size_t)t * V * 3, &reset, err);
+        rc = drape_garment_run_next_guided(s, poses + (size_t)t * DRAPE_FRAME_FLOATS, guide ? guide + t * GV : NULL,
+                                           out + (size_t)t * V * 3, &reset, err);
         resets += reset;
         contacts += drape_garment_run_contacts(s);
     }

@@ -41,7 +41,14 @@ typedef struct {
     double max_stray;    /* m: a run whose vertex strays farther than this, and than twice the
                             garment's size (its rest bounding box's diagonal), from its skinned place
                             (or whose state is not finite) has diverged and starts again; 0: never */
+    double guide;        /* 1/s²: every free vertex pulled towards a guide frame (the network's
+                            output: `drape sim garment --guide`) by a spring of this stiffness per unit mass
+                            (drape_cloth_params.guide); the guide moves linearly between frames
+                            over the substeps; 0: off */
 } drape_garment_sim_params;
+
+/* the guide's stiffness when none is given, 1/s² (docs/training-log.md, "The cloth engine guided by the networks") */
+#define DRAPE_GUIDE_DEFAULT 10.0
 
 /* The defaults documented in docs/conventions.md ("Garment simulation"):
  * the teacher. */
@@ -106,8 +113,21 @@ int drape_garment_run_substeps(const drape_garment_run *s);
  * diverges (max_stray), the run starts again at this pose and *reset (may
  * be NULL) is 1. A pose that fails its check leaves the state as it was. */
 int drape_garment_run_next(drape_garment_run *s, const float *pose, float *out, int *reset, drape_error *err);
+/* The same two with a guide frame [V,3] for this pose (the rig's guide > 0;
+ * NULL: the skinned garment): a start (first) is the guide settled there,
+ * not the skinned garment. */
+int drape_garment_run_first_guided(drape_garment_run *s, const float *pose, const float *guide, float *out,
+                                   drape_error *err);
+int drape_garment_run_next_guided(drape_garment_run *s, const float *pose, const float *guide, float *out, int *reset,
+                                  drape_error *err);
 /* vertices in contact in the last substep */
 int drape_garment_run_contacts(const drape_garment_run *s);
+
+/* The same guided by frames guide [T,V,3] (p->guide > 0; NULL: the skinned
+ * garment), one per pose. */
+int drape_garment_simulate_guided(const drape_model *m, int gi, const float *betas, int n_betas, const float *poses,
+                                  int T, const float *guide, const drape_garment_sim_params *p, float *out,
+                                  drape_garment_sim_stats *stats, drape_error *err);
 
 /* rest [V,3]: the garment retargeted to the body shape, g(β) (docs/design.md §2.3);
  * lbs [T,V,3] (may be NULL): its plain skinning for poses [T,75], what

@@ -230,6 +230,56 @@ Test(cloth, bad_inputs_are_rejected)
     cr_assert_eq(drape_cloth_create(&c, X, 4, T, 2, NULL, 0, &bad, &e), DRAPE_EINVAL);
 }
 
+/* A guide (params.guide, 1/s²) pulls every free vertex towards its target:
+ * a free cloth without gravity goes to targets moved 10 cm from its rest
+ * (its springs at rest there); a hanging one held by a guide at its rest
+ * sags about g/k, not the metre it falls without one; the steps descend on
+ * the objective with the guide's term; a cloth made without a guide, or a
+ * target that is not finite, is refused. */
+Test(cloth, a_guide_holds_the_cloth_at_its_targets)
+{
+    drape_cloth_params p = NOTEBOOK;
+    p.gravity = 0, p.guide = 100, p.iters = 10;
+    double *X, *G;
+    int32_t *T;
+    int n, F;
+    grid(&X, &T, &n, &F, 9, 9, 2, 2);
+    G = malloc(sizeof(double) * 3 * n);
+    for (int i = 0; i < 3 * n; i++) G[i] = X[i] + (i % 3 == 2 ? 0.1 : 0);
+    drape_cloth *c;
+    drape_error e = {0};
+    cr_assert_eq(drape_cloth_create(&c, X, n, T, F, NULL, 0, &p, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_set_guide(c, G, &e), 0, "%s", e.msg);
+    double en[10];
+    for (int s = 0; s < 300; s++) {
+        cr_assert_eq(drape_cloth_step_traced(c, en, &e), 0, "%s", e.msg);
+        for (int i = 1; i < 10; i++) cr_assert_leq(en[i], en[i - 1] * (1 + 1e-12) + 1e-12, "step %d iteration %d", s, i);
+    }
+    double dmax = 0;
+    const double *x = drape_cloth_positions(c);
+    for (int i = 0; i < 3 * n; i++) dmax = fmax(dmax, fabs(x[i] - G[i]));
+    cr_assert_lt(dmax, 1e-4, "the free cloth is %g m from its guide after 10 s", dmax);
+    G[5] = NAN;
+    cr_assert_eq(drape_cloth_set_guide(c, G, &e), DRAPE_ENONFINITE);
+    cr_assert(strstr(e.msg, "guide of vertex 1"), "%s", e.msg);
+    drape_cloth_free(c);
+    /* hanging: pins at the top corners, the guide at rest (a new cloth's) */
+    p = NOTEBOOK, p.guide = 400;
+    hanging h = hang(9, &p);
+    for (int s = 0; s < 600; s++) cr_assert_eq(drape_cloth_step(h.c, &e), 0, "%s", e.msg);
+    double sag = 0;
+    x = drape_cloth_positions(h.c);
+    for (int i = 0; i < h.n; i++) sag = fmax(sag, h.X[3 * i + 1] - x[3 * i + 1]);
+    cr_assert(sag > 0.5 * 9.8 / 400 && sag < 1.5 * 9.8 / 400, "sagged %g m under a guide of 400/s², g/k is %g", sag,
+              9.8 / 400);
+    unhang(&h);
+    hanging u = hang(9, &NOTEBOOK);
+    cr_assert_eq(drape_cloth_set_guide(u.c, G, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "without a guide"), "%s", e.msg);
+    unhang(&u);
+    free(X), free(T), free(G);
+}
+
 static const char *bin(void)
 {
     const char *b = getenv("DRAPE_BIN");

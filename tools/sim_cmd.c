@@ -108,6 +108,8 @@ typedef struct {
     drape_tool_job_args job;
     const char *out;
     int realtime;
+    const char *guide;
+    double guide_k;
     drape_garment_sim_params p;
 } garment_opts;
 /* The defaults are sim/garment.c's (NULL here); the bounds are its checks'
@@ -118,7 +120,12 @@ static const drape_opt garment_opts_table[] = {
                 "where the vertices go: float32 [T, V, 3], as drape infer writes them"),
     DRAPE_OPT_F(garment_opts, realtime, "realtime",
                 "draped's physics mode exactly (docs/server.md): its served settings, frame by frame; takes none "
-                "of the options below"),
+                "of the options below but --guide"),
+    DRAPE_OPT_P(garment_opts, guide, "guide", "G.npy", 0,
+                "guide frames float32 [T, V, 3] (drape infer's output on the same poses): every vertex pulled "
+                "towards its frame's by a spring (docs/conventions.md, \"Garment simulation\"); a diagnostic, not served"),
+    DRAPE_OPT_D(garment_opts, guide_k, "guide-k", "0", 0, 1e6, "K", 0,
+                "the guide's stiffness per unit mass, 1/s^2 (with --guide; 0: 10)"),
     DRAPE_OPT_I(garment_opts, p.iters, "iters", NULL, 1, 1000, "N", 0, "local/global iterations per substep"),
     DRAPE_OPT_I(garment_opts, p.substeps, "substeps", NULL, 0, 64, "N", 0, "substeps per frame; 0: from the motion"),
     DRAPE_OPT_I(garment_opts, p.max_substeps, "max-substeps", NULL, 1, 64, "N", 0, "at most this many, when automatic"),
@@ -176,8 +183,9 @@ static int with_teacher(garment_opts *o, const drape_tool_job *j, int argc, char
     snprintf(buf, sizeof buf, "%s", t);
     int n = 0, rc = 0;
     for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-        /* only the simulator's own flags: not the job's, nor --out (the table's first five) */
-        for (int k = 0; k < 5 && !rc; k++) {
+        /* only the simulator's own flags: not the job's, --out, --realtime
+         * or the guide's (the table's first eight) */
+        for (int k = 0; k < 8 && !rc; k++) {
             size_t len = strlen(garment_opts_table[k].name);
             if (!strncmp(tok, "--", 2) && !strncmp(tok + 2, garment_opts_table[k].name, len) && (tok[2 + len] == 0 || tok[2 + len] == '='))
                 rc = 2;
@@ -214,6 +222,7 @@ static int cmd_garment(int argc, char **argv)
             return drape_opts_fail(&garment_spec, "--realtime runs the served settings; it takes no simulation options");
         o.p = drape_garment_sim_realtime();
     }
+    if (o.guide_k > 0 && !o.guide) return drape_opts_fail(&garment_spec, "--guide-k takes --guide");
     drape_error e = {0};
     drape_tool_job j;
     float *out = NULL;
@@ -227,10 +236,25 @@ static int cmd_garment(int argc, char **argv)
     out = malloc((size_t)T * V * 3 * sizeof *out);
     if (!out) { fprintf(stderr, "drape sim garment: out of memory\n"); goto done; }
     drape_garment_sim_stats st;
-    if (drape_garment_simulate(j.m, j.gi, j.betas, j.nb, j.poses.data, T, &o.p, out, &st, &e)) {
+    drape_npy gd = {0};
+    if (o.guide) {
+        if (drape_npy_read(&gd, o.guide, &e)) { drape_tool_die("sim garment", &e); goto done; }
+        if (gd.ndim != 3 || gd.shape[0] != T || gd.shape[1] != V || gd.shape[2] != 3) {
+            fprintf(stderr, "drape sim garment: %s: guide frames must be [%d, %d, 3] (the poses' frames, %s's vertices)\n",
+                    o.guide, T, V, g->name);
+            drape_npy_free(&gd);
+            goto done;
+        }
+        o.p.guide = o.guide_k > 0 ? o.guide_k : DRAPE_GUIDE_DEFAULT;
+    }
+    rc = drape_garment_simulate_guided(j.m, j.gi, j.betas, j.nb, j.poses.data, T, gd.data, &o.p, out, &st, &e);
+    drape_npy_free(&gd);
+    if (rc) {
+        rc = 1;
         drape_tool_die("sim garment", &e);
         goto done;
     }
+    rc = 1;
     int64_t shape[3] = {T, V, 3};
     if (drape_npy_write(o.out, out, 3, shape, &e)) { drape_tool_die("sim garment", &e); goto done; }
     printf("%s: %d vertices, %d attached; %d frames, %d substeps (at most %d, %g m) of %d iterations%s, vertex margin "
