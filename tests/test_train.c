@@ -808,8 +808,9 @@ Test(train, edit_bundle_teacher_and_input_range)
 
 /* eval.py --families (make eval's rows by family): a row per garment and
  * held-out family and per clip of the folder (its frame rate from
- * index.json), against the teacher, with the teacher's spread; a folder
- * that is not there is no clips; the teacher's outputs are kept and reused */
+ * index.json), against the teacher, with the teacher's spread and the
+ * served physics mode's column; a folder that is not there is no clips;
+ * the teacher's and the physics' outputs are kept and reused */
 Test(train, eval_by_family_and_clip)
 {
     char clips[300], work[300], clip[400], index[400];
@@ -839,9 +840,16 @@ Test(train, eval_by_family_and_clip)
     const char *row = strstr(log_, "| skirt | clip:walk60 |");
     int bars = 0;
     for (const char *c = row; *c && *c != '\n'; c++) bars += *c == '|';
-    cr_assert_eq(bars, 11, "a row without the spread's column: %.*s", (int)strcspn(row, "\n"), row);
-    rc = tu_run(log_, sizeof log_, "test $(ls %s/*-held20-*.sim.npy | wc -l) = 8", work);
-    cr_assert_eq(rc, 0, "the held runs are not in %s", work);
+    cr_assert_eq(bars, 12, "a row without the spread's and the physics' columns: %.*s", (int)strcspn(row, "\n"), row);
+    /* the physics' column, the row's last: a positive ratio from its own run */
+    cr_assert(strstr(log_, "| physics / skinning |"), "%s", log_);
+    const char *end = row + strcspn(row, "\n") - 1, *cell = end - 1;
+    while (cell > row && cell[-1] != '|') cell--;
+    double phys = strtod(cell, NULL);
+    cr_assert(phys > 0 && phys < 100, "physics / skinning %g: %.*s", phys, (int)strcspn(row, "\n"), row);
+    rc = tu_run(log_, sizeof log_, "test $(ls %s/*-held20-*.sim.npy | wc -l) = 8 && test $(ls %s/*-physics-*.sim.npy | wc -l) = 8",
+                work, work);
+    cr_assert_eq(rc, 0, "the held or the physics runs are not in %s", work);
     /* the clip was resampled to the model's 30 fps: 0.4 s is 12 frames */
     rc = tu_run(log_, sizeof log_, "%s -c \"import numpy as np, glob; "
                 "print('frames', np.load(glob.glob('%s/skirt-clip_walk60-[0-9a-f]*.poses.npy')[0]).shape[0])\"", py(), work);
@@ -853,11 +861,12 @@ Test(train, eval_by_family_and_clip)
     cr_assert_eq(rc, 0, "%s", log_);
     rc = tu_run(log_, sizeof log_, "test \"$(stat -c %%Y %s/*.sim.npy | sort | tail -1)\" = \"$(cat %s/t0)\"", work, work);
     cr_assert_eq(rc, 0, "the teacher ran again");
-    /* no such folder: the families alone; --spread 0: no second run */
+    /* no such folder: the families alone; --spread 0 --physics 0: neither column */
     char nospread[600];
-    snprintf(nospread, sizeof nospread, "%s --spread 0", run);
+    snprintf(nospread, sizeof nospread, "%s --spread 0 --physics 0", run);
     rc = tu_run(log_, sizeof log_, nospread, py(), tu_bundle("tiny_random"), "/nonexistent/motions", work, bin());
-    cr_assert(rc == 0 && strstr(log_, "(6 sequences;") && !strstr(log_, "clip:") && !strstr(log_, "spread"), "%s", log_);
+    cr_assert(rc == 0 && strstr(log_, "(6 sequences;") && !strstr(log_, "clip:") && !strstr(log_, "spread") &&
+              !strstr(log_, "physics"), "%s", log_);
 }
 
 /* the first line of LOG that contains KEY, "" when none */

@@ -47,6 +47,12 @@ cloth's path depends on such details (a fast spin, kicks), one teacher run
 is one of many equally good references: a model that sees only the motion
 averages at least half that distance against the two runs
 (docs/training-log.md, "How much of the error is the teacher's own").
+
+The served physics mode as a peer (--physics 1, the default): `drape sim
+garment --realtime` on each row's poses (the prelude too), kept in --work
+beside the teacher, its mean distance to the teacher over skinning's error
+in a column of its own: what a simulation of the same cloth that keeps its
+state, at real-time settings, scores on the same rows.
 """
 import argparse
 import glob
@@ -142,15 +148,19 @@ def teacher_settings(cfg, garment, sim_args):
     return (t.get("args", "") + " " + t.get("garments", {}).get(garment, "")).split(), [], pre
 
 
-def family_teacher(job, a, cfg, tensors, betas, hold=0):
+def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
     """The teacher's [T,V,3] for one (garment, motion), made or reused from
     --work; with HOLD, the run whose motion starts HOLD frames later, its
-    first pose held until then (the --spread run), cut to the motion's frames."""
+    first pose held until then (the --spread run), cut to the motion's frames.
+    SERVED: the served physics mode's run instead (`drape sim garment
+    --realtime`) on the same poses, the teacher's prelude included."""
     g, name, m = job
     T = len(m)
     if hold:
         m = np.concatenate([np.repeat(m[:1], hold, 0), m])
     shown, flags, pre = teacher_settings(cfg, g, a.sim_args)
+    if served:
+        shown, flags = ["--realtime"], ["--realtime"]
     h = hashlib.sha256()
     for k in sorted(tensors):  # what the teacher reads: the body and this garment, not the networks
         if k.startswith("body.") or (k.startswith(f"garment.{g}.") and ".net." not in k):
@@ -158,7 +168,8 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0):
             h.update(np.ascontiguousarray(tensors[k]).tobytes())
     h.update(json.dumps([shown, flags, pre, list(betas)]).encode())
     h.update(np.ascontiguousarray(m).tobytes())
-    base = os.path.join(a.work, f"{g}-{name.replace(':', '_')}{f'-held{hold}' if hold else ''}-{h.hexdigest()[:12]}")
+    tag = f"-held{hold}" if hold else "-physics" if served else ""
+    base = os.path.join(a.work, f"{g}-{name.replace(':', '_')}{tag}-{h.hexdigest()[:12]}")
     poses, sim = base + ".poses.npy", base + ".sim.npy"
     if os.path.exists(sim) and os.path.exists(poses):
         return poses, sim
@@ -197,28 +208,36 @@ def family_eval(a):
     with ThreadPoolExecutor(max(1, min(a.jobs, 2))) as ex:  # the teacher: two processes at most
         made = list(ex.map(lambda j: family_teacher(j, a, cfg, tensors, betas), jobs))
         held = list(ex.map(lambda j: family_teacher(j, a, cfg, tensors, betas, a.spread), jobs)) if a.spread else None
+        phys = list(ex.map(lambda j: family_teacher(j, a, cfg, tensors, betas, served=True), jobs)) if a.physics else None
     with ThreadPoolExecutor(max(1, min(a.jobs, 2))) as ex:
         res = list(ex.map(lambda jm: dict(run({"name": jm[0][1], "garment": jm[0][0], "betas": betas,
                                                "test_betas": False, "test_motion": True},
                                               a, paths=jm[1]), motion=jm[0][1]), zip(jobs, made)))
     for r, (_, sim), (_, sim2) in zip(res, made, held or []):  # their mean distance, as drape eval's mean_mm
         r["teacher_spread_mm"] = float(np.linalg.norm(np.load(sim2) - np.load(sim), axis=2).mean() * 1e3)
+    for r, (_, sim), (_, ph) in zip(res, made, phys or []):  # the served physics against the same teacher
+        r["physics_mm"] = float(np.linalg.norm(np.load(ph) - np.load(sim), axis=2).mean() * 1e3)
     src = "the bundle's" if "teacher" in cfg else f"--sim-args '{a.sim_args}' (the bundle has none)"
     print(f"\n## By motion family: {a.model} ({len(res)} sequences; teacher: {src}; "
           f"shape {','.join(f'{x:g}' for x in betas[:4])}{',...' if len(betas) > 4 else ''})\n")
     if held:
         print(f"teacher's spread: its run with the first pose held {a.spread} frames longer against its run, "
               "over skinning's error; no model of the motion alone is below half of it against both runs\n")
+    if phys:
+        print("physics / skinning: the served physics mode (drape sim garment --realtime, a simulation that "
+              "keeps its state) on the same poses against the same teacher, a peer of the model's column\n")
     print("| garment | motion | model / skinning | model mean err (mm) | skinning (mm) | edge err | area err | "
-          "collision % | teacher edge / area / collision |" + (" teacher's spread / skinning |" if held else ""))
-    print(f"|---|---|---:|---:|---:|---:|---:|---:|---|{'---:|' if held else ''}")
+          "collision % | teacher edge / area / collision |" + (" teacher's spread / skinning |" if held else "") +
+          (" physics / skinning |" if phys else ""))
+    print(f"|---|---|---:|---:|---:|---:|---:|---:|---|{'---:|' if held else ''}{'---:|' if phys else ''}")
     for r in res:
         M, L, Tt = r["model"], r["lbs"], r["teacher"]
         tag = " (held out)" if r["motion"].split("#")[0] in motions.HELD_OUT_FAMILIES else ""
         print(f"| {r['garment']} | {r['motion']}{tag} | {M['mean_mm'] / L['mean_mm']:.2f} | {M['mean_mm']:.1f} | "
               f"{L['mean_mm']:.1f} | {100 * M['edge_error']:.2f}% | {100 * M['area_error']:.2f}% | "
               f"{M['collision_pct']:.3f} | {100 * Tt['edge_error']:.2f}% / {100 * Tt['area_error']:.2f}% / "
-              f"{Tt['collision_pct']:.3f} |" + (f" {r['teacher_spread_mm'] / L['mean_mm']:.2f} |" if held else ""))
+              f"{Tt['collision_pct']:.3f} |" + (f" {r['teacher_spread_mm'] / L['mean_mm']:.2f} |" if held else "") +
+              (f" {r['physics_mm'] / L['mean_mm']:.2f} |" if phys else ""))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
@@ -243,6 +262,8 @@ def main(argv=None):
     ap.add_argument("--sim-args", default="", help="with --families: the teacher's flags for a bundle without its own")
     ap.add_argument("--spread", type=int, default=20, metavar="K",
                     help="with --families: a second teacher run, the first pose held K frames longer (0: none)")
+    ap.add_argument("--physics", type=int, choices=(0, 1), default=1,
+                    help="with --families: 1: a column for the served physics mode on the same rows (0: none)")
     ap.add_argument("--drape", default="build/drape")
     ap.add_argument("--json")
     ap.add_argument("--split", choices=("test", "train"), default="test")
