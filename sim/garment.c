@@ -483,8 +483,8 @@ int drape_garment_run_next_guided(drape_garment_run *s, const float *pose, const
     if (rc) return rc;
     s->contacts = drape_cloth_contacts(s->cloth);
     if (r->p.max_stray > 0 && diverged(s)) {
-        /* back to the skinned garment at this pose, settled: the frame the
-         * caller gets is that, and it says so */
+        /* back to the skinned garment (or the guide) at this pose, settled:
+         * the frame the caller gets is that, and it says so */
         if (reset) *reset = 1;
         return run_start(s, pose, guide, r->p.settle, out, err);
     }

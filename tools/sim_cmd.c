@@ -262,6 +262,7 @@ static int cmd_garment(int argc, char **argv)
            g->name, V, st.attached, T, st.substeps, o.p.max_substeps, o.p.max_disp, o.p.iters,
            o.realtime ? " (realtime)" : "", o.p.vertex_margin, st.setup_ms, st.settle_ms, st.ms_per_frame,
            st.cpu_ms_per_frame, st.contacts);
+    if (o.guide) printf("; guided by %s at %g/s^2", o.guide, o.p.guide);
     if (st.resets) printf("; %d resets (the state diverged)", st.resets);
     printf("\n");
     rc = 0;
