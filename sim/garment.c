@@ -33,6 +33,8 @@ drape_garment_sim_params drape_garment_sim_realtime(void)
     p.warm = 1;       /* the same contacts found in a fraction of the candidates */
     p.cell = 0.03;
     p.max_stray = 1.0;
+    p.guide = DRAPE_GUIDE_DEFAULT; /* a weak pull (0.5 Hz) to the skinned garment: the coarse steps drift less
+                                      from the teacher's cloth (docs/training-log.md, "A pull towards skinning") */
     return p;
 }
 

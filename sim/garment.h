@@ -41,13 +41,16 @@ typedef struct {
     double max_stray;    /* m: a run whose vertex strays farther than this, and than twice the
                             garment's size (its rest bounding box's diagonal), from its skinned place
                             (or whose state is not finite) has diverged and starts again; 0: never */
-    double guide;        /* 1/s²: every free vertex pulled towards a guide frame (the network's
-                            output: `drape sim garment --guide`) by a spring of this stiffness per unit mass
-                            (drape_cloth_params.guide); the guide moves linearly between frames
-                            over the substeps; 0: off */
+    double guide;        /* 1/s²: every free vertex pulled towards a guide frame (the skinned
+                            garment, or frames of the caller's: `drape sim garment --guide`) by a
+                            spring of this stiffness per unit mass (drape_cloth_params.guide); the
+                            guide moves linearly between frames over the substeps; 0: off (the
+                            teacher's way) */
 } drape_garment_sim_params;
 
-/* the guide's stiffness when none is given, 1/s² (docs/training-log.md, "The cloth engine guided by the networks") */
+/* the guide's stiffness when none is given, and the served settings' pull
+ * to the skinned garment, 1/s² (docs/training-log.md, "The cloth engine
+ * guided by the networks", "A pull towards skinning") */
 #define DRAPE_GUIDE_DEFAULT 10.0
 
 /* The defaults documented in docs/conventions.md ("Garment simulation"):

@@ -69,6 +69,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dataset  # noqa: E402
 import motions  # noqa: E402
+import recipe  # noqa: E402
 from bundle import read_bundle  # noqa: E402
 
 GOALS = {"model_over_lbs": 0.5, "edge_error": 0.03, "area_error": 0.04, "collision_pct": 0.5}
@@ -167,6 +168,8 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
             h.update(k.encode())
             h.update(np.ascontiguousarray(tensors[k]).tobytes())
     h.update(json.dumps([shown, flags, pre, list(betas)]).encode())
+    if served:  # the served settings are the C code's own: a change to the engine is a new run
+        h.update(json.dumps(recipe._teacher_code(), sort_keys=True).encode())
     h.update(np.ascontiguousarray(m).tobytes())
     tag = f"-held{hold}" if hold else "-physics" if served else ""
     base = os.path.join(a.work, f"{g}-{name.replace(':', '_')}{tag}-{h.hexdigest()[:12]}")
