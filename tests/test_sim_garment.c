@@ -805,3 +805,54 @@ Test(sim_garment, a_guided_run_follows_its_guide)
     free(G), free(plain), free(guided), free(rest), free(got), free(P);
     drape_model_free(m);
 }
+
+/* `drape metrics` poses the body a chunk of frames at a time
+ * (DRAPE_TOOL_BODY_CHUNK): over a 100-frame walk, a skirt drawn in through
+ * the body has the collision % of its first 64 frames and its last 36
+ * judged apart, frame-weighted, to the printed digits: each frame met its
+ * own body (the last 36 frames against the bodies of the joint angles half
+ * a step earlier, at their own places, read otherwise: the test can tell). */
+Test(sim_garment, metrics_of_a_long_sequence_meet_each_frames_body)
+{
+    enum { N = 100, A = 64 };
+    drape_model *m = tu_load("small_random");
+    int gi = drape_model_garment(m, "skirt"), V = m->garments[gi].V;
+    size_t fv = (size_t)3 * V;
+    float betas[2] = {0.5f, -0.5f}, *P = walk_poses(N), *X = malloc(sizeof(float) * fv * N), *rest = malloc(sizeof(float) * fv);
+    drape_error e = {0};
+    cr_assert_eq(drape_garment_lbs(m, gi, betas, 2, P, N, rest, X, &e), 0, "%s", e.msg);
+    for (int t = 0; t < N; t++) /* drawn in by 15% towards the root, across x and z */
+        for (int i = 0; i < V; i++) {
+            float *x = X + t * fv + 3 * (size_t)i;
+            x[0] = P[75 * t + 72] + 0.85f * (x[0] - P[75 * t + 72]), x[2] = P[75 * t + 74] + 0.85f * (x[2] - P[75 * t + 74]);
+        }
+    const char *names[4][2] = {{"lp_all.npy", "lx_all.npy"}, {"lp_a.npy", "lx_a.npy"}, {"lp_b.npy", "lx_b.npy"},
+                               {"lp_w.npy", "lx_w.npy"}};
+    int from[4] = {0, 0, A, A}, len[4] = {N, A, N - A, N - A};
+    float *W = malloc(sizeof(float) * 75 * N); /* [0, N − A): frames A.. with the angles of 15 frames before */
+    for (int t = 0; t < N - A; t++) {
+        memcpy(W + 75 * t, P + 75 * (A + t - 15), 72 * sizeof *W);
+        memcpy(W + 75 * t + 72, P + 75 * (A + t) + 72, 3 * sizeof *W);
+    }
+    double coll[4];
+    for (int k = 0; k < 4; k++) {
+        char pp[300], xp[300], out[4096];
+        snprintf(pp, sizeof pp, "%s", tu_tmp(names[k][0]));
+        snprintf(xp, sizeof xp, "%s", tu_tmp(names[k][1]));
+        cr_assert_eq(drape_npy_write(pp, k == 3 ? W : P + 75 * from[k], 2, (int64_t[]){len[k], 75}, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_npy_write(xp, X + fv * from[k], 3, (int64_t[]){len[k], V, 3}, &e), 0, "%s", e.msg);
+        cr_assert_eq(tu_run(out, sizeof out, "%s metrics --model '%s' --garment skirt --betas 0.5,-0.5 --poses '%s' "
+                            "--verts '%s'", bin(), tu_bundle("small_random"), pp, xp), 0, "%s", out);
+        coll[k] = json_num(out, "\"collision_pct\"");
+    }
+    cr_log_info("collision %% whole %.6f, first %d frames %.6f, last %d %.6f (against other bodies %.6f)", coll[0], A,
+                coll[1], N - A, coll[2], coll[3]);
+    cr_assert_gt(coll[1], 0.1, "the drawn-in skirt should be inside the body in places");
+    cr_assert(fabs(coll[3] - coll[2]) > 1e-3, "against other frames' bodies the last part should read otherwise "
+              "(%.6f and %.6f), or the test cannot tell", coll[3], coll[2]);
+    double want = (A * coll[1] + (N - A) * coll[2]) / N;
+    cr_assert(fabs(coll[0] - want) < 1e-6, "collision %% %.12g over the whole, %.12g frame-weighted from its parts",
+              coll[0], want);
+    free(P), free(X), free(rest), free(W);
+    drape_model_free(m);
+}

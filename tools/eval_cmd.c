@@ -18,17 +18,33 @@
 #include "../sim/metrics.h"
 #include "tools.h"
 
-static int judge(const drape_model *m, const drape_garment *g, const float *rest, const float *body, int T,
-                 const float *X, const float *ref, drape_metrics_summary *s, drape_error *e)
+/* The model (xm), skinning (xl) and the teacher (xt) [T,V,3], judged in one
+ * pass over the frames: s[0], s[1] against the teacher, s[2] on its own. */
+static int judge(const drape_tool_job *j, const float *rest, const float *xm, const float *xl, const float *xt,
+                 drape_metrics_summary s[3], drape_error *e)
 {
+    const drape_model *m = j->m;
+    const drape_garment *g = &m->garments[j->gi];
     drape_metrics_material mat = drape_metrics_default_material(m->cfg.fps);
-    drape_metrics *mx = NULL;
-    int rc = drape_metrics_create(&mx, rest, g->V, g->faces, g->F, m->body_faces, m->Fb, m->Nb, &mat, e);
-    size_t fv = (size_t)g->V * 3;
-    for (int t = 0; !rc && t < T; t++)
-        rc = drape_metrics_add(mx, X + t * fv, body + (size_t)t * m->Nb * 3, ref ? ref + t * fv : NULL, e);
-    if (!rc) drape_metrics_get(mx, s);
-    drape_metrics_free(mx);
+    drape_metrics *mx[3] = {NULL, NULL, NULL};
+    const float *X[3] = {xm, xl, xt}, *ref[3] = {xt, xt, NULL};
+    size_t fv = (size_t)g->V * 3, fb = (size_t)m->Nb * 3;
+    float *body = malloc(DRAPE_TOOL_BODY_CHUNK * fb * sizeof *body);
+    int rc = body ? DRAPE_OK : drape_fail(e, DRAPE_ENOMEM, "out of memory");
+    for (int k = 0; k < 3 && !rc; k++)
+        rc = drape_metrics_create(&mx[k], rest, g->V, g->faces, g->F, m->body_faces, m->Fb, m->Nb, &mat, e);
+    for (int t0 = 0; !rc && t0 < j->T; t0 += DRAPE_TOOL_BODY_CHUNK) {
+        int n = j->T - t0 < DRAPE_TOOL_BODY_CHUNK ? j->T - t0 : DRAPE_TOOL_BODY_CHUNK;
+        rc = drape_garment_body_frames(m, j->betas, j->nb, j->poses.data + (size_t)t0 * DRAPE_FRAME_FLOATS, n, body, e);
+        for (int t = t0; !rc && t < t0 + n; t++)
+            for (int k = 0; k < 3 && !rc; k++)
+                rc = drape_metrics_add(mx[k], X[k] + t * fv, body + (size_t)(t - t0) * fb, ref[k] ? ref[k] + t * fv : NULL, e);
+    }
+    for (int k = 0; k < 3; k++) {
+        if (!rc) drape_metrics_get(mx[k], &s[k]);
+        drape_metrics_free(mx[k]);
+    }
+    free(body);
     return rc;
 }
 
@@ -71,7 +87,7 @@ int drape_cmd_eval(int argc, char **argv)
     drape_npy Tn = {0};
     drape_backend *be = NULL;
     drape_identity *id = NULL;
-    float *rest = NULL, *body = NULL, *xm = NULL, *xl = NULL, *xt = NULL;
+    float *rest = NULL, *xm = NULL, *xl = NULL, *xt = NULL;
     rc = drape_tool_job_open(&j, "eval", &o.job);
     if (rc) goto done;
     rc = 1;
@@ -80,16 +96,14 @@ int drape_cmd_eval(int argc, char **argv)
     int T = j.T;
     size_t n = (size_t)T * g->V * 3;
     rest = malloc((size_t)g->V * 3 * sizeof(float));
-    body = malloc((size_t)T * m->Nb * 3 * sizeof(float));
     xm = malloc(n * sizeof(float));
     xl = malloc(n * sizeof(float));
-    if (!rest || !body || !xm || !xl) { fprintf(stderr, "drape eval: out of memory\n"); goto done; }
+    if (!rest || !xm || !xl) { fprintf(stderr, "drape eval: out of memory\n"); goto done; }
     drape_backend_opts bo = {.threads = o.threads};
     if (drape_backend_create(&be, drape_tool_backends[o.backend], m, &bo, &e) || drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e) ||
         drape_sequence_run(be, id, j.poses.data, T, 0, xm, 16, &e) ||
         drape_sequence_run(be, id, j.poses.data, T, 1, xl, 16, &e) ||
-        drape_garment_lbs(m, j.gi, j.betas, j.nb, j.poses.data, T, rest, NULL, &e) ||
-        drape_garment_body_frames(m, j.betas, j.nb, j.poses.data, T, body, &e)) {
+        drape_garment_lbs(m, j.gi, j.betas, j.nb, j.poses.data, T, rest, NULL, &e)) {
         drape_tool_die("eval", &e);
         goto done;
     }
@@ -109,17 +123,16 @@ int drape_cmd_eval(int argc, char **argv)
             goto done;
         }
     }
-    drape_metrics_summary sm, sl, st;
-    if (judge(m, g, rest, body, T, xm, xt, &sm, &e) || judge(m, g, rest, body, T, xl, xt, &sl, &e) ||
-        judge(m, g, rest, body, T, xt, NULL, &st, &e)) {
+    drape_metrics_summary s[3];
+    if (judge(&j, rest, xm, xl, xt, s, &e)) {
         drape_tool_die("eval", &e);
         goto done;
     }
     printf("{\"garment\": \"%s\", \"frames\": %d, \"vertices\": %d, ", g->name, T, g->V);
-    print_method("model", &sm, 0);
-    print_method("lbs", &sl, 0);
-    print_method("teacher", &st, 0);
-    printf("\"model_over_lbs\": %.6g}\n", sl.ref_mean > 0 ? sm.ref_mean / sl.ref_mean : 0.0);
+    print_method("model", &s[0], 0);
+    print_method("lbs", &s[1], 0);
+    print_method("teacher", &s[2], 0);
+    printf("\"model_over_lbs\": %.6g}\n", s[1].ref_mean > 0 ? s[0].ref_mean / s[1].ref_mean : 0.0);
     rc = 0;
 done:
     if (id) drape_identity_free(be, id);
@@ -127,7 +140,6 @@ done:
     if (xt && xt != Tn.data) free(xt);
     drape_npy_free(&Tn);
     free(rest);
-    free(body);
     free(xm);
     free(xl);
     drape_tool_job_close(&j);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../runtime/npy.h"
+#include "../runtime/sequence.h"
 #include "../sim/garment.h"
 #include "../sim/metrics.h"
 #include "tools.h"
@@ -63,21 +64,27 @@ int drape_cmd_metrics(int argc, char **argv)
         if (check_verts(o.ref, &Y, T, g->V)) goto done;
     }
     rest = malloc((size_t)g->V * 3 * sizeof *rest);
-    body = malloc((size_t)T * m->Nb * 3 * sizeof *body);
+    body = malloc(DRAPE_TOOL_BODY_CHUNK * (size_t)m->Nb * 3 * sizeof *body); /* a chunk of frames at a time, not all */
     if (!rest || !body) { fprintf(stderr, "drape metrics: out of memory\n"); goto done; }
     drape_metrics_material mat = drape_metrics_default_material(m->cfg.fps);
     if (drape_garment_lbs(m, j.gi, j.betas, j.nb, j.poses.data, T, rest, NULL, &e) ||
-        drape_garment_body_frames(m, j.betas, j.nb, j.poses.data, T, body, &e) ||
         drape_metrics_create(&mx, rest, g->V, g->faces, g->F, m->body_faces, m->Fb, m->Nb, &mat, &e)) {
         drape_tool_die("metrics", &e);
         goto done;
     }
-    size_t fv = (size_t)g->V * 3;
-    for (int t = 0; t < T; t++)
-        if (drape_metrics_add(mx, X.data + t * fv, body + (size_t)t * m->Nb * 3, o.ref ? Y.data + t * fv : NULL, &e)) {
+    size_t fv = (size_t)g->V * 3, fb = (size_t)m->Nb * 3;
+    for (int t0 = 0; t0 < T; t0 += DRAPE_TOOL_BODY_CHUNK) {
+        int n = T - t0 < DRAPE_TOOL_BODY_CHUNK ? T - t0 : DRAPE_TOOL_BODY_CHUNK;
+        if (drape_garment_body_frames(m, j.betas, j.nb, j.poses.data + (size_t)t0 * DRAPE_FRAME_FLOATS, n, body, &e)) {
             drape_tool_die("metrics", &e);
             goto done;
         }
+        for (int t = t0; t < t0 + n; t++)
+            if (drape_metrics_add(mx, X.data + t * fv, body + (size_t)(t - t0) * fb, o.ref ? Y.data + t * fv : NULL, &e)) {
+                drape_tool_die("metrics", &e);
+                goto done;
+            }
+    }
     drape_metrics_summary s;
     drape_metrics_get(mx, &s);
     printf("{\"garment\": \"%s\", \"frames\": %d, \"vertices\": %d, \"edge_error\": %.9g, \"area_error\": %.9g, "

@@ -40,6 +40,11 @@ extern const char *const drape_tool_backends[]; /* "auto", "cpu", "cuda" */
                 "where the model runs: auto is cuda when built and a GPU is present, else cpu"),              \
     DRAPE_OPT_I(T, threads, "threads", "0", 0, 256, "N", 0, "math threads of the CPU backend (0: the default)")
 
+/* frames of the posed body the judging commands (eval, metrics) make at a
+ * time: a long sequence's bodies are not held whole (a body frame is as
+ * large as a garment frame) */
+#define DRAPE_TOOL_BODY_CHUNK 64
+
 typedef struct {
     drape_model *m;
     drape_npy poses;  /* [T,75], checked */
