@@ -219,7 +219,10 @@ def _reads(s):
     return [x for x in (s.get("from"), *s.get("data", []), s.get("net_from")) if x]
 
 
-def _teacher_code():
+def teacher_code():
+    """{repo-relative path: SHA-256} of the cloth engine's code (TEACHER_CODE,
+    TEACHER_DIRS): the dataset steps' key, and train/eval.py's for the
+    served physics runs it keeps."""
     root = os.path.dirname(HERE)
     files = list(TEACHER_CODE) + sorted(os.path.join(d, f) for d in TEACHER_DIRS
                                         for f in os.listdir(os.path.join(root, d)) if f.endswith((".c", ".h")))
@@ -247,7 +250,7 @@ def _runner_args(r, s):
 def keys(r):
     """Every step's key, in order: {name: sha256 hex}."""
     code = {f: _sha_file(os.path.join(HERE, f)) for t in CODE.values() for f in t}
-    teacher = _teacher_code() if any(s["tool"] == "dataset" for s in r["step"]) else {}
+    teacher = teacher_code() if any(s["tool"] == "dataset" for s in r["step"]) else {}
     out = {}
     for s in r["step"]:
         if s["tool"] == "input":
