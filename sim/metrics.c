@@ -18,6 +18,7 @@ struct drape_metrics {
     double *prev;            /* [2,V,3] frames t−1, t−2 */
     float *bn;               /* [Nb,3] body normals */
     double *bp;              /* [Nb,3] body positions (grid items) */
+    int32_t *nn;             /* [V] each vertex's nearest body vertex last frame: the next query's hint */
     drape_grid grid;
     /* sums over frames */
     int frames, inertia_frames, ref_frames, body_frames;
@@ -73,7 +74,7 @@ void drape_metrics_free(drape_metrics *mx)
 {
     if (!mx) return;
     free(mx->edges); free(mx->hinges); free(mx->l0); free(mx->A0); free(mx->Dinv); free(mx->theta0); free(mx->hw);
-    free(mx->mass); free(mx->prev); free(mx->bn); free(mx->bp);
+    free(mx->mass); free(mx->prev); free(mx->bn); free(mx->bp); free(mx->nn);
     drape_grid_free(&mx->grid);
     free(mx);
 }
@@ -104,7 +105,8 @@ int drape_metrics_create(drape_metrics **out, const float *rest, int V, const in
         mx->prev = malloc((size_t)V * 6 * sizeof(double));
         mx->bn = malloc(((size_t)mx->Nb + 1) * 3 * sizeof(float));
         mx->bp = malloc(((size_t)mx->Nb + 1) * 3 * sizeof(double));
-        ok = mx->l0 && mx->A0 && mx->Dinv && mx->theta0 && mx->hw && mx->mass && mx->prev && mx->bn && mx->bp;
+        mx->nn = calloc((size_t)V, sizeof(int32_t));
+        ok = mx->l0 && mx->A0 && mx->Dinv && mx->theta0 && mx->hw && mx->mass && mx->prev && mx->bn && mx->bp && mx->nn;
     }
     if (!ok) {
         free(X);
@@ -163,7 +165,11 @@ static double collision_pct(drape_metrics *mx, const double *x, const float *bod
     int inside = 0;
     for (int v = 0; v < mx->V; v++) {
         const double *p = x + 3 * v;
-        int b = drape_grid_nearest(&mx->grid, mx->bp, p);
+        /* from last frame's answer (frame 0: vertex 0's): the same vertex as a
+         * search from nothing, found in a few cells however far the garment
+         * is; a search from nothing grows its box until it holds a point
+         * within its half width, and reads every cell of a box that large */
+        int b = mx->nn[v] = drape_grid_nearest_hint(&mx->grid, mx->bp, p, mx->nn[v], NULL);
         double d[3], n[3] = {mx->bn[3 * b], mx->bn[3 * b + 1], mx->bn[3 * b + 2]};
         sub3(d, p, mx->bp + 3 * b);
         inside += dot3(n, d) < 0;

@@ -856,3 +856,34 @@ Test(sim_garment, metrics_of_a_long_sequence_meet_each_frames_body)
     free(P), free(X), free(rest), free(W);
     drape_model_free(m);
 }
+
+/* The collision % reads each vertex's nearest body vertex from the last
+ * frame's answer: a garment that jumps metres away and back must read as a
+ * search from nothing would. A 5 × 5 sheet across an octahedron (vertex
+ * normals along the axes): the nine vertices with |x|, |y| ≤ 0.75 are
+ * inside, the rest (|x| or |y| = 1.5) outside; moved 3 m and 30 m away,
+ * none is. */
+Test(sim_garment, metrics_find_the_body_after_the_garment_jumps_away)
+{
+    double X[75];
+    int32_t T[96];
+    grid(X, T, 5, 1.0);
+    float rest[75], f[75];
+    for (int i = 0; i < 25; i++)
+        rest[3 * i] = -1.5f + 0.75f * (float)(i % 5), rest[3 * i + 1] = -1.5f + 0.75f * (float)(i / 5), rest[3 * i + 2] = 0.05f;
+    const float body[18] = {1, 0, 0, -1, 0, 0, 0, 1, 0, 0, -1, 0, 0, 0, 1, 0, 0, -1};
+    const int32_t bf[24] = {0, 2, 4, 2, 1, 4, 1, 3, 4, 3, 0, 4, 2, 0, 5, 1, 2, 5, 3, 1, 5, 0, 3, 5}; /* outward */
+    drape_metrics *mx;
+    drape_error e = {0};
+    drape_metrics_material mat = drape_metrics_default_material(30);
+    cr_assert_eq(drape_metrics_create(&mx, rest, 25, T, 32, bf, 8, 6, &mat, &e), 0, "%s", e.msg);
+    const float shift[4][3] = {{0, 0, 0}, {3, 0, 0}, {0, -30, 0}, {0, 0, 0}};
+    for (int t = 0; t < 4; t++) {
+        for (int i = 0; i < 75; i++) f[i] = rest[i] + shift[t][i % 3];
+        cr_assert_eq(drape_metrics_add(mx, f, body, NULL, &e), 0, "%s", e.msg);
+    }
+    drape_metrics_summary s;
+    drape_metrics_get(mx, &s);
+    cr_assert_float_eq(s.collision_pct, (36.0 + 0 + 0 + 36.0) / 4, 1e-9, "collision %% %g", s.collision_pct);
+    drape_metrics_free(mx);
+}
