@@ -971,3 +971,18 @@ Test(train, garment_stage_edits_and_recipe_parameters)
     rc = tu_run(log_, sizeof log_, run, py(), recipe, dir, r2, bin(), "");
     cr_assert(rc == 2 && strstr(log_, "step 'base': {seed} is not a parameter (the recipe has none)"), "%s", log_);
 }
+
+/* A dataset step's key reads the cloth engine's code (recipe.teacher_code):
+ * every file of sim/ the teacher runs, not sim/metrics.*, which judges
+ * garments and is never linked into a simulation step (an edit there would
+ * have remade hours of teacher data). */
+Test(train, the_teacher_key_reads_the_engine_not_its_metrics)
+{
+    int rc = tu_run(log_, sizeof log_,
+                    "%s -c \"import sys; sys.path.insert(0, 'train'); import recipe; "
+                    "k = recipe.teacher_code(); print(sorted(k)); "
+                    "assert {'sim/cloth.c', 'sim/collide.c', 'sim/garment.c', 'tools/sim_cmd.c'} <= set(k), 'engine'; "
+                    "assert not any(f.startswith('sim/metrics') for f in k), 'metrics'\"",
+                    py());
+    cr_assert_eq(rc, 0, "%s", log_);
+}

@@ -82,6 +82,7 @@ for _e in EDITS:
 TEACHER_CODE = ["tools/sim_cmd.c", "runtime/body.c", "runtime/skin.c", "core/geom.c", "core/mesh.c",
                 "core/kinematics.h"]
 TEACHER_DIRS = ["sim"]
+TEACHER_SKIP = ["sim/metrics.c", "sim/metrics.h"]  # in sim/, but judging code: drape sim garment never runs it
 # these two read dataset plans (the teacher's flags; the frames the range is made of)
 for _e in ("teacher", "input-range"):
     CODE[_e] += ["dataset.py", "motions.py"]
@@ -221,11 +222,12 @@ def _reads(s):
 
 def teacher_code():
     """{repo-relative path: SHA-256} of the cloth engine's code (TEACHER_CODE,
-    TEACHER_DIRS): the dataset steps' key, and train/eval.py's for the
+    TEACHER_DIRS but TEACHER_SKIP): the dataset steps' key, and train/eval.py's for the
     served physics runs it keeps."""
     root = os.path.dirname(HERE)
     files = list(TEACHER_CODE) + sorted(os.path.join(d, f) for d in TEACHER_DIRS
-                                        for f in os.listdir(os.path.join(root, d)) if f.endswith((".c", ".h")))
+                                        for f in os.listdir(os.path.join(root, d))
+                                        if f.endswith((".c", ".h")) and os.path.join(d, f) not in TEACHER_SKIP)
     return {f: _sha_file(os.path.join(root, f)) for f in files}
 
 
