@@ -165,10 +165,11 @@ static double collision_pct(drape_metrics *mx, const double *x, const float *bod
     int inside = 0;
     for (int v = 0; v < mx->V; v++) {
         const double *p = x + 3 * v;
-        /* from last frame's answer (frame 0: vertex 0's): the same vertex as a
-         * search from nothing, found in a few cells however far the garment
-         * is; a search from nothing grows its box until it holds a point
-         * within its half width, and reads every cell of a box that large */
+        /* searched from last frame's answer (frame 0: body vertex 0): the
+         * same vertex as a search from nothing, in fewer cells when the
+         * garment is far from its body (a search from nothing grows its box
+         * until it holds a point within its half width, and reads every
+         * cell of a box that large) */
         int b = mx->nn[v] = drape_grid_nearest_hint(&mx->grid, mx->bp, p, mx->nn[v], NULL);
         double d[3], n[3] = {mx->bn[3 * b], mx->bn[3 * b + 1], mx->bn[3 * b + 2]};
         sub3(d, p, mx->bp + 3 * b);
