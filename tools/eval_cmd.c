@@ -18,32 +18,31 @@
 #include "../sim/metrics.h"
 #include "tools.h"
 
-/* The model (xm), skinning (xl) and the teacher (xt) [T,V,3], judged in one
- * pass over the frames: s[0], s[1] against the teacher, s[2] on its own. */
-static int judge(const drape_tool_job *j, const float *rest, const float *xm, const float *xl, const float *xt,
-                 drape_metrics_summary s[3], drape_error *e)
+int drape_tool_judge(const drape_tool_job *j, int k, const float *const X[], const float *const ref[],
+                     drape_metrics_summary s[], drape_error *e)
 {
     const drape_model *m = j->m;
     const drape_garment *g = &m->garments[j->gi];
     drape_metrics_material mat = drape_metrics_default_material(m->cfg.fps);
-    drape_metrics *mx[3] = {NULL, NULL, NULL};
-    const float *X[3] = {xm, xl, xt}, *ref[3] = {xt, xt, NULL};
+    drape_metrics *mx[DRAPE_TOOL_JUDGE_MAX] = {NULL};
     size_t fv = (size_t)g->V * 3, fb = (size_t)m->Nb * 3;
-    float *body = malloc(DRAPE_TOOL_BODY_CHUNK * fb * sizeof *body);
-    int rc = body ? DRAPE_OK : drape_fail(e, DRAPE_ENOMEM, "out of memory");
-    for (int k = 0; k < 3 && !rc; k++)
-        rc = drape_metrics_create(&mx[k], rest, g->V, g->faces, g->F, m->body_faces, m->Fb, m->Nb, &mat, e);
+    float *rest = malloc(fv * sizeof *rest), *body = malloc(DRAPE_TOOL_BODY_CHUNK * fb * sizeof *body);
+    int rc = rest && body ? DRAPE_OK : drape_fail(e, DRAPE_ENOMEM, "out of memory");
+    if (!rc) rc = drape_garment_lbs(m, j->gi, j->betas, j->nb, j->poses.data, j->T, rest, NULL, e);
+    for (int i = 0; i < k && !rc; i++)
+        rc = drape_metrics_create(&mx[i], rest, g->V, g->faces, g->F, m->body_faces, m->Fb, m->Nb, &mat, e);
     for (int t0 = 0; !rc && t0 < j->T; t0 += DRAPE_TOOL_BODY_CHUNK) {
         int n = j->T - t0 < DRAPE_TOOL_BODY_CHUNK ? j->T - t0 : DRAPE_TOOL_BODY_CHUNK;
         rc = drape_garment_body_frames(m, j->betas, j->nb, j->poses.data + (size_t)t0 * DRAPE_FRAME_FLOATS, n, body, e);
         for (int t = t0; !rc && t < t0 + n; t++)
-            for (int k = 0; k < 3 && !rc; k++)
-                rc = drape_metrics_add(mx[k], X[k] + t * fv, body + (size_t)(t - t0) * fb, ref[k] ? ref[k] + t * fv : NULL, e);
+            for (int i = 0; i < k && !rc; i++)
+                rc = drape_metrics_add(mx[i], X[i] + t * fv, body + (size_t)(t - t0) * fb, ref[i] ? ref[i] + t * fv : NULL, e);
     }
-    for (int k = 0; k < 3; k++) {
-        if (!rc) drape_metrics_get(mx[k], &s[k]);
-        drape_metrics_free(mx[k]);
+    for (int i = 0; i < k; i++) {
+        if (!rc) drape_metrics_get(mx[i], &s[i]);
+        drape_metrics_free(mx[i]);
     }
+    free(rest);
     free(body);
     return rc;
 }
@@ -87,7 +86,7 @@ int drape_cmd_eval(int argc, char **argv)
     drape_npy Tn = {0};
     drape_backend *be = NULL;
     drape_identity *id = NULL;
-    float *rest = NULL, *xm = NULL, *xl = NULL, *xt = NULL;
+    float *xm = NULL, *xl = NULL, *xt = NULL;
     rc = drape_tool_job_open(&j, "eval", &o.job);
     if (rc) goto done;
     rc = 1;
@@ -95,15 +94,13 @@ int drape_cmd_eval(int argc, char **argv)
     const drape_garment *g = &m->garments[j.gi];
     int T = j.T;
     size_t n = (size_t)T * g->V * 3;
-    rest = malloc((size_t)g->V * 3 * sizeof(float));
     xm = malloc(n * sizeof(float));
     xl = malloc(n * sizeof(float));
-    if (!rest || !xm || !xl) { fprintf(stderr, "drape eval: out of memory\n"); goto done; }
+    if (!xm || !xl) { fprintf(stderr, "drape eval: out of memory\n"); goto done; }
     drape_backend_opts bo = {.threads = o.threads};
     if (drape_backend_create(&be, drape_tool_backends[o.backend], m, &bo, &e) || drape_identity_create(be, &id, j.gi, j.betas, j.nb, &e) ||
         drape_sequence_run(be, id, j.poses.data, T, 0, xm, 16, &e) ||
-        drape_sequence_run(be, id, j.poses.data, T, 1, xl, 16, &e) ||
-        drape_garment_lbs(m, j.gi, j.betas, j.nb, j.poses.data, T, rest, NULL, &e)) {
+        drape_sequence_run(be, id, j.poses.data, T, 1, xl, 16, &e)) {
         drape_tool_die("eval", &e);
         goto done;
     }
@@ -123,8 +120,9 @@ int drape_cmd_eval(int argc, char **argv)
             goto done;
         }
     }
+    /* the model and skinning against the teacher, the teacher on its own */
     drape_metrics_summary s[3];
-    if (judge(&j, rest, xm, xl, xt, s, &e)) {
+    if (drape_tool_judge(&j, 3, (const float *const[]){xm, xl, xt}, (const float *const[]){xt, xt, NULL}, s, &e)) {
         drape_tool_die("eval", &e);
         goto done;
     }
@@ -139,7 +137,6 @@ done:
     drape_backend_free(be);
     if (xt && xt != Tn.data) free(xt);
     drape_npy_free(&Tn);
-    free(rest);
     free(xm);
     free(xl);
     drape_tool_job_close(&j);

@@ -9,8 +9,6 @@
 #include <string.h>
 
 #include "../runtime/npy.h"
-#include "../runtime/sequence.h"
-#include "../sim/garment.h"
 #include "../sim/metrics.h"
 #include "tools.h"
 
@@ -49,8 +47,6 @@ int drape_cmd_metrics(int argc, char **argv)
     drape_error e = {0};
     drape_tool_job j;
     drape_npy X = {0}, Y = {0};
-    float *rest = NULL, *body = NULL;
-    drape_metrics *mx = NULL;
     rc = drape_tool_job_open(&j, "metrics", &o.job);
     if (rc) goto done;
     rc = 1;
@@ -63,30 +59,11 @@ int drape_cmd_metrics(int argc, char **argv)
         if (drape_npy_read(&Y, o.ref, &e)) { drape_tool_die("metrics", &e); goto done; }
         if (check_verts(o.ref, &Y, T, g->V)) goto done;
     }
-    rest = malloc((size_t)g->V * 3 * sizeof *rest);
-    body = malloc(DRAPE_TOOL_BODY_CHUNK * (size_t)m->Nb * 3 * sizeof *body); /* a chunk of frames at a time, not all */
-    if (!rest || !body) { fprintf(stderr, "drape metrics: out of memory\n"); goto done; }
-    drape_metrics_material mat = drape_metrics_default_material(m->cfg.fps);
-    if (drape_garment_lbs(m, j.gi, j.betas, j.nb, j.poses.data, T, rest, NULL, &e) ||
-        drape_metrics_create(&mx, rest, g->V, g->faces, g->F, m->body_faces, m->Fb, m->Nb, &mat, &e)) {
+    drape_metrics_summary s;
+    if (drape_tool_judge(&j, 1, (const float *const[]){X.data}, (const float *const[]){o.ref ? Y.data : NULL}, &s, &e)) {
         drape_tool_die("metrics", &e);
         goto done;
     }
-    size_t fv = (size_t)g->V * 3, fb = (size_t)m->Nb * 3;
-    for (int t0 = 0; t0 < T; t0 += DRAPE_TOOL_BODY_CHUNK) {
-        int n = T - t0 < DRAPE_TOOL_BODY_CHUNK ? T - t0 : DRAPE_TOOL_BODY_CHUNK;
-        if (drape_garment_body_frames(m, j.betas, j.nb, j.poses.data + (size_t)t0 * DRAPE_FRAME_FLOATS, n, body, &e)) {
-            drape_tool_die("metrics", &e);
-            goto done;
-        }
-        for (int t = t0; t < t0 + n; t++)
-            if (drape_metrics_add(mx, X.data + t * fv, body + (size_t)(t - t0) * fb, o.ref ? Y.data + t * fv : NULL, &e)) {
-                drape_tool_die("metrics", &e);
-                goto done;
-            }
-    }
-    drape_metrics_summary s;
-    drape_metrics_get(mx, &s);
     printf("{\"garment\": \"%s\", \"frames\": %d, \"vertices\": %d, \"edge_error\": %.9g, \"area_error\": %.9g, "
            "\"collision_pct\": %.9g, \"energy\": {\"stretch\": %.9g, \"bending\": %.9g, \"inertia\": %.9g, "
            "\"gravity\": %.9g}",
@@ -96,9 +73,6 @@ int drape_cmd_metrics(int argc, char **argv)
     printf("}\n");
     rc = 0;
 done:
-    drape_metrics_free(mx);
-    free(rest);
-    free(body);
     drape_npy_free(&X);
     drape_npy_free(&Y);
     drape_tool_job_close(&j);

@@ -4,6 +4,7 @@
 
 #include "../runtime/model.h"
 #include "../runtime/npy.h"
+#include "../sim/metrics.h"
 #include "options.h"
 
 int drape_cmd_sim(int argc, char **argv);     /* sim_cmd.c */
@@ -57,5 +58,13 @@ typedef struct {
  * drape_tool_job_close is safe either way. */
 int drape_tool_job_open(drape_tool_job *j, const char *cmd, const drape_tool_job_args *a);
 void drape_tool_job_close(drape_tool_job *j);
+
+/* The judging commands' pass (eval_cmd.c): k vertex sequences X[i] [T,V,3]
+ * of the job's garment judged in one pass over its frames, the body posed
+ * DRAPE_TOOL_BODY_CHUNK frames at a time (sim/metrics.h), each against
+ * ref[i] (NULL: none); s[i] their summaries. k ≤ DRAPE_TOOL_JUDGE_MAX. */
+#define DRAPE_TOOL_JUDGE_MAX 3
+int drape_tool_judge(const drape_tool_job *j, int k, const float *const X[], const float *const ref[],
+                     drape_metrics_summary s[], drape_error *e);
 
 #endif
