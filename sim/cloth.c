@@ -791,6 +791,21 @@ int drape_cloth_springs(const drape_cloth *c) { return c->s->ns; }
 int drape_cloth_factorizations(const drape_cloth *c) { return c->s->factorizations; }
 const drape_cloth_system *drape_cloth_get_system(const drape_cloth *c) { return c->s; }
 
+int drape_cloth_use_system(drape_cloth *c, const drape_cloth_system *s, drape_error *err)
+{
+    const drape_cloth_system *o = c->s;
+    /* the state and workspaces are laid out by the rows and the springs'
+     * order, and sized by the Chebyshev and guide terms: those must match */
+    if (s->n != o->n || s->ns != o->ns || s->nrows != o->nrows || s->nfree != o->nfree || s->n_att != o->n_att ||
+        (s->p.cheby > 0) != (o->p.cheby > 0) || (s->p.guide > 0) != (o->p.guide > 0) ||
+        memcmp(s->row_of, o->row_of, (size_t)s->n * sizeof *s->row_of) ||
+        memcmp(s->sp_pos, o->sp_pos, (size_t)s->ns * 2 * sizeof *s->sp_pos) ||
+        memcmp(s->att_node, o->att_node, (size_t)s->n_att * sizeof *s->att_node))
+        return drape_fail(err, DRAPE_EINVAL, "cloth: the system is not laid out as this cloth's");
+    c->s = s;
+    return DRAPE_OK;
+}
+
 void drape_grid_mesh(double *X, int32_t *T, int nx, int ny, double w, double h)
 {
     for (int j = 0; j < ny; j++)

@@ -85,6 +85,10 @@ int drape_cloth_create_on(drape_cloth **out, const drape_cloth_system *s, drape_
 /* bytes of one cloth's state and workspaces (without its system) */
 size_t drape_cloth_bytes(const drape_cloth *c);
 const drape_cloth_system *drape_cloth_get_system(const drape_cloth *c);
+/* Steps from now on over s, the state kept: s is the same cloth's system
+ * with other step settings (a substep's length, its damping), made the same
+ * way. DRAPE_EINVAL (and nothing changed) when its layout differs. */
+int drape_cloth_use_system(drape_cloth *c, const drape_cloth_system *s, drape_error *err);
 /* Back to the state of a new cloth over the same system (positions, velocities,
  * targets, the springs' remembered directions): what follows is what a new
  * cloth would do. The collider stays set. */

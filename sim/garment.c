@@ -132,9 +132,9 @@ static int attached_set(int32_t **idx, int *n, const drape_garment *g, const flo
 static int check_params(const drape_garment_sim_params *p, drape_error *err)
 {
     if (p->iters < 1 || p->iters > 1000 || p->substeps < 0 || p->substeps > 64 || p->max_substeps < 1 ||
-        p->max_substeps > 64 || p->settle < 0 || p->settle > 100000)
+        p->max_substeps > 64 || p->settle < 0 || p->settle > 100000 || p->adapt < 0 || p->adapt > 64)
         return drape_fail(err, DRAPE_EINVAL, "garment sim: iters must be in [1, 1000], substeps in [0, 64], "
-                                             "max substeps in [1, 64], settle in [0, 100000]");
+                                             "max substeps and adapt in [1, 64] and [0, 64], settle in [0, 100000]");
     if (!(p->max_disp > 0) || !(p->stretch > 0) || !isfinite(p->stretch) || !(p->bend >= 0) || !isfinite(p->bend) ||
         !(p->reach > p->margin) || !isfinite(p->vertex_margin) || !(p->reach > p->vertex_margin))
         return drape_fail(err, DRAPE_EINVAL, "garment sim: max displacement and stretch must be positive, bend >= 0, "
@@ -194,14 +194,15 @@ struct drape_garment_rig {
     float *rest;   /* [V,3] g(β) */
     float *v_s, J[DRAPE_JOINTS * 3]; /* the shaped body, its joints */
     int32_t *att;  /* [na] attached vertices */
-    drape_cloth_system *sys;
+    drape_cloth_system *sys[DRAPE_GARMENT_LEVELS]; /* [levels]: substeps << level a frame */
+    int levels;    /* 1, or with adapt as many counts as fit under it */
     size_t bytes;
 };
 
 void drape_garment_rig_free(drape_garment_rig *r)
 {
     if (!r) return;
-    drape_cloth_system_free(r->sys);
+    for (int l = 0; l < r->levels; l++) drape_cloth_system_free(r->sys[l]);
     free(r->rest);
     free(r->v_s);
     free(r->att);
@@ -244,20 +245,25 @@ int drape_garment_rig_create(drape_garment_rig **out, const drape_model *m, int 
     }
     l0 /= g->n_edges > 0 ? g->n_edges : 1;
     for (int i = 0; i < 3 * V; i++) X[i] = r->rest[i];
-    drape_cloth_params cp = {.dt = 1.0 / (m->cfg.fps * k), .gravity = p->gravity, .iters = p->iters,
-                             .ym = p->stretch * l0 * l0, .mass = DRAPE_MASS_AREA, .density = p->density,
-                             .bend = p->bend * l0 * l0, .attach = p->attach,
-                             /* per frame, so the drag does not grow with the substeps a motion needs */
-                             .damping = 1 - pow(1 - p->damping, 1.0 / k),
-                             .margin = p->margin, .friction = p->friction, .cheby = p->cheby, .guide = p->guide};
-    rc = drape_cloth_system_create(&r->sys, X, V, g->faces, g->F, NULL, 0, r->att, r->na, &cp, err);
+    /* the same system at each count: a frame switches factors, not state */
+    size_t sys_bytes = 0;
+    for (int kl = k; !rc && r->levels < DRAPE_GARMENT_LEVELS && (kl == k || kl <= p->adapt); kl *= 2) {
+        drape_cloth_params cp = {.dt = 1.0 / (m->cfg.fps * kl), .gravity = p->gravity, .iters = p->iters,
+                                 .ym = p->stretch * l0 * l0, .mass = DRAPE_MASS_AREA, .density = p->density,
+                                 .bend = p->bend * l0 * l0, .attach = p->attach,
+                                 /* per frame, so the drag does not grow with the substeps a motion needs */
+                                 .damping = 1 - pow(1 - p->damping, 1.0 / kl),
+                                 .margin = p->margin, .friction = p->friction, .cheby = p->cheby, .guide = p->guide};
+        rc = drape_cloth_system_create(&r->sys[r->levels], X, V, g->faces, g->F, NULL, 0, r->att, r->na, &cp, err);
+        if (!rc) sys_bytes += drape_cloth_system_bytes(r->sys[r->levels++]);
+    }
     free(X);
     if (rc) {
         drape_garment_rig_free(r);
         return rc;
     }
-    r->bytes = sizeof *r + drape_cloth_system_bytes(r->sys) + (size_t)V * 3 * sizeof(float) +
-               (size_t)m->Nb * 3 * sizeof(float) + (size_t)r->na * sizeof(int32_t);
+    r->bytes = sizeof *r + sys_bytes + (size_t)V * 3 * sizeof(float) + (size_t)m->Nb * 3 * sizeof(float) +
+               (size_t)r->na * sizeof(int32_t);
     *out = r;
     return DRAPE_OK;
 }
@@ -277,7 +283,7 @@ struct drape_garment_run {
     float *lbs[2], *body[2], *body_s; /* [V,3], [Nb,3]: the previous pose's (0) and this one's (1) */
     float *gd[2];   /* [V,3] the guide frames likewise (the rig's guide > 0), else NULL */
     double *X, *tgt;
-    int started, contacts;
+    int started, contacts, level; /* level: the rig's system the cloth steps over now */
     size_t bytes;
 };
 
@@ -327,7 +333,7 @@ int drape_garment_run_create(drape_garment_run **out, const drape_garment_rig *r
     s->X = malloc(V3 * sizeof(double));
     s->tgt = malloc(((size_t)r->na + 1) * 3 * sizeof(double));
     if (rc || !s->body_s || !s->X || !s->tgt) rc = drape_fail(err, DRAPE_ENOMEM, "out of memory");
-    if (!rc) rc = drape_cloth_create_on(&s->cloth, r->sys, err);
+    if (!rc) rc = drape_cloth_create_on(&s->cloth, r->sys[0], err);
     if (!rc) rc = new_collider(s, err);
     if (rc) {
         drape_garment_run_free(s);
@@ -402,6 +408,34 @@ int drape_garment_run_first_guided(drape_garment_run *s, const float *pose, cons
 }
 
 int drape_garment_run_substeps(const drape_garment_run *s) { return s->r->substeps; }
+int drape_garment_run_frame_substeps(const drape_garment_run *s) { return s->r->substeps << s->level; }
+
+/* the rig's level l for the steps that follow (the layouts match: made alike) */
+static int use_level(drape_garment_run *s, int l, drape_error *err)
+{
+    if (l == s->level) return DRAPE_OK;
+    int rc = drape_cloth_use_system(s->cloth, s->r->sys[l], err);
+    if (!rc) s->level = l;
+    return rc;
+}
+
+/* adapt: the fewest of the rig's counts that move no body vertex more than
+ * max_disp a substep between the two poses' bodies */
+static int frame_level(const drape_garment_run *s)
+{
+    const drape_garment_rig *r = s->r;
+    if (r->levels < 2) return 0;
+    double d2 = 0;
+    const float *a = s->body[0], *b = s->body[1];
+    for (int i = 0; i < 3 * r->Nb; i += 3) {
+        double dx = b[i] - a[i], dy = b[i + 1] - a[i + 1], dz = b[i + 2] - a[i + 2];
+        d2 = fmax(d2, dx * dx + dy * dy + dz * dz);
+    }
+    double d = sqrt(d2);
+    int l = 0;
+    while (l + 1 < r->levels && d > r->p.max_disp * (r->substeps << l)) l++;
+    return l;
+}
 
 int drape_garment_run_restart(drape_garment_run *s, const float *pose, int settle, float *out, drape_error *err)
 {
@@ -414,6 +448,7 @@ static int run_start(drape_garment_run *s, const float *pose, const float *guide
     const drape_garment_rig *r = s->r;
     s->started = 0;
     int rc = pose_into(s, 1, pose, guide, err);
+    if (!rc) rc = use_level(s, 0, err); /* settled at the run's own count */
     if (rc) return rc;
     if (s->gd[0]) memcpy(s->gd[0], s->gd[1], (size_t)r->V * 3 * sizeof(float));
     drape_cloth_reset(s->cloth);
@@ -477,7 +512,8 @@ int drape_garment_run_next_guided(drape_garment_run *s, const float *pose, const
         swap_slots(s);
         return rc;
     }
-    int k = r->substeps;
+    int l = frame_level(s), k = r->substeps << l;
+    if ((rc = use_level(s, l, err))) return rc;
     for (int j = 1; j <= k && !rc; j++) {
         rc = move_to(s, s->lbs[0], s->lbs[1], s->body[0], s->body[1], (float)j / k, err);
         if (!rc) rc = drape_cloth_step(s->cloth, err);
@@ -526,7 +562,7 @@ int drape_garment_simulate_guided(const drape_model *m, int gi, const float *bet
         return rc;
     }
     int V = r->V, resets = 0;
-    double t1 = drape_now_ms(), contacts = 0;
+    double t1 = drape_now_ms(), contacts = 0, steps = 0;
     size_t GV = (size_t)V * 3;
     rc = drape_garment_run_first_guided(s, poses, guide, out, err);
     double t2 = drape_now_ms(), c2 = (drape_cpu_ns() * 1e-6);
@@ -536,10 +572,12 @@ int drape_garment_simulate_guided(const drape_model *m, int gi, const float *bet
                                            out + (size_t)t * V * 3, &reset, err);
         resets += reset;
         contacts += drape_garment_run_contacts(s);
+        steps += drape_garment_run_frame_substeps(s);
     }
     double t3 = drape_now_ms(), c3 = (drape_cpu_ns() * 1e-6);
     if (stats)
         *stats = (drape_garment_sim_stats){.substeps = k, .attached = r->na, .resets = resets,
+                                           .mean_substeps = T > 1 ? steps / (T - 1) : k,
                                            .contacts = T > 1 ? contacts / (T - 1) : 0,
                                            .setup_ms = t1 - t0, .settle_ms = t2 - t1,
                                            .ms_per_frame = T > 1 ? (t3 - t2) / (T - 1) : 0,

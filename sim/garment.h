@@ -17,6 +17,9 @@ typedef struct {
     int max_substeps;    /* cap of the automatic rule */
     double max_disp;     /* automatic rule: the fewest substeps that keep every body vertex's
                             motion per substep at or below this (m), over the whole sequence */
+    int adapt;           /* per frame, up to this many substeps: the run's count doubled until
+                            no body vertex moves more than max_disp a substep in this frame (one
+                            factor per count, made with the rig); 0: off, the same count always */
     int settle;          /* steps at the first pose before frame 0 */
     double gravity;      /* m/s² along −y */
     double density;      /* kg/m² (area-weighted mass) */
@@ -53,6 +56,9 @@ typedef struct {
  * guided by the networks", "A pull towards skinning") */
 #define DRAPE_GUIDE_DEFAULT 10.0
 
+/* substep counts a rig can hold with adapt: substeps, twice that, … (1 … 64) */
+#define DRAPE_GARMENT_LEVELS 7
+
 /* The defaults documented in docs/conventions.md ("Garment simulation"):
  * the teacher. */
 drape_garment_sim_params drape_garment_sim_defaults(void);
@@ -63,6 +69,7 @@ drape_garment_sim_params drape_garment_sim_realtime(void);
 
 typedef struct {
     int substeps, attached;
+    double mean_substeps; /* a frame's after the first, on average (more than substeps with adapt) */
     int resets;          /* frames where the run diverged and started again (max_stray) */
     double contacts;     /* mean vertices in contact per frame */
     double setup_ms, settle_ms, ms_per_frame; /* wall clock */
@@ -109,8 +116,11 @@ int drape_garment_run_first(drape_garment_run *s, const float *pose, float *out,
  * server catching a late avatar up settles for about one frame's cost, not
  * the full settle, which on a loaded machine would leave it late again. */
 int drape_garment_run_restart(drape_garment_run *s, const float *pose, int settle, float *out, drape_error *err);
-/* the run's substeps per frame */
+/* the run's substeps per frame (the fewest, with adapt) */
 int drape_garment_run_substeps(const drape_garment_run *s);
+/* the substeps the last frame took (drape_garment_run_next): more than the
+ * run's with adapt on a fast frame */
+int drape_garment_run_frame_substeps(const drape_garment_run *s);
 /* The next frame at pose [75]: the rig's substeps from the previous pose to
  * this one (the first call is drape_garment_run_first). When the state
  * diverges (max_stray), the run starts again at this pose and *reset (may

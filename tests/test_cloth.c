@@ -280,6 +280,48 @@ Test(cloth, a_guide_holds_the_cloth_at_its_targets)
     free(X), free(T), free(G);
 }
 
+/* A cloth moved onto the same mesh's system at half the step steps as a
+ * cloth made on that system from the same state does, to the bit; a system
+ * of another mesh is refused and the cloth goes on as it was. */
+Test(cloth, a_cloth_steps_over_another_system_of_its_mesh)
+{
+    drape_cloth_params p = NOTEBOOK, half = NOTEBOOK, other = NOTEBOOK;
+    half.dt = p.dt / 2, half.damping = 0.01;
+    double *X, *X2;
+    int32_t *T, *T2, pins[2];
+    int n, F, n2, F2;
+    grid(&X, &T, &n, &F, 9, 9, 2, 2);
+    grid(&X2, &T2, &n2, &F2, 8, 8, 2, 2);
+    pins[0] = 8 * 9, pins[1] = 9 * 9 - 1;
+    drape_cloth_system *sp, *sh, *so;
+    drape_error e = {0};
+    cr_assert_eq(drape_cloth_system_create(&sp, X, n, T, F, pins, 2, NULL, 0, &p, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_system_create(&sh, X, n, T, F, pins, 2, NULL, 0, &half, &e), 0, "%s", e.msg);
+    int32_t pins2[2] = {7 * 8, 8 * 8 - 1};
+    cr_assert_eq(drape_cloth_system_create(&so, X2, n2, T2, F2, pins2, 2, NULL, 0, &other, &e), 0, "%s", e.msg);
+    drape_cloth *a, *b;
+    cr_assert_eq(drape_cloth_create_on(&a, sp, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_create_on(&b, sh, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_use_system(a, so, &e), DRAPE_EINVAL);
+    cr_assert(strstr(e.msg, "not laid out"), "%s", e.msg);
+    cr_assert_eq(drape_cloth_get_system(a), sp, "a refused system was taken");
+    for (int k = 0; k < 20; k++) cr_assert_eq(drape_cloth_step(a, &e), 0, "%s", e.msg);
+    /* b takes a's state, then both step at the half step */
+    const double *xa = drape_cloth_positions(a), *va = drape_cloth_velocities(a);
+    cr_assert_eq(drape_cloth_set_state(b, xa, va, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_use_system(a, sh, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_cloth_get_system(a), sh);
+    for (int k = 0; k < 20; k++) {
+        cr_assert_eq(drape_cloth_step(a, &e), 0, "%s", e.msg);
+        cr_assert_eq(drape_cloth_step(b, &e), 0, "%s", e.msg);
+    }
+    cr_assert(!memcmp(drape_cloth_positions(a), drape_cloth_positions(b), sizeof(double) * 3 * n),
+              "the cloth moved onto the half step's system differs from one made on it");
+    drape_cloth_free(a), drape_cloth_free(b);
+    drape_cloth_system_free(sp), drape_cloth_system_free(sh), drape_cloth_system_free(so);
+    free(X), free(T), free(X2), free(T2);
+}
+
 static const char *bin(void)
 {
     const char *b = getenv("DRAPE_BIN");

@@ -513,6 +513,57 @@ Test(sim_garment, a_run_fed_pose_by_pose_is_the_simulation)
     drape_model_free(m);
 }
 
+/* adapt (`drape sim garment --adapt`, a diagnostic): on the served settings
+ * with adapt 16 at 2 cm, a frame whose body moves more than 2 cm a substep
+ * at 4 takes 8 or 16, and 4 again when it is still. A frame taken at 8 is
+ * the frame of a rig made for 8 (adapt off) from the same state, to the
+ * bit: only the step changes, not the cloth. The served settings keep it
+ * off (docs/training-log.md, "Finer substeps in the served physics"). */
+Test(sim_garment, a_fast_frame_takes_more_substeps_and_the_same_cloth)
+{
+    drape_model *m = tu_load("small_random");
+    int gi = drape_model_garment(m, "skirt"), V = m->garments[gi].V;
+    size_t n = (size_t)3 * V;
+    float P[4][75], *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n);
+    drape_garment_walk(P[0], 1, 30);
+    memcpy(P[1], P[0], sizeof P[0]);
+    P[1][72] += 0.12f; /* the whole body 12 cm: 3 cm a substep at 4, 1.5 at 8 */
+    memcpy(P[2], P[1], sizeof P[0]);
+    memcpy(P[3], P[2], sizeof P[0]);
+    P[3][72] += 0.4f; /* 40 cm: more than 16 would need, 16 at most */
+    drape_garment_sim_params p4 = drape_garment_sim_realtime(), pa = p4;
+    cr_assert_eq(p4.adapt, 0, "the served settings take a fixed count");
+    pa.adapt = 16, pa.max_disp = 0.02;
+    pa.settle = p4.settle = 0;
+    drape_error e = {0};
+    drape_garment_rig *ra, *r8, *r4;
+    drape_garment_run *sa, *s8;
+    cr_assert_eq(drape_garment_rig_create(&ra, m, gi, NULL, 0, &pa, 4, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_rig_create(&r8, m, gi, NULL, 0, &p4, 8, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_rig_create(&r4, m, gi, NULL, 0, &p4, 4, &e), 0, "%s", e.msg);
+    /* one factor each for 4, 8 and 16; two made for one count alike */
+    cr_assert_eq(drape_garment_rig_bytes(r8), drape_garment_rig_bytes(r4));
+    cr_assert_gt(drape_garment_rig_bytes(ra), drape_garment_rig_bytes(r4), "the rig counts its three factors");
+    cr_assert_eq(drape_garment_run_create(&sa, ra, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_create(&s8, r8, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_next(sa, P[0], a, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_next(s8, P[0], b, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_next(sa, P[1], a, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_next(s8, P[1], b, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_frame_substeps(sa), 8);
+    cr_assert(same_floats(a, b, n), "the frame taken at 8 differs from the 8-substep rig's");
+    cr_assert_eq(drape_garment_run_next(sa, P[2], a, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_frame_substeps(sa), 4, "a still frame takes the run's own 4");
+    cr_assert_eq(drape_garment_run_next(sa, P[3], a, NULL, &e), 0, "%s", e.msg);
+    cr_assert_eq(drape_garment_run_frame_substeps(sa), 16);
+    cr_assert_eq(drape_garment_run_substeps(sa), 4);
+    for (size_t i = 0; i < n; i++) cr_assert(isfinite(a[i]));
+    drape_garment_run_free(sa), drape_garment_run_free(s8);
+    drape_garment_rig_free(ra), drape_garment_rig_free(r8), drape_garment_rig_free(r4);
+    free(a), free(b);
+    drape_model_free(m);
+}
+
 /* The teacher's collider guesses each vertex's nearest triangle from its
  * last one (sim/collide.c, mesh_distance); its frames must be the plain
  * search's to the bit, ties between triangles included: the default

@@ -131,6 +131,9 @@ static const drape_opt garment_opts_table[] = {
     DRAPE_OPT_I(garment_opts, p.max_substeps, "max-substeps", NULL, 1, 64, "N", 0, "at most this many, when automatic"),
     DRAPE_OPT_D(garment_opts, p.max_disp, "max-disp", NULL, 0, DRAPE_OPT_UNBOUNDED, "M", DRAPE_OPT_GT_MIN,
                 "automatic: the fewest substeps that move no body vertex more than this per substep, m"),
+    DRAPE_OPT_I(garment_opts, p.adapt, "adapt", NULL, 0, 64, "N", 0,
+                "per frame, up to this many substeps: the count doubled while a body vertex moves more than "
+                "--max-disp a substep in that frame; 0: off"),
     DRAPE_OPT_I(garment_opts, p.settle, "settle", NULL, 0, 100000, "N", 0, "steps at the first pose before frame 0"),
     DRAPE_OPT_D(garment_opts, p.stretch, "stretch", NULL, 0, DRAPE_OPT_UNBOUNDED, "K", DRAPE_OPT_GT_MIN,
                 "edge springs, N/m"),
@@ -263,6 +266,7 @@ static int cmd_garment(int argc, char **argv)
            o.realtime ? " (realtime)" : "", o.p.vertex_margin, st.setup_ms, st.settle_ms, st.ms_per_frame,
            st.cpu_ms_per_frame, st.contacts);
     if (o.guide) printf("; guided by %s at %g/s^2", o.guide, o.p.guide);
+    if (st.mean_substeps != st.substeps) printf("; %.2f substeps a frame on average (adapt %d)", st.mean_substeps, o.p.adapt);
     if (st.resets) printf("; %d resets (the state diverged)", st.resets);
     printf("\n");
     rc = 0;
