@@ -34,7 +34,9 @@
  *      peer), alternating in this run; then one physics avatar at 30 fps on
  *      draped (--physics-threads 1): the server's CPU ms per physics frame
  *      and the avatars a core serves at 30 fps from it, delivered fps,
- *      skips, catch-ups and latency. Each row once on a quiet machine and once next to a busy
+ *      skips, catch-ups and latency; then the T-shirt at 8 substeps a frame
+ *      (draped --physics-substeps tshirt=8, its cloth nearer its teacher's).
+ *      Each row once on a quiet machine and once next to a busy
  *      loop (a competing load, as drape_bench --contention's rows).
  *   7. the physics queue's turns: one physics avatar on its own connection,
  *      alone (the peer) and next to a connection whose 16 physics avatars
@@ -244,8 +246,8 @@ static void one_avatar_rows(const char *bundle, int threads)
 }
 
 /* draped on a free loopback port; with cert (and key), over TLS */
-static int start_draped(const char *draped, const char *bundle, int threads, const char *cert, const char *key,
-                        pid_t *pid)
+static int start_draped_with(const char *draped, const char *bundle, int threads, const char *cert, const char *key,
+                             const char *physics_substeps, pid_t *pid)
 {
     int fds[2];
     if (pipe(fds)) die("pipe", "failed");
@@ -257,19 +259,26 @@ static int start_draped(const char *draped, const char *bundle, int threads, con
         snprintf(t, sizeof t, "%d", threads);
         snprintf(b, sizeof b, "%d", MAX_BATCH);
         snprintf(d, sizeof d, "%d", MAX_DELAY_US);
-        if (cert)
-            execl(draped, draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend", backend_name(),
-                  "--threads", t, "--max-batch", b, "--max-delay-us", d, "--log-level", "warn", "--tls-cert", cert,
-                  "--tls-key", key, (char *)NULL);
-        else
-            execl(draped, draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend", backend_name(),
-                  "--threads", t, "--max-batch", b, "--max-delay-us", d, "--log-level", "warn", (char *)NULL);
+        const char *argv[32] = {draped, "--port", "0", "--bind", "127.0.0.1", "--model", bundle, "--backend",
+                                backend_name(), "--threads", t, "--max-batch", b, "--max-delay-us", d,
+                                "--log-level", "warn"};
+        int n = 17;
+        if (cert) argv[n++] = "--tls-cert", argv[n++] = cert, argv[n++] = "--tls-key", argv[n++] = key;
+        if (physics_substeps) argv[n++] = "--physics-substeps", argv[n++] = physics_substeps;
+        argv[n] = NULL;
+        execv(draped, (char *const *)argv);
         _exit(127);
     }
     close(fds[1]);
     int port = bench_draped_port(fds[0]);
     if (!port) die("draped", "did not start");
     return port;
+}
+
+static int start_draped(const char *draped, const char *bundle, int threads, const char *cert, const char *key,
+                        pid_t *pid)
+{
+    return start_draped_with(draped, bundle, threads, cert, key, NULL, pid);
 }
 
 /* the JSON report of a `drape load --json` started with popen, once it ends */
@@ -393,11 +402,13 @@ static void write_walk(const char *path, int T)
 
 /* `drape sim garment` (realtime: the served settings) on the walk: its
  * printed CPU ms per frame */
-static double sim_cpu_ms(const char *drape, const char *bundle, const char *garment, const char *poses, int realtime)
+static double sim_cpu_ms(const char *drape, const char *bundle, const char *garment, const char *poses, int realtime,
+                         int substeps)
 {
-    char cmd[1024], line[1024];
-    snprintf(cmd, sizeof cmd, "%s sim garment --model %s --garment %s --poses %s --out %s.out.npy%s 2>&1", drape,
-             bundle, garment, poses, poses, realtime ? " --realtime" : "");
+    char cmd[1024], line[1024], k[32] = "";
+    if (substeps) snprintf(k, sizeof k, " --substeps %d", substeps);
+    snprintf(cmd, sizeof cmd, "%s sim garment --model %s --garment %s --poses %s --out %s.out.npy%s%s 2>&1", drape,
+             bundle, garment, poses, poses, realtime ? " --realtime" : "", k);
     FILE *p = popen(cmd, "r");
     double ms = -1;
     while (p && fgets(line, sizeof line, p)) {
@@ -461,10 +472,13 @@ typedef struct { double cpu_ms, fps, p50, p99, catch_ups; long long skipped, sen
  * second part (its physics frame counter), so the avatar's first frame,
  * which settles the cloth, is not in it; the client's figures are over
  * both. */
-static phys_served physics_on_draped(const char *draped, const char *drape, const char *bundle, const char *garment)
+static phys_served physics_on_draped(const char *draped, const char *drape, const char *bundle, const char *garment,
+                                     int substeps)
 {
     pid_t pid;
-    int port = start_draped(draped, bundle, 1, NULL, NULL, &pid);
+    char spec[96];
+    snprintf(spec, sizeof spec, "%s=%d", garment, substeps);
+    int port = start_draped_with(draped, bundle, 1, NULL, NULL, substeps ? spec : NULL, &pid);
     FILE *p = physics_load_start(drape, port, 1, PHYS_WARM_S + PHYS_SECONDS, garment);
     usleep((useconds_t)(PHYS_WARM_S * 1e6));
     double c0 = proc_cpu_s(pid), f0 = metric(port, "drape_physics_frames_total"),
@@ -547,16 +561,23 @@ static void physics_rows(const char *bundle, const char *draped, const char *dra
     for (int busy = 0; busy < 2; busy++) {
         pid_t nb = busy ? bench_busy_start() : 0;
         if (busy) usleep(500000); /* the neighbour alone first */
-        for (int g = 0; g < m->cfg.n_garments; g++) {
+        /* each garment at the served 4, then the T-shirt at --physics-substeps tshirt=8
+         * (docs/server.md, "Physics": its cloth nearer its teacher's) */
+        int tshirt = drape_model_garment(m, "tshirt");
+        for (int row = 0; row < m->cfg.n_garments + (tshirt >= 0); row++) {
+            int g = row < m->cfg.n_garments ? row : tshirt, k = row < m->cfg.n_garments ? 0 : 8;
             const char *gn = m->cfg.garments[g];
+            char label[64];
+            if (k) snprintf(label, sizeof label, "%s at %d substeps", gn, k);
+            else snprintf(label, sizeof label, "%s", gn);
             double teach = 0, served = 0;
             for (int r = 0; r < PHYS_ROUNDS; r++) {
-                teach += sim_cpu_ms(drape, bundle, gn, poses, 0) / PHYS_ROUNDS;
-                served += sim_cpu_ms(drape, bundle, gn, poses, 1) / PHYS_ROUNDS;
+                teach += sim_cpu_ms(drape, bundle, gn, poses, 0, 0) / PHYS_ROUNDS;
+                served += sim_cpu_ms(drape, bundle, gn, poses, 1, k) / PHYS_ROUNDS;
             }
-            phys_served d = physics_on_draped(draped, drape, bundle, gn);
+            phys_served d = physics_on_draped(draped, drape, bundle, gn, k);
             printf("| %s | %s | %.1f | %.1f | %.1fx | %.1f | %.1f | %.1f | %lld / %lld | %.0f | %.1f / %.1f |\n",
-                   busy ? "one busy loop" : "quiet", gn, teach, served, teach / served, d.cpu_ms,
+                   busy ? "one busy loop" : "quiet", label, teach, served, teach / served, d.cpu_ms,
                    d.cpu_ms > 0 ? 1e3 / (30.0 * d.cpu_ms) : 0.0, d.fps, d.skipped, d.sent, d.catch_ups, d.p50,
                    d.p99);
             fflush(stdout);

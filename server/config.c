@@ -80,6 +80,9 @@ static const opt table[] = {
       "folder of the .npy clips GET /v1/motions lists (missing: an empty list)"),
     I(physics_threads, "physics-threads", "DRAPE_PHYSICS_THREADS", "1", 1, 64,
       "threads simulating physics avatars (mode physics), apart from the neural batcher"),
+    S(physics_substeps, "physics-substeps", "DRAPE_PHYSICS_SUBSTEPS", "",
+      "GARMENT=N,...: a physics avatar of that garment takes N substeps a frame (1..64) instead of the served 4, "
+      "at N/4 times the CPU (docs/server.md, \"Physics\")"),
 };
 #define N_OPTS (sizeof table / sizeof table[0])
 

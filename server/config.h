@@ -41,6 +41,7 @@ typedef struct {
     int64_t motion_max_bytes; /* POST /v1/motions/convert's body at most */
     char motions_dir[512];  /* the .npy clips GET /v1/motions lists */
     int64_t physics_threads; /* workers of mode physics (server/physics.c) */
+    char physics_substeps[256]; /* GARMENT=N,...: that garment's physics frames take N substeps, not the served 4 */
 } draped_config;
 
 /* Fills cfg from defaults, the environment and argv. Returns 0, 1 when

@@ -107,7 +107,7 @@ int main(int argc, char **argv)
         LOG_ERROR("%s", err.msg);
         goto fail;
     }
-    if (draped_physics_create(&d.physics, d.model, (int)d.cfg.physics_threads, &err)) {
+    if (draped_physics_create(&d.physics, d.model, (int)d.cfg.physics_threads, d.cfg.physics_substeps, &err)) {
         LOG_ERROR("%s", err.msg);
         goto fail;
     }

@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/log.h"
 
@@ -11,6 +13,7 @@
 struct draped_physics {
     const drape_model *m;
     drape_garment_sim_params params;
+    int substeps[DRAPE_MAX_GARMENTS]; /* per garment: params.substeps, or --physics-substeps' */
     drape_idcache_extra_ops ops; /* the rigs' maker, the cache's extra slot */
     pthread_t th[MAX_THREADS];
     int threads, started, busy, stopping;
@@ -24,7 +27,7 @@ static int rig_make(void **out, size_t *bytes, int garment, const float *betas, 
 {
     draped_physics *p = ctx;
     drape_garment_rig *r = NULL;
-    int rc = drape_garment_rig_create(&r, p->m, garment, betas, n_betas, &p->params, p->params.substeps, err);
+    int rc = drape_garment_rig_create(&r, p->m, garment, betas, n_betas, &p->params, p->substeps[garment], err);
     if (rc) return rc;
     *out = r;
     *bytes = drape_garment_rig_bytes(r);
@@ -69,7 +72,33 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-int draped_physics_create(draped_physics **out, const drape_model *m, int threads, drape_error *err)
+/* "GARMENT=N,..." into sub[] (the model's garments, N in [1, 64]) */
+static int parse_substeps(int *sub, const drape_model *m, const char *spec, drape_error *err)
+{
+    const char *s = spec;
+    while (s && *s) {
+        const char *eq = strchr(s, '='), *end = strchr(s, ',');
+        if (!end) end = s + strlen(s);
+        if (!eq || eq > end || eq == s)
+            return drape_fail(err, DRAPE_EINVAL, "--physics-substeps: '%.*s' is not GARMENT=N", (int)(end - s), s);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - s) < 63 ? (int)(eq - s) : 63, s);
+        int g = drape_model_garment(m, name);
+        if (g < 0 || (int)(eq - s) > 63)
+            return drape_fail(err, DRAPE_EINVAL, "--physics-substeps: the model has no garment '%.*s'", (int)(eq - s), s);
+        char *stop;
+        long n = strtol(eq + 1, &stop, 10);
+        if (stop != end || eq + 1 == end || n < 1 || n > 64)
+            return drape_fail(err, DRAPE_EINVAL, "--physics-substeps: %s: '%.*s' is not a count in [1, 64]", name,
+                              (int)(end - eq - 1), eq + 1);
+        sub[g] = (int)n;
+        s = *end ? end + 1 : end;
+    }
+    return DRAPE_OK;
+}
+
+int draped_physics_create(draped_physics **out, const drape_model *m, int threads, const char *substeps,
+                          drape_error *err)
 {
     *out = NULL;
     if (threads < 1 || threads > MAX_THREADS)
@@ -78,6 +107,12 @@ int draped_physics_create(draped_physics **out, const drape_model *m, int thread
     if (!p) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     p->m = m;
     p->params = drape_garment_sim_realtime();
+    for (int g = 0; g < DRAPE_MAX_GARMENTS; g++) p->substeps[g] = p->params.substeps;
+    int rc = parse_substeps(p->substeps, m, substeps, err);
+    if (rc) {
+        free(p);
+        return rc;
+    }
     p->ops = (drape_idcache_extra_ops){rig_make, rig_free, p};
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
@@ -142,3 +177,4 @@ int draped_physics_run_create(draped_physics *p, drape_idcache *cache, drape_idc
 }
 
 const drape_garment_sim_params *draped_physics_params(const draped_physics *p) { return &p->params; }
+int draped_physics_substeps(const draped_physics *p, int g) { return p->substeps[g]; }

@@ -48,8 +48,11 @@ typedef struct {
     int threads, busy, queued;
 } draped_physics_stats;
 
-/* threads workers for frames of the model m, the served settings */
-int draped_physics_create(draped_physics **out, const drape_model *m, int threads, drape_error *err);
+/* threads workers for frames of the model m, the served settings; substeps
+ * (NULL or "": none) is --physics-substeps, "GARMENT=N,...": that garment's
+ * rigs take N substeps a frame (1..64). DRAPE_EINVAL names a bad entry. */
+int draped_physics_create(draped_physics **out, const drape_model *m, int threads, const char *substeps,
+                          drape_error *err);
 /* Runs what is queued, then joins the workers. Idempotent. */
 void draped_physics_stop(draped_physics *p);
 void draped_physics_free(draped_physics *p); /* stops first */
@@ -67,5 +70,7 @@ int draped_physics_run_create(draped_physics *p, drape_idcache *cache, drape_idc
 
 /* the settings the pool runs (drape_garment_sim_realtime) */
 const drape_garment_sim_params *draped_physics_params(const draped_physics *p);
+/* the substeps a frame of garment g takes (the served 4 unless --physics-substeps says) */
+int draped_physics_substeps(const draped_physics *p, int g);
 
 #endif

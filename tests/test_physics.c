@@ -72,6 +72,40 @@ Test(physics, frames_are_the_tools_realtime_run_to_the_bit)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* --physics-substeps: one garment's frames take more substeps; they are
+ * the tool's --realtime run with that --substeps, byte for byte, and
+ * /v1/model says which count each garment takes. */
+Test(physics, a_garment_given_more_substeps_runs_them)
+{
+    tu_server s = tu_draped_start(MODEL, "--physics-substeps skirt=8,tshirt=6");
+    cr_assert_eq(tu_run(out, OUT, "curl -s -S '%s/v1/model'", s.url), 0, "%s", out);
+    cr_assert(strstr(out, "\"garment_substeps\":{\"skirt\":8,\"dress\":4,\"tshirt\":6"), "%s", out);
+    char args[600];
+    snprintf(args, sizeof args, "matches_tool '%s' 0.5,-1 12 8", MODEL);
+    scenario(&s, args);
+    cr_assert(strstr(out, " 8 substeps"), "the tool ran 8 substeps: %s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
+/* A bad --physics-substeps stops draped at start with its reason. */
+Test(physics, a_bad_substep_list_is_refused_at_start)
+{
+    const char *bin = getenv("DRAPED_BIN") ? getenv("DRAPED_BIN") : "build/draped";
+    static const char *bad[][2] = {
+        {"coat=8", "the model has no garment 'coat'"},
+        {"skirt=65", "skirt: '65' is not a count in [1, 64]"},
+        {"skirt=0", "skirt: '0' is not a count in [1, 64]"},
+        {"skirt=8x", "skirt: '8x' is not a count in [1, 64]"},
+        {"skirt", "'skirt' is not GARMENT=N"},
+        {"skirt=8,,dress=4", "'' is not GARMENT=N"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_neq(tu_run(out, OUT, "%s --port 0 --model %s --physics-substeps '%s'", bin, MODEL, bad[i][0]), 0,
+                      "%s started", bad[i][0]);
+        cr_assert(strstr(out, bad[i][1]), "%s: %s", bad[i][0], out);
+    }
+}
+
 /* Poses faster than the cloth: it skips them (newest wins), counted in the
  * frames' `dropped` and drape_physics_skips_total. */
 Test(physics, a_slow_cloth_skips_poses_and_counts_them)

@@ -120,7 +120,7 @@ static const drape_opt garment_opts_table[] = {
                 "where the vertices go: float32 [T, V, 3], as drape infer writes them"),
     DRAPE_OPT_F(garment_opts, realtime, "realtime",
                 "draped's physics mode exactly (docs/server.md): its served settings, frame by frame; takes none "
-                "of the options below but --guide"),
+                "of the options below but --guide and --substeps (draped --physics-substeps' count)"),
     DRAPE_OPT_P(garment_opts, guide, "guide", "G.npy", 0,
                 "guide frames float32 [T, V, 3] (drape infer's output on the same poses): every vertex pulled "
                 "towards its frame's by a spring (docs/conventions.md, \"Garment simulation\"); a diagnostic, not served"),
@@ -221,9 +221,13 @@ static int cmd_garment(int argc, char **argv)
     if (rc) return drape_opts_status(rc);
     if (o.realtime) { /* the served settings are one set: a changed one would not be what draped runs */
         drape_garment_sim_params d = drape_garment_sim_defaults();
+        int k = o.p.substeps; /* but the count, as draped --physics-substeps sets it per garment */
+        o.p.substeps = d.substeps;
         if (memcmp(&d, &o.p, sizeof d))
-            return drape_opts_fail(&garment_spec, "--realtime runs the served settings; it takes no simulation options");
+            return drape_opts_fail(&garment_spec,
+                                   "--realtime runs the served settings; it takes no simulation options but --substeps");
         o.p = drape_garment_sim_realtime();
+        if (k) o.p.substeps = k;
     }
     if (o.guide_k > 0 && !o.guide) return drape_opts_fail(&garment_spec, "--guide-k takes --guide");
     drape_error e = {0};

@@ -88,9 +88,10 @@ async def rest(poses="20"):
     print(json.dumps({"frames": T, "mean_off_lbs_m": round(mean, 5), "max_off_lbs_m": round(worst, 5)}))
 
 
-async def matches_tool(model, betas="0.5,-1", poses="24"):
+async def matches_tool(model, betas="0.5,-1", poses="24", substeps="0"):
     """A physics avatar streamed paced over a walk: its frames are
-    `drape sim garment --realtime` on the same poses, byte for byte."""
+    `drape sim garment --realtime` on the same poses, byte for byte (with
+    SUBSTEPS, `--substeps` too: draped's --physics-substeps for GARMENT)."""
     T, B = int(poses), [float(x) for x in betas.split(",")]
     seq = np.array([walk(t)[0] + walk(t)[1] for t in range(T)], np.float32)
     c = await connect(True)
@@ -103,7 +104,7 @@ async def matches_tool(model, betas="0.5,-1", poses="24"):
         pin, pout = os.path.join(tmp, "p.npy"), os.path.join(tmp, "o.npy")
         np.save(pin, seq)
         r = subprocess.run([DRAPE, "sim", "garment", "--realtime", "--model", model, "--garment", GARMENT, "--betas",
-                            betas, "--poses", pin, "--out", pout], capture_output=True, text=True)
+                            betas, "--poses", pin, "--out", pout, "--substeps", substeps], capture_output=True, text=True)
         check(r.returncode == 0, f"drape sim garment --realtime failed: {r.stderr}")
         want = np.load(pout)
     got = np.stack(got)
