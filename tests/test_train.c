@@ -861,6 +861,19 @@ Test(train, eval_by_family_and_clip)
     cr_assert_eq(rc, 0, "%s", log_);
     rc = tu_run(log_, sizeof log_, "test \"$(stat -c %%Y %s/*.sim.npy | sort | tail -1)\" = \"$(cat %s/t0)\"", work, work);
     cr_assert_eq(rc, 0, "the teacher ran again");
+    /* the physics column as draped --physics-substeps serves it: the
+     * miniskirt's physics runs again at 3 substeps a frame, the skirt's
+     * are reused; a garment the model lacks is refused */
+    char sub[700];
+    snprintf(sub, sizeof sub, "%s --physics-substeps miniskirt=3", run);
+    rc = tu_run(log_, sizeof log_, sub, py(), tu_bundle("tiny_random"), clips, work, bin());
+    cr_assert(rc == 0 && strstr(log_, "as draped --physics-substeps miniskirt=3 serves it"), "%s", log_);
+    rc = tu_run(log_, sizeof log_, "test $(ls %s/*-physics-*.sim.npy | wc -l) = 12 && "
+                "test $(ls %s/miniskirt-*-physics-*.sim.npy | wc -l) = 8", work, work);
+    cr_assert_eq(rc, 0, "the miniskirt's physics did not run again alone");
+    snprintf(sub, sizeof sub, "%s --physics-substeps coat=3", run);
+    rc = tu_run(log_, sizeof log_, sub, py(), tu_bundle("tiny_random"), clips, work, bin());
+    cr_assert(rc != 0 && strstr(log_, "the model has no garment coat"), "%s", log_);
     /* no such folder: the families alone; --spread 0 --physics 0: neither column */
     char nospread[600];
     snprintf(nospread, sizeof nospread, "%s --spread 0 --physics 0", run);

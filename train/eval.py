@@ -149,6 +149,17 @@ def teacher_settings(cfg, garment, sim_args):
     return (t.get("args", "") + " " + t.get("garments", {}).get(garment, "")).split(), [], pre
 
 
+def physics_substeps(spec):
+    """draped --physics-substeps' "GARMENT=N,..." as {garment: N}."""
+    out = {}
+    for item in filter(None, (spec or "").split(",")):
+        g, _, n = item.partition("=")
+        if not g or not n.isdigit() or not 1 <= int(n) <= 64:
+            raise SystemExit(f"eval: --physics-substeps: '{item}' is not GARMENT=N with N in [1, 64]")
+        out[g] = int(n)
+    return out
+
+
 def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
     """The teacher's [T,V,3] for one (garment, motion), made or reused from
     --work; with HOLD, the run whose motion starts HOLD frames later, its
@@ -160,8 +171,9 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
     if hold:
         m = np.concatenate([np.repeat(m[:1], hold, 0), m])
     shown, flags, pre = teacher_settings(cfg, g, a.sim_args)
-    if served:
-        shown, flags = ["--realtime"], ["--realtime"]
+    if served:  # draped --physics-substeps' count for this garment, when one is given
+        k = physics_substeps(a.physics_substeps).get(g)
+        shown = flags = ["--realtime"] + (["--substeps", str(k)] if k else [])
     h = hashlib.sha256()
     for k in sorted(tensors):  # what the teacher reads: the body and this garment, not the networks
         if k.startswith("body.") or (k.startswith(f"garment.{g}.") and ".net." not in k):
@@ -198,6 +210,9 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
 
 def family_eval(a):
     cfg, tensors = read_bundle(a.model)
+    unknown = sorted(set(physics_substeps(a.physics_substeps)) - set(cfg["garments"]))
+    if unknown:
+        raise SystemExit(f"eval: --physics-substeps: the model has no garment {', '.join(unknown)}")
     betas = [0.0]
     if a.plan:
         p = dataset.parse_args(["--base", a.model, "--out", "-"] + shlex.split(a.plan))
@@ -227,8 +242,10 @@ def family_eval(a):
         print(f"teacher's spread: its run with the first pose held {a.spread} frames longer against its run, "
               "over skinning's error; no model of the motion alone is below half of it against both runs\n")
     if phys:
+        k = physics_substeps(a.physics_substeps)
         print("physics / skinning: the served physics mode (drape sim garment --realtime, a simulation that "
-              "keeps its state) on the same poses against the same teacher, a peer of the model's column\n")
+              "keeps its state) on the same poses against the same teacher, a peer of the model's column" +
+              (f"; as draped --physics-substeps {a.physics_substeps} serves it" if k else "") + "\n")
     print("| garment | motion | model / skinning | model mean err (mm) | skinning (mm) | edge err | area err | "
           "collision % | teacher edge / area / collision |" + (" teacher's spread / skinning |" if held else "") +
           (" physics / skinning |" if phys else ""))
@@ -267,6 +284,8 @@ def main(argv=None):
                     help="with --families: a second teacher run, the first pose held K frames longer (0: none)")
     ap.add_argument("--physics", type=int, choices=(0, 1), default=1,
                     help="with --families: 1: a column for the served physics mode on the same rows (0: none)")
+    ap.add_argument("--physics-substeps", default="", metavar="GARMENT=N,...",
+                    help="with --physics 1: the physics column as draped --physics-substeps GARMENT=N,... serves it")
     ap.add_argument("--drape", default="build/drape")
     ap.add_argument("--json")
     ap.add_argument("--split", choices=("test", "train"), default="test")
