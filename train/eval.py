@@ -172,8 +172,8 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
         m = np.concatenate([np.repeat(m[:1], hold, 0), m])
     shown, flags, pre = teacher_settings(cfg, g, a.sim_args)
     if served:  # draped --physics-substeps' count for this garment, when one is given
-        k = physics_substeps(a.physics_substeps).get(g)
-        shown = flags = ["--realtime"] + (["--substeps", str(k)] if k else [])
+        n = physics_substeps(a.physics_substeps).get(g)
+        shown = flags = ["--realtime"] + (["--substeps", str(n)] if n else [])
     h = hashlib.sha256()
     for k in sorted(tensors):  # what the teacher reads: the body and this garment, not the networks
         if k.startswith("body.") or (k.startswith(f"garment.{g}.") and ".net." not in k):
