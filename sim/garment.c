@@ -149,17 +149,23 @@ static int check_params(const drape_garment_sim_params *p, drape_error *err)
 /* The automatic substep rule: the largest motion of a body vertex between
  * two frames, over the sequence, split into steps of at most max_disp. One
  * count for the whole run keeps the matrix (and its factor) constant. */
+/* the largest squared distance a body vertex moves from a [Nb,3] to b */
+static double body_motion2(const float *a, const float *b, int Nb)
+{
+    double d2 = 0;
+    for (int i = 0; i < 3 * Nb; i += 3) {
+        double dx = b[i] - a[i], dy = b[i + 1] - a[i + 1], dz = b[i + 2] - a[i + 2];
+        d2 = fmax(d2, dx * dx + dy * dy + dz * dz);
+    }
+    return d2;
+}
+
 static int pick_substeps(const drape_garment_sim_params *p, const float *body, int Nb, int T)
 {
     if (p->substeps > 0) return p->substeps;
     double d2 = 0;
-    for (int t = 1; t < T; t++) {
-        const float *a = body + (size_t)(t - 1) * Nb * 3, *b = body + (size_t)t * Nb * 3;
-        for (int i = 0; i < 3 * Nb; i += 3) {
-            double dx = b[i] - a[i], dy = b[i + 1] - a[i + 1], dz = b[i + 2] - a[i + 2];
-            d2 = fmax(d2, dx * dx + dy * dy + dz * dz);
-        }
-    }
+    for (int t = 1; t < T; t++)
+        d2 = fmax(d2, body_motion2(body + (size_t)(t - 1) * Nb * 3, body + (size_t)t * Nb * 3, Nb));
     double k = ceil(sqrt(d2) / p->max_disp); /* clamped as a double: a tiny max_disp overflows an int */
     return k < 1 ? 1 : k > p->max_substeps ? p->max_substeps : (int)k;
 }
@@ -425,13 +431,7 @@ static int frame_level(const drape_garment_run *s)
 {
     const drape_garment_rig *r = s->r;
     if (r->levels < 2) return 0;
-    double d2 = 0;
-    const float *a = s->body[0], *b = s->body[1];
-    for (int i = 0; i < 3 * r->Nb; i += 3) {
-        double dx = b[i] - a[i], dy = b[i + 1] - a[i + 1], dz = b[i + 2] - a[i + 2];
-        d2 = fmax(d2, dx * dx + dy * dy + dz * dz);
-    }
-    double d = sqrt(d2);
+    double d = sqrt(body_motion2(s->body[0], s->body[1], r->Nb));
     int l = 0;
     while (l + 1 < r->levels && d > r->p.max_disp * (r->substeps << l)) l++;
     return l;

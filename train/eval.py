@@ -172,7 +172,7 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
         m = np.concatenate([np.repeat(m[:1], hold, 0), m])
     shown, flags, pre = teacher_settings(cfg, g, a.sim_args)
     if served:  # draped --physics-substeps' count for this garment, when one is given
-        n = physics_substeps(a.physics_substeps).get(g)
+        n = a.substeps_by_garment.get(g)
         shown = flags = ["--realtime"] + (["--substeps", str(n)] if n else [])
     h = hashlib.sha256()
     for k in sorted(tensors):  # what the teacher reads: the body and this garment, not the networks
@@ -210,7 +210,8 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
 
 def family_eval(a):
     cfg, tensors = read_bundle(a.model)
-    unknown = sorted(set(physics_substeps(a.physics_substeps)) - set(cfg["garments"]))
+    a.substeps_by_garment = physics_substeps(a.physics_substeps)  # parsed once, read per row
+    unknown = sorted(set(a.substeps_by_garment) - set(cfg["garments"]))
     if unknown:
         raise SystemExit(f"eval: --physics-substeps: the model has no garment {', '.join(unknown)}")
     betas = [0.0]
@@ -242,10 +243,9 @@ def family_eval(a):
         print(f"teacher's spread: its run with the first pose held {a.spread} frames longer against its run, "
               "over skinning's error; no model of the motion alone is below half of it against both runs\n")
     if phys:
-        k = physics_substeps(a.physics_substeps)
         print("physics / skinning: the served physics mode (drape sim garment --realtime, a simulation that "
               "keeps its state) on the same poses against the same teacher, a peer of the model's column" +
-              (f"; as draped --physics-substeps {a.physics_substeps} serves it" if k else "") + "\n")
+              (f"; as draped --physics-substeps {a.physics_substeps} serves it" if a.substeps_by_garment else "") + "\n")
     print("| garment | motion | model / skinning | model mean err (mm) | skinning (mm) | edge err | area err | "
           "collision % | teacher edge / area / collision |" + (" teacher's spread / skinning |" if held else "") +
           (" physics / skinning |" if phys else ""))
