@@ -275,7 +275,9 @@ def knn_body(x, v, k, chunk=1024):
     out = []
     for i in range(0, len(x), chunk):
         d = ((x[i:i + chunk, None, :] - v[None, :, :]) ** 2).sum(-1)
-        out.append(torch.sort(d, dim=1, stable=True).indices[:, :k])
+        # one nearest: argmin returns the first of tied minima, the stable
+        # sort's first, without sorting every row (the refine step's search)
+        out.append(d.argmin(1, keepdim=True) if k == 1 else torch.sort(d, dim=1, stable=True).indices[:, :k])
     return torch.cat(out)
 
 
