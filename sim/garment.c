@@ -146,9 +146,6 @@ static int check_params(const drape_garment_sim_params *p, drape_error *err)
     return DRAPE_OK;
 }
 
-/* The automatic substep rule: the largest motion of a body vertex between
- * two frames, over the sequence, split into steps of at most max_disp. One
- * count for the whole run keeps the matrix (and its factor) constant. */
 /* the largest squared distance a body vertex moves from a [Nb,3] to b */
 static double body_motion2(const float *a, const float *b, int Nb)
 {
@@ -160,6 +157,9 @@ static double body_motion2(const float *a, const float *b, int Nb)
     return d2;
 }
 
+/* The automatic substep rule: the largest motion of a body vertex between
+ * two frames, over the sequence, split into steps of at most max_disp. One
+ * count for the whole run keeps the matrix (and its factor) constant. */
 static int pick_substeps(const drape_garment_sim_params *p, const float *body, int Nb, int T)
 {
     if (p->substeps > 0) return p->substeps;

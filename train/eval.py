@@ -154,7 +154,7 @@ def physics_substeps(spec):
     out = {}
     for item in filter(None, (spec or "").split(",")):
         g, _, n = item.partition("=")
-        if not g or not n.isdigit() or not 1 <= int(n) <= 64:
+        if not g or not (n.isascii() and n.isdigit()) or not 1 <= int(n) <= 64:  # ascii: int() refuses "²"
             raise SystemExit(f"eval: --physics-substeps: '{item}' is not GARMENT=N with N in [1, 64]")
         out[g] = int(n)
     return out
