@@ -220,7 +220,10 @@ async def busy_neighbour(physics="6", seconds="4"):
     """Many physics avatars flooding one physics worker (the server runs
     --physics-threads 1) and one neural avatar on the same connection at
     30 fps: the neural frames keep coming while the physics avatars are busy
-    (and skip poses)."""
+    (and skip poses). Each physics avatar gets three poses back to back a
+    tick, so that the worker is behind however slowly this client runs (on a
+    loaded machine a client waiting for its neural frame once gave the
+    worker time to keep up with one pose a tick)."""
     P, S = int(physics), float(seconds)
     c = await connect(True)
     names = [f"p{i}" for i in range(P)]
@@ -232,8 +235,9 @@ async def busy_neighbour(physics="6", seconds="4"):
     t, pending = 0, None
     while time.time() < stop:
         p, tr = walk(t)
-        for av in names:  # every physics avatar gets every pose: they cannot keep up
-            await c.send({"op": "pose", "avatar": av, "seq": t, "pose": p, "trans": tr})
+        for av in names:  # three poses a tick: the third replaces a second still waiting
+            for k in range(3):
+                await c.send({"op": "pose", "avatar": av, "seq": 3 * t + k, "pose": p, "trans": tr})
         await c.send({"op": "pose", "avatar": "n", "seq": t, "pose": p, "trans": tr})
         due = time.time() + 1 / 30
         got_neural = False
