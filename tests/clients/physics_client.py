@@ -232,7 +232,7 @@ async def busy_neighbour(physics="6", seconds="4"):
     await open_avatar(c, "n", "neural")
     neural_times, physics_frames, skipped = [], 0, 0
     stop = time.time() + S
-    t, pending = 0, None
+    t = 0
     while time.time() < stop:
         p, tr = walk(t)
         for av in names:  # three poses a tick: the third replaces a second still waiting
