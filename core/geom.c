@@ -31,7 +31,10 @@ int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, d
 {
     double blo[3] = {INFINITY, INFINITY, INFINITY}, bhi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (int i = 0; i < n; i++)
-        for (int d = 0; d < 3; d++) blo[d] = fmin(blo[d], lo[3 * i + d]), bhi[d] = fmax(bhi[d], hi[3 * i + d]);
+        for (int d = 0; d < 3; d++) { /* fmin and fmax, NaN passed over as they pass it, without their calls */
+            double l = lo[3 * i + d], h = hi[3 * i + d];
+            blo[d] = l < blo[d] ? l : blo[d], bhi[d] = h > bhi[d] ? h : bhi[d];
+        }
     if (n == 0)
         for (int d = 0; d < 3; d++) blo[d] = bhi[d] = 0;
     for (int d = 0; d < 3; d++) /* a span of finite ends can still overflow (-1e308 .. 1e308) */
@@ -50,13 +53,15 @@ int drape_grid_build(drape_grid *g, const double *lo, const double *hi, int n, d
     for (int d = 0; d < 3; d++) g->lo[d] = blo[d];
     g->cell = cell;
     int64_t cells = (int64_t)g->dim[0] * g->dim[1] * g->dim[2];
-    if (grow32(&g->start, &g->cap_cells, cells + 1)) return DRAPE_ENOMEM;
+    if (grow32(&g->start, &g->cap_cells, cells + 1) || grow32(&g->range, &g->cap_range, (int64_t)n * 6 + 1))
+        return DRAPE_ENOMEM;
+    g->n = n;
     for (int64_t c = 0; c <= cells; c++) g->start[c] = 0;
     int64_t total = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < n; i++) {
-            int a[3], b[3];
-            cell_range(g, lo + 3 * i, hi + 3 * i, a, b);
+            int32_t *a = g->range + 6 * (int64_t)i, *b = a + 3; /* the second pass reads the first's */
+            if (pass == 0) cell_range(g, lo + 3 * i, hi + 3 * i, a, b);
             for (int z = a[2]; z <= b[2]; z++)
                 for (int y = a[1]; y <= b[1]; y++)
                     for (int x = a[0]; x <= b[0]; x++) {
@@ -94,18 +99,30 @@ int drape_grid_keep_boxes(drape_grid *g, const double *lo, const double *hi)
         if (!p) return DRAPE_ENOMEM;
         g->cbox = p, g->cap_cbox = cells * 6 + 1;
     }
+    if ((int64_t)g->n * 6 > g->cap_nbox) {
+        float *p = realloc(g->nbox, (size_t)g->n * 6 * sizeof *p + sizeof *p);
+        if (!p) return DRAPE_ENOMEM;
+        g->nbox = p, g->cap_nbox = (int64_t)g->n * 6 + 1;
+    }
+    /* each box rounded once, then copied to every cell it is in */
+    for (int i = 0; i < g->n; i++) {
+        const double *a = lo + 3 * (int64_t)i, *b = hi + 3 * (int64_t)i;
+        float *o = g->nbox + 6 * (int64_t)i;
+        for (int d = 0; d < 3; d++) {
+            float l = (float)a[d], h = (float)b[d];
+            o[d] = l > a[d] ? nextafterf(l, -INFINITY) : l; /* outward: the box only grows */
+            o[3 + d] = h < b[d] ? nextafterf(h, INFINITY) : h;
+        }
+    }
     for (int64_t k = 0; k < cells; k++) {
         float *u = g->cbox + 6 * k;
         for (int d = 0; d < 3; d++) u[d] = INFINITY, u[3 + d] = -INFINITY;
         for (int32_t q = g->start[k]; q < g->start[k + 1]; q++) {
-            const double *a = lo + 3 * (int64_t)g->items[q], *b = hi + 3 * (int64_t)g->items[q];
+            const float *src = g->nbox + 6 * (int64_t)g->items[q];
             float *o = g->ibox + 6 * (int64_t)q;
-            for (int d = 0; d < 3; d++) {
-                float l = (float)a[d], h = (float)b[d];
-                o[d] = l > a[d] ? nextafterf(l, -INFINITY) : l; /* outward: the box only grows */
-                o[3 + d] = h < b[d] ? nextafterf(h, INFINITY) : h;
+            for (int d = 0; d < 6; d++) o[d] = src[d];
+            for (int d = 0; d < 3; d++)
                 u[d] = o[d] < u[d] ? o[d] : u[d], u[3 + d] = o[3 + d] > u[3 + d] ? o[3 + d] : u[3 + d];
-            }
         }
     }
     return DRAPE_OK;
@@ -167,6 +184,8 @@ void drape_grid_free(drape_grid *g)
     free(g->items);
     free(g->ibox);
     free(g->cbox);
+    free(g->range);
+    free(g->nbox);
     *g = (drape_grid){0};
 }
 

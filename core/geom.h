@@ -19,6 +19,10 @@ typedef struct {
     float *ibox;         /* [items,6] each item's box in item order (drape_grid_keep_boxes), or NULL */
     float *cbox;         /* [cells,6] the union of each cell's item boxes (empty: inverted) */
     int64_t cap_ibox, cap_cbox;
+    int n;               /* items (boxes) the grid was built on */
+    int32_t *range;      /* [n,6] each box's first and last cell per axis, from the build's first pass */
+    float *nbox;         /* [n,6] each box in float, rounded outward (drape_grid_keep_boxes) */
+    int64_t cap_range, cap_nbox;
 } drape_grid;
 
 /* lo, hi [n,3]: item boxes. cell > 0: edge of a cell (grown when the grid

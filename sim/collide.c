@@ -17,6 +17,7 @@ struct drape_collider {
     double reach;
     double *v, *vn;        /* [nv,3] positions, unit vertex normals */
     double *vp;            /* [nv,3] positions before the last update: the surface's step, for its velocity */
+    float *vstep;          /* [nv] |step − u| of each vertex at the last update (rounded up), for motion_bounds */
     double *lo, *hi;       /* [F,3] triangle boxes */
     double *fn;            /* [F,4] unit normal n and n·a of each triangle's plane (warm queries' cheaper test) */
     drape_grid grid;
@@ -61,7 +62,7 @@ void drape_collider_free(drape_collider *c)
 {
     if (!c) return;
     free(c->caps);
-    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi); free(c->fn);
+    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->vstep); free(c->lo); free(c->hi); free(c->fn);
     free(c->pt_face); free(c->pt_track); free(c->pt_prev); free(c->pt_clear); free(c->cell_move);
     drape_grid_free(&c->grid);
     drape_grid_free(&c->vgrid);
@@ -90,9 +91,10 @@ int drape_collider_point_face(const drape_collider *c, int i) { return i >= 0 &&
 
 size_t drape_collider_bytes(const drape_collider *c)
 {
-    return sizeof *c + (size_t)c->F * (3 * sizeof(int32_t) + 6 * sizeof(double)) + (size_t)c->nv * 9 * sizeof(double) +
+    return sizeof *c + (size_t)c->F * (3 * sizeof(int32_t) + 6 * sizeof(double)) + (size_t)c->nv * (9 * sizeof(double) + sizeof(float)) +
            (size_t)(c->grid.cap_cells + c->grid.cap_items + c->vgrid.cap_cells + c->vgrid.cap_items) * sizeof(int32_t) +
-           (size_t)(c->grid.cap_ibox + c->grid.cap_cbox) * sizeof(float) +
+           (size_t)(c->grid.cap_range + c->vgrid.cap_range) * sizeof(int32_t) +
+           (size_t)(c->grid.cap_ibox + c->grid.cap_cbox + c->grid.cap_nbox) * sizeof(float) +
            (size_t)c->npts * (2 * sizeof(int32_t) + 4 * sizeof(double)) + (size_t)c->cap_move * sizeof(float);
 }
 
@@ -126,7 +128,8 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
     for (int i = 0; i < 3 * F; i++)
         if (faces[i] < 0 || faces[i] >= nv)
             return drape_fail(err, DRAPE_ERANGE, "collider: face %d refers to vertex %d of %d", i / 3, faces[i], nv);
-    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->lo); free(c->hi); free(c->fn);
+    free(c->faces); free(c->v); free(c->vn); free(c->vp); free(c->vstep); free(c->lo); free(c->hi); free(c->fn);
+    c->vstep = malloc((size_t)nv * sizeof *c->vstep);
     c->fn = malloc((size_t)F * 4 * sizeof *c->fn);
     c->faces = malloc((size_t)F * 3 * sizeof *c->faces);
     c->v = malloc((size_t)nv * 3 * sizeof *c->v);
@@ -135,7 +138,7 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
     c->lo = malloc((size_t)F * 3 * sizeof *c->lo);
     c->hi = malloc((size_t)F * 3 * sizeof *c->hi);
     c->has_mesh = c->mesh_ready = 0;
-    if (!c->faces || !c->v || !c->vn || !c->vp || !c->lo || !c->hi || !c->fn)
+    if (!c->faces || !c->v || !c->vn || !c->vp || !c->vstep || !c->lo || !c->hi || !c->fn)
         return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     memcpy(c->faces, faces, (size_t)F * 3 * sizeof *faces);
     c->F = F, c->nv = nv, c->reach = reach, c->has_mesh = 1;
@@ -152,7 +155,9 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
 
 /* The last update's motion: its mean step u and how far any vertex moved
  * besides, for the deep check in drape_collider_project (two passes over
- * the vertices: little next to the normals and the grid). */
+ * the vertices: little next to the normals and the grid); and each
+ * vertex's own, for motion_bounds (a vertex is a corner of about six
+ * triangles, each in several cells: its root is taken once here). */
 static void body_motion(drape_collider *c)
 {
     double u[3] = {0, 0, 0}, m = 0;
@@ -162,7 +167,9 @@ static void body_motion(drape_collider *c)
     for (int i = 0; i < c->nv; i++) {
         const double *a = c->v + 3 * i, *b = c->vp + 3 * i;
         double e0 = a[0] - b[0] - c->u[0], e1 = a[1] - b[1] - c->u[1], e2 = a[2] - b[2] - c->u[2];
-        m = fmax(m, e0 * e0 + e1 * e1 + e2 * e2);
+        double q = e0 * e0 + e1 * e1 + e2 * e2;
+        m = q > m ? q : m; /* (no fmax: a libm call without -ffast-math) */
+        c->vstep[i] = (float)sqrt(q) * (1 + 1e-6f);
     }
     c->move_max = sqrt(m) * (1 + 1e-6);
 }
@@ -184,12 +191,7 @@ static int motion_bounds(drape_collider *c)
         float m = 0;
         for (int32_t q = g->start[k]; q < g->start[k + 1]; q++) {
             const int32_t *t = c->faces + 3 * g->items[q];
-            for (int j = 0; j < 3; j++) {
-                const double *a = c->v + 3 * t[j], *b = c->vp + 3 * t[j];
-                double e0 = a[0] - b[0] - c->u[0], e1 = a[1] - b[1] - c->u[1], e2 = a[2] - b[2] - c->u[2];
-                float s = (float)sqrt(e0 * e0 + e1 * e1 + e2 * e2) * (1 + 1e-6f);
-                if (s > m) m = s;
-            }
+            for (int j = 0; j < 3; j++) m = c->vstep[t[j]] > m ? c->vstep[t[j]] : m;
         }
         c->cell_move[k] = m;
     }
@@ -234,8 +236,9 @@ int drape_collider_update_mesh(drape_collider *c, const float *v, drape_error *e
         for (int d = 0; d < 3; d++) fn[d] = nl > 0 ? n[d] / nl : 0;
         fn[3] = fn[0] * a[0] + fn[1] * a[1] + fn[2] * a[2];
         for (int d = 0; d < 3; d++) {
-            c->lo[3 * f + d] = fmin(a[d], fmin(b[d], cc[d]));
-            c->hi[3 * f + d] = fmax(a[d], fmax(b[d], cc[d]));
+            double l = a[d] < b[d] ? a[d] : b[d], h = a[d] > b[d] ? a[d] : b[d]; /* finite: no fmin/fmax calls */
+            c->lo[3 * f + d] = cc[d] < l ? cc[d] : l;
+            c->hi[3 * f + d] = cc[d] > h ? cc[d] : h;
         }
         edge += sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
     }
