@@ -91,7 +91,8 @@ int drape_collider_point_face(const drape_collider *c, int i) { return i >= 0 &&
 
 size_t drape_collider_bytes(const drape_collider *c)
 {
-    return sizeof *c + (size_t)c->F * (3 * sizeof(int32_t) + 6 * sizeof(double)) + (size_t)c->nv * (9 * sizeof(double) + sizeof(float)) +
+    return sizeof *c + (size_t)c->F * (3 * sizeof(int32_t) + 6 * sizeof(double)) +
+           (size_t)c->nv * (9 * sizeof(double) + sizeof(float)) +
            (size_t)(c->grid.cap_cells + c->grid.cap_items + c->vgrid.cap_cells + c->vgrid.cap_items) * sizeof(int32_t) +
            (size_t)(c->grid.cap_range + c->vgrid.cap_range) * sizeof(int32_t) +
            (size_t)(c->grid.cap_ibox + c->grid.cap_cbox + c->grid.cap_nbox) * sizeof(float) +
