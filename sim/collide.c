@@ -157,8 +157,9 @@ int drape_collider_set_mesh(drape_collider *c, const int32_t *faces, int F, int 
 /* The last update's motion: its mean step u and how far any vertex moved
  * besides, for the deep check in drape_collider_project (two passes over
  * the vertices: little next to the normals and the grid); and each
- * vertex's own, for motion_bounds (a vertex is a corner of about six
- * triangles, each in several cells: its root is taken once here). */
+ * vertex's own, for motion_bounds with warm queries (a vertex is a corner
+ * of about six triangles, each in several cells: its root is taken once
+ * here). */
 static void body_motion(drape_collider *c)
 {
     double u[3] = {0, 0, 0}, m = 0;
@@ -170,7 +171,7 @@ static void body_motion(drape_collider *c)
         double e0 = a[0] - b[0] - c->u[0], e1 = a[1] - b[1] - c->u[1], e2 = a[2] - b[2] - c->u[2];
         double q = e0 * e0 + e1 * e1 + e2 * e2;
         m = q > m ? q : m; /* (no fmax: a libm call without -ffast-math) */
-        c->vstep[i] = (float)sqrt(q) * (1 + 1e-6f);
+        if (c->warm) c->vstep[i] = (float)sqrt(q) * (1 + 1e-6f); /* only motion_bounds reads it */
     }
     c->move_max = sqrt(m) * (1 + 1e-6);
 }
