@@ -19,6 +19,7 @@
 #include "../runtime/model.h"
 #include "../sim/garment.h"
 #include "../core/geom.h"
+#include "../core/simd.h"
 #include "../sim/obj.h"
 
 static int run(const char *cmd, char *out, size_t n)
@@ -218,6 +219,7 @@ int main(int argc, char **argv)
         drape_obj_free(&a);
         drape_obj_free(&b);
     }
+    printf("\n(the solver's cpu build: %s, core/simd.h)\n", drape_simd_build());
     printf("\n| cloth (seed notebook, 625 nodes, 8 iterations) | time (ms) |\n|---|---:|\n");
     printf("| `drape sim cloth`, whole process, %d steps (median of %d; %.1f to %.1f) | %.1f |\n", steps, runs, c_t[0],
            c_t[runs - 1], c_ms);

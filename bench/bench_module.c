@@ -25,6 +25,7 @@
 
 #include "bench_contention.h"
 #include "bench_util.h"
+#include "../core/simd.h"
 #include "../runtime/backend.h"
 #include "../runtime/model.h"
 #include "../runtime/omp_env.h"
@@ -229,7 +230,8 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows appear as they are measured */
     int threads = getenv("DRAPE_BENCH_THREADS") ? atoi(getenv("DRAPE_BENCH_THREADS")) : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    printf("threads: %d (OpenMP for C, torch.set_num_threads for PyTorch)\n\n", threads);
+    printf("threads: %d (OpenMP for C, torch.set_num_threads for PyTorch); the C loops' cpu build: %s (core/simd.h)\n\n",
+           threads, drape_simd_build());
     printf("| config | measure | C runtime (ms) | PyTorch (ms) | PyTorch / C |\n");
     printf("|---|---|---:|---:|---:|\n");
     int fail = 0, goal_met = -1, goal32 = -1;

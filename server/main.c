@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../core/simd.h"
 #include "../runtime/omp_env.h"
 #include "app.h"
 
@@ -118,8 +119,9 @@ int main(int argc, char **argv)
         gethostname(host, sizeof host - 1);
         snprintf(d.instance, sizeof d.instance, "%s:%d", host, d.port);
     }
-    LOG_INFO("draped %s listening on %s:%d (instance %s, model %s, backend %s, max_batch %lld, max_delay_us %lld)",
-             DRAPED_VERSION, d.cfg.bind, d.port, d.instance, d.cfg.model, drape_backend_name(d.be),
+    LOG_INFO("draped %s listening on %s:%d (instance %s, model %s, backend %s, cpu build %s, max_batch %lld, "
+             "max_delay_us %lld)",
+             DRAPED_VERSION, d.cfg.bind, d.port, d.instance, d.cfg.model, drape_backend_name(d.be), drape_simd_build(),
              (long long)d.cfg.max_batch, (long long)d.cfg.max_delay_us);
     /* the line tests and scripts wait for (the port matters with --port 0) */
     printf("draped: listening on %s://%s:%d\n", *d.cfg.tls_cert ? "https" : "http", d.cfg.bind, d.port);

@@ -7,6 +7,7 @@
 
 #include "../core/mesh.h"
 #include "../core/geom.h"
+#include "../core/simd.h"
 
 /* a row: x y z and a zero pad. GCC lowers it to two SSE2 operations or one
  * AVX one; element-wise arithmetic without contraction (ISO C mode) rounds
@@ -42,7 +43,7 @@ struct drape_cloth_system {
      * loops have one trip count per panel, not per column. */
     int nf4;               /* nfree rounded up to whole panels; rows [nfree, nf4) are padding (stay 0) */
     int32_t *Pp, *PI;      /* [nf4/4+1], [Pp[np]]: panel p's rows below it, PI[Pp[p] .. Pp[p+1]), ascending, an even count (row nrows fills) */
-    double *PF, *PB;       /* [4·Pp[np]] their 4 entries: as is (forward scatter), times the column's 1/L_jj (backward gather) */
+    double *PF;            /* [4·Pp[np]] their 4 entries, read by both sweeps (the backward one scales its sums by 1/L_jj after) */
     double *PT;            /* [np,12] the in-panel triangle's inverses: 6 forward (L's rows scaled by 1/L_ii), 6 backward (columns by 1/L_jj) */
     double *Dinv;          /* [nf4] 1 / L_jj, 0 on padding */
     int32_t *sp_pos;       /* [ns,2] row of each spring end (row_of), springs in the local step's order: */
@@ -79,8 +80,7 @@ struct drape_cloth {
 };
 
 /* r_s = l0_s / sqrt(q_s) in place: a plain loop the compiler vectorizes */
-__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
-rest_ratios(double *restrict q, const double *restrict l0, int ns)
+DRAPE_CLONES static void rest_ratios(double *restrict q, const double *restrict l0, int ns)
 {
     for (int s = 0; s < ns; s++) q[s] = l0[s] / sqrt(q[s]);
 }
@@ -124,8 +124,7 @@ static int to_panels(drape_cloth_system *c, const cholmod_factor *L)
     size_t nb = (size_t)c->Pp[np];
     c->PI = malloc((nb + 1) * sizeof(int32_t));
     c->PF = calloc(4 * nb + 1, sizeof(double));
-    c->PB = calloc(4 * nb + 1, sizeof(double));
-    if (!c->PI || !c->PF || !c->PB) goto fail;
+    if (!c->PI || !c->PF) goto fail;
     for (int i = 0; i < nf4; i++) mark[i] = -1;
     for (int p = 0; p < np; p++) {
         int q = c->Pp[p];
@@ -147,7 +146,6 @@ static int to_panels(drape_cloth_system *c, const cholmod_factor *L)
                     U[u][t] = v * c->Dinv[j];
                 } else {
                     c->PF[4 * (size_t)slot[i] + u] = v;
-                    c->PB[4 * (size_t)slot[i] + u] = v * c->Dinv[j];
                 }
             }
         }
@@ -437,7 +435,7 @@ int drape_cloth_system_create(drape_cloth_system **out, const double *X, int n, 
                (size_t)n * (4 * sizeof(double) + 2 * sizeof(int32_t) + 1) +
                (size_t)c->nfree * (sizeof(int32_t) * 3 + 4 * sizeof(double) + (size_t)c->deg * 12) +
                (size_t)N * sizeof(int32_t) + np * (sizeof(int32_t) + 12 * sizeof(double)) +
-               nb * (sizeof(int32_t) + 8 * sizeof(double)) + (size_t)c->nf4 * sizeof(double);
+               nb * (sizeof(int32_t) + 4 * sizeof(double)) + (size_t)c->nf4 * sizeof(double);
     *out = c;
     return DRAPE_OK;
 }
@@ -446,7 +444,7 @@ void drape_cloth_system_free(drape_cloth_system *c)
 {
     if (!c) return;
     free(c->pos);
-    free(c->Pp); free(c->PI); free(c->PF); free(c->PB); free(c->PT); free(c->Dinv); free(c->sp_pos); free(c->mh2);
+    free(c->Pp); free(c->PI); free(c->PF); free(c->PT); free(c->Dinv); free(c->sp_pos); free(c->mh2);
     free(c->row_of); free(c->Mp); free(c->Ip); free(c->ks); free(c->l0s); free(c->Ii); free(c->Ai); free(c->As);
     free(c->springs); free(c->l0); free(c->k); free(c->mass); free(c->X0); free(c->w0);
     free(c->free_of); free(c->node_of); free(c->pin_rhs);
@@ -526,7 +524,7 @@ size_t drape_cloth_bytes(const drape_cloth *c) { return c->bytes; }
  * − H_fp x_p), the right-hand side built in the factor's row order on the
  * per-step part, then L y = b, Lᵀ x = y. Positions live in rows (xr) during
  * the iterations: the solution becomes xr, the pinned rows carried over. */
-__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void iterate(drape_cloth *c)
+DRAPE_CLONES static void iterate(drape_cloth *c)
 {
     const drape_cloth_system *S = c->s;
     v4d *B = c->b, *X = c->xr;
@@ -585,7 +583,7 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
         B[i] = (c->base[i] - m) + p;
     }
     const int32_t *Pp = S->Pp, *PI = S->PI;
-    const double *PF = S->PF, *PB = S->PB, *Dinv = S->Dinv;
+    const double *PF = S->PF, *Dinv = S->Dinv;
     int np = S->nf4 / 4;
     for (int p = 0; p < np; p++) { /* L y = b: the panel's 4, then scattered to the rows below */
         v4d *Y = B + 4 * p;
@@ -603,18 +601,18 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
     for (int p = np - 1; p >= 0; p--) { /* Lᵀ x = y: gathered from the rows below, then the panel's 4 */
         v4d *Y = B + 4 * p;
         const double *t = S->PT + 12 * p + 6, *d = Dinv + 4 * p;
-        v4d a0 = Y[0] * d[0], a1 = Y[1] * d[1], a2 = Y[2] * d[2], a3 = Y[3] * d[3];
+        v4d a0 = Y[0], a1 = Y[1], a2 = Y[2], a3 = Y[3]; /* scaled by 1/L_jj once the sums are in */
         v4d b0 = {0, 0, 0, 0}, b1 = b0, b2 = b0, b3 = b0;
         /* two rows at a time, eight independent sums; the rows solved
          * longest ago first, so that only the last terms wait for the
          * panel just solved */
         for (int q = Pp[p + 1] - 2; q >= Pp[p]; q -= 2) {
             v4d u = B[PI[q]], w = B[PI[q + 1]];
-            const double *g = PB + 4 * q;
+            const double *g = PF + 4 * q;
             a0 -= g[0] * u, a1 -= g[1] * u, a2 -= g[2] * u, a3 -= g[3] * u;
             b0 -= g[4] * w, b1 -= g[5] * w, b2 -= g[6] * w, b3 -= g[7] * w;
         }
-        a0 += b0, a1 += b1, a2 += b2, a3 += b3;
+        a0 = (a0 + b0) * d[0], a1 = (a1 + b1) * d[1], a2 = (a2 + b2) * d[2], a3 = (a3 + b3) * d[3];
         v4d x3 = a3, x2 = a2 + t[5] * a3, x1 = (a1 + t[3] * a2) + t[4] * a3;
         v4d x0 = (a0 + t[0] * a1) + (t[1] * a2 + t[2] * a3);
         Y[0] = x0, Y[1] = x1, Y[2] = x2, Y[3] = x3;

@@ -268,6 +268,21 @@ Test(kernels, conv_matches_naive_loop)
     conv_case(3, 13, 48, 48, 2, 6);  /* residual, 3 vectors */
 }
 
+/* The 8-wide AVX2 tiles and the 16-wide ones, each against the naive loop,
+ * whichever the machine would pick. */
+Test(kernels, conv_both_tile_families_match_naive_loop)
+{
+    if (!__builtin_cpu_supports("x86-64-v3")) cr_skip_test("this CPU lacks AVX2+FMA: the 8-wide tiles cannot run here");
+    for (int tiles = 0; tiles < 2; tiles++) {
+        cpu__conv_tiles = tiles;
+        conv_case(5, 19, 20, 80, 1, 4); /* 16 wide: 4 + 1 vectors; 8 wide: 2 + 1 blocks, runs of 19 = 9×2 + 1 = 3×6 + 1 */
+        conv_case(4, 26, 17, 35, 0, 5); /* + 3 narrow channels */
+        conv_case(3, 13, 48, 48, 2, 6); /* residual */
+        conv_case(7, 5, 4, 6, 0, 1);    /* narrower than a vector: the tail alone */
+    }
+    cpu__conv_tiles = -1;
+}
+
 /* Skipping texels is exact: with the garment's spans the sampled output of a
  * conv stack equals the same stack computed on the whole map. */
 Test(kernels, conv_spans_are_exact)

@@ -8,47 +8,55 @@
  * goes through the bias/ReLU/residual epilogue. No im2col and no packing:
  * with Cin and Cout of 32–128 those copies cost as much as the arithmetic.
  * Runs are spread over the backend's pool (pool.h) in chunks of about equal
- * texel counts. The tiles are compiled for
- * AVX-512, AVX2+FMA and plain x86-64, chosen at load time (target_clones). */
+ * texel counts. The tiles are compiled for AVX-512, AVX2+FMA (8 wide, their
+ * own sizes) and plain x86-64, chosen at run time (core/simd.h). */
 #include <stdint.h>
 #include <string.h>
 
 #include "ops.h"
+#include "../../core/simd.h"
 
 typedef float v16 __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4)));
 typedef int32_t v16i __attribute__((vector_size(64)));
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+typedef int32_t v8i __attribute__((vector_size(32)));
 
-/* out[p .. p+R) × channels [co, co + 16·NV), R and NV fixed so that the
- * accumulators live in registers. */
-#define CONV_TILE(R, NV)                                                                                   \
-    __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void tile_##R##x##NV(      \
-        float *out, const float *in, const cpu_conv *cv, const int64_t *shift, int64_t p, int co, int mode) \
+/* out[p .. p+R) × channels [co, co + W·NV), in W-wide vectors of type VT, R
+ * and NV fixed so that the accumulators live in registers. */
+#define CONV_TILE_AS(NAME, ATTR, VT, W, R, NV)                                                             \
+    ATTR static void NAME(float *out, const float *in, const cpu_conv *cv, const int64_t *shift, int64_t p, \
+                          int co, int mode)                                                                \
     {                                                                                                      \
         const int Ci = cv->in, Co = cv->out;                                                              \
-        v16 acc[R][NV];                                                                                    \
+        VT acc[R][NV];                                                                                     \
         _Pragma("GCC unroll 12") for (int r = 0; r < R; r++)                                               \
-            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = (v16){0};                     \
+            _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] = (VT){0};                      \
         for (int t = 0; t < 9; t++) {                                                                      \
             const float *x = in + (p + shift[t]) * Ci, *w = cv->taps + (size_t)t * Ci * Co + co;          \
             for (int ci = 0; ci < Ci; ci++, w += Co) {                                                     \
-                v16 wv[NV];                                                                                \
-                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) wv[v] = *(const v16u *)(w + 16 * v);  \
+                VT wv[NV];                                                                                 \
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) wv[v] = *(const VT##u *)(w + W * v);  \
                 _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                                     \
-                    v16 b = (v16){0} + x[(size_t)r * Ci + ci];                                             \
+                    VT b = (VT){0} + x[(size_t)r * Ci + ci];                                               \
                     _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[r][v] += b * wv[v];           \
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
         for (int r = 0; r < R; r++)                                                                        \
             for (int v = 0; v < NV; v++) {                                                                 \
-                v16 y = acc[r][v] + *(const v16u *)(cv->b + co + 16 * v);                                \
-                if (mode) y = (v16)((v16i)y & (y > 0)); /* ReLU */                                       \
-                if (mode == 2) y += *(const v16u *)(in + (p + r) * Ci + co + 16 * v);                      \
-                *(v16u *)(out + (p + r) * Co + co + 16 * v) = y;                                           \
+                VT y = acc[r][v] + *(const VT##u *)(cv->b + co + W * v);                                   \
+                if (mode) y = (VT)((VT##i)y & (y > 0)); /* ReLU */                                       \
+                if (mode == 2) y += *(const VT##u *)(in + (p + r) * Ci + co + W * v);                      \
+                *(VT##u *)(out + (p + r) * Co + co + W * v) = y;                                           \
             }                                                                                              \
     }
 
+/* 16 wide: AVX-512's 32 registers hold the accumulators; the plain x86-64
+ * build splits each vector in four */
+#define CONV_TILE(R, NV) \
+    CONV_TILE_AS(tile_##R##x##NV, __attribute__((target_clones("avx512f", "default"))), v16, 16, R, NV)
 CONV_TILE(6, 4)
 CONV_TILE(12, 2)
 CONV_TILE(12, 1)
@@ -56,9 +64,19 @@ CONV_TILE(1, 4)
 CONV_TILE(1, 2)
 CONV_TILE(1, 1)
 
+/* 8 wide for AVX2 (x86-64-v3), smaller tiles for its 16 registers: GCC
+ * splits a 16-wide vector for AVX2 through the stack, and the tiles above
+ * need twice the registers AVX2 has; built that way they ran slower than
+ * the plain x86-64 build (docs/conventions.md, "Vector builds") */
+#define CONV_TILE8(R, NV) CONV_TILE_AS(tile8_##R##x##NV, __attribute__((target("arch=x86-64-v3"))), v8, 8, R, NV)
+CONV_TILE8(2, 4)
+CONV_TILE8(1, 4)
+CONV_TILE8(6, 2)
+CONV_TILE8(1, 2)
+
 /* Channels [co, Co) that do not fill a 16-wide vector (the last layer's 3):
  * per texel and channel, 9 dot products over the input channels, 16 wide. */
-__attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void tail_channels(
+DRAPE_CLONES static void tail_channels(
     float *out, const float *in, const cpu_conv *cv, const int64_t *shift, int64_t p, int n, int co, int mode)
 {
     const int Ci = cv->in, Co = cv->out, C16 = Ci & ~15;
@@ -78,11 +96,27 @@ __attribute__((target_clones("avx512f", "arch=haswell", "default"))) static void
         }
 }
 
+int cpu__conv_tiles = -1;
+
 /* One run of n texels from flat position p. */
 static void conv_run(float *out, const float *in, const cpu_conv *cv, const int64_t *shift, int64_t p, int n,
                      int mode)
 {
     int co = 0, nvec = cv->out / 16;
+    int narrow = cpu__conv_tiles >= 0 ? cpu__conv_tiles /* drape_simd_build()'s rule: */
+                                      : __builtin_cpu_supports("x86-64-v3") && !__builtin_cpu_supports("avx512f");
+    if (narrow) {
+        for (; nvec >= 2; nvec -= 2, co += 32) {
+            int i = 0;
+            for (; i + 2 <= n; i += 2) tile8_2x4(out, in, cv, shift, p + i, co, mode);
+            for (; i < n; i++) tile8_1x4(out, in, cv, shift, p + i, co, mode);
+        }
+        for (; nvec >= 1; nvec -= 1, co += 16) {
+            int i = 0;
+            for (; i + 6 <= n; i += 6) tile8_6x2(out, in, cv, shift, p + i, co, mode);
+            for (; i < n; i++) tile8_1x2(out, in, cv, shift, p + i, co, mode);
+        }
+    }
     for (; nvec >= 4; nvec -= 4, co += 64) {
         int i = 0;
         for (; i + 6 <= n; i += 6) tile_6x4(out, in, cv, shift, p + i, co, mode);

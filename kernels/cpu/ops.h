@@ -61,6 +61,11 @@ void cpu_conv_pack(float *taps, float *wt, const float *w, int in, int out);
  * about equal texel counts; the result does not depend on the team. */
 void cpu_conv3x3(float *out, const float *in, const cpu_conv *cv, int Hu, int Wu, const drape_span *spans,
                  int n_spans, int mode, cpu_pool *pool, int team);
+/* Which tiles cpu_conv3x3 uses: -1 (the default) by the machine (the 8-wide
+ * AVX2 ones where the CPU has AVX2 but not AVX-512, else the 16-wide ones);
+ * 0 the 16-wide ones; 1 the 8-wide ones, only where the CPU has AVX2. For
+ * tests, so that both tile families meet the reference on one machine. */
+extern int cpu__conv_tiles;
 /* Cuts runs into at most want chunks of about equal texel counts: chunk k
  * is runs [cut[k], cut[k + 1]), every run in exactly one chunk, in order, a
  * chunk's texels at most ⌈total / want⌉ plus one run's; returns the count
