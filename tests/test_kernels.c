@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/simd.h"
 #include "../kernels/cpu/ops.h"
 #include "../runtime/uvmap.h"
 #include "util.h"
@@ -272,7 +273,7 @@ Test(kernels, conv_matches_naive_loop)
  * whichever the machine would pick. */
 Test(kernels, conv_both_tile_families_match_naive_loop)
 {
-    if (!__builtin_cpu_supports("x86-64-v3")) cr_skip_test("this CPU lacks AVX2+FMA: the 8-wide tiles cannot run here");
+    if (drape_simd_level() < 1) cr_skip_test("this CPU lacks AVX2+FMA: the 8-wide tiles cannot run here");
     for (int tiles = 0; tiles < 2; tiles++) {
         cpu__conv_tiles = tiles;
         conv_case(5, 19, 20, 80, 1, 4); /* 16 wide: 4 + 1 vectors; 8 wide: 2 + 1 blocks, runs of 19 = 9×2 + 1 = 3×6 + 1 */

@@ -103,8 +103,7 @@ static void conv_run(float *out, const float *in, const cpu_conv *cv, const int6
                      int mode)
 {
     int co = 0, nvec = cv->out / 16;
-    int narrow = cpu__conv_tiles >= 0 ? cpu__conv_tiles /* drape_simd_build()'s rule: */
-                                      : __builtin_cpu_supports("x86-64-v3") && !__builtin_cpu_supports("avx512f");
+    int narrow = cpu__conv_tiles >= 0 ? cpu__conv_tiles : drape_simd_level() == 1;
     if (narrow) {
         for (; nvec >= 2; nvec -= 2, co += 32) {
             int i = 0;
