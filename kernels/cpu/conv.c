@@ -103,34 +103,21 @@ static void conv_run(float *out, const float *in, const cpu_conv *cv, const int6
                      int mode)
 {
     int co = 0, nvec = cv->out / 16;
-    int narrow = cpu__conv_tiles >= 0 ? cpu__conv_tiles : drape_simd_level() == 1;
-    if (narrow) {
-        for (; nvec >= 2; nvec -= 2, co += 32) {
-            int i = 0;
-            for (; i + 2 <= n; i += 2) tile8_2x4(out, in, cv, shift, p + i, co, mode);
-            for (; i < n; i++) tile8_1x4(out, in, cv, shift, p + i, co, mode);
-        }
-        for (; nvec >= 1; nvec -= 1, co += 16) {
-            int i = 0;
-            for (; i + 6 <= n; i += 6) tile8_6x2(out, in, cv, shift, p + i, co, mode);
-            for (; i < n; i++) tile8_1x2(out, in, cv, shift, p + i, co, mode);
-        }
+/* blocks of V 16-channel groups: tiles of R texels, then one texel at a time */
+#define CONV_BLOCKS(V, R, TILE, ONE)                                                   \
+    for (; nvec >= V; nvec -= V, co += 16 * V) {                                        \
+        int i = 0;                                                                      \
+        for (; i + R <= n; i += R) TILE(out, in, cv, shift, p + i, co, mode);           \
+        for (; i < n; i++) ONE(out, in, cv, shift, p + i, co, mode);                    \
     }
-    for (; nvec >= 4; nvec -= 4, co += 64) {
-        int i = 0;
-        for (; i + 6 <= n; i += 6) tile_6x4(out, in, cv, shift, p + i, co, mode);
-        for (; i < n; i++) tile_1x4(out, in, cv, shift, p + i, co, mode);
+    if (cpu__conv_tiles >= 0 ? cpu__conv_tiles : drape_simd_level() == 1) {
+        CONV_BLOCKS(2, 2, tile8_2x4, tile8_1x4)
+        CONV_BLOCKS(1, 6, tile8_6x2, tile8_1x2)
     }
-    for (; nvec >= 2; nvec -= 2, co += 32) {
-        int i = 0;
-        for (; i + 12 <= n; i += 12) tile_12x2(out, in, cv, shift, p + i, co, mode);
-        for (; i < n; i++) tile_1x2(out, in, cv, shift, p + i, co, mode);
-    }
-    for (; nvec >= 1; nvec -= 1, co += 16) {
-        int i = 0;
-        for (; i + 12 <= n; i += 12) tile_12x1(out, in, cv, shift, p + i, co, mode);
-        for (; i < n; i++) tile_1x1(out, in, cv, shift, p + i, co, mode);
-    }
+    CONV_BLOCKS(4, 6, tile_6x4, tile_1x4)
+    CONV_BLOCKS(2, 12, tile_12x2, tile_1x2)
+    CONV_BLOCKS(1, 12, tile_12x1, tile_1x1)
+#undef CONV_BLOCKS
     if (co < cv->out) tail_channels(out, in, cv, shift, p, n, co, mode);
 }
 
