@@ -143,6 +143,33 @@ static int config_teacher(drape_config *c, const json_t *t, drape_error *err)
     return DRAPE_OK;
 }
 
+/* "physics": {"<garment>": {"pull": K}}: the served physics settings a
+ * garment departs from (docs/design.md §3.3), chosen against its teacher:
+ * the pull towards the skinned garment, K in [0, 1e6] 1/s² (sim/garment.h
+ * drape_garment_sim_served) */
+static int config_physics(drape_config *c, const json_t *o, drape_error *err)
+{
+    if (!o) return DRAPE_OK;
+    if (!json_is_object(o)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: 'physics' must be an object of garments");
+    const char *name;
+    json_t *v;
+    json_object_foreach((json_t *)o, name, v) {
+        int g = -1;
+        for (int i = 0; i < c->n_garments; i++)
+            if (!strcmp(c->garments[i], name)) g = i;
+        if (g < 0) return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: physics: '%.64s' is not a garment of the model", name);
+        json_t *k = json_object_get(v, "pull");
+        if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_number(k))
+            return drape_fail(err, DRAPE_EFORMAT, "drape.config: physics.%s must be {\"pull\": number}", name);
+        double kv = json_number_value(k);
+        if (!(kv >= 0 && kv <= 1e6))
+            return drape_fail(err, DRAPE_ERANGE, "drape.config: physics.%s: pull %g is not in [0, 1e6] 1/s^2", name, kv);
+        c->physics[g].has_pull = 1;
+        c->physics[g].pull = kv;
+    }
+    return DRAPE_OK;
+}
+
 /* A set of garments by name, e.g. "stale_networks": ["skirt", ...]: flag[g]
  * is 1 for each one listed; absent: none. */
 static int config_garment_set(const drape_config *c, const json_t *o, const char *key, int *flag, drape_error *err)
@@ -254,6 +281,7 @@ static int config_parse(drape_config *c, const char *text, drape_error *err)
     }
     if ((rc = config_refine(c, json_object_get(o, "refine"), err))) goto out;
     if ((rc = config_teacher(c, json_object_get(o, "teacher"), err))) goto out;
+    if ((rc = config_physics(c, json_object_get(o, "physics"), err))) goto out;
     if ((rc = config_garment_set(c, o, "stale_networks", c->stale_net, err))) goto out;
     if ((rc = config_garment_set(c, o, "untrained", c->untrained, err))) goto out;
     rc = DRAPE_OK;

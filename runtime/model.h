@@ -60,6 +60,10 @@ typedef struct {
     /* 1: the garment's network was trained on another body (the config's
      * "stale_networks", set by `drape body import`; docs/body.md) */
     int stale_net[DRAPE_MAX_GARMENTS];
+    /* the physics mode's pull towards the skinned garment for this garment,
+     * 1/s² per unit mass (the config's "physics": {"<garment>": {"pull": K}},
+     * docs/design.md §3.3), where has_pull is 1; else the served settings' own */
+    struct { int has_pull; double pull; } physics[DRAPE_MAX_GARMENTS];
 } drape_config;
 
 /* y[n,out] = x[n,in] · wᵀ + b */

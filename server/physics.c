@@ -12,8 +12,8 @@
 
 struct draped_physics {
     const drape_model *m;
-    drape_garment_sim_params params;
-    int substeps[DRAPE_MAX_GARMENTS]; /* per garment: params.substeps, or --physics-substeps' */
+    drape_garment_sim_params params[DRAPE_MAX_GARMENTS]; /* per garment: the served settings (the bundle's pull) */
+    int substeps[DRAPE_MAX_GARMENTS]; /* per garment: params' substeps, or --physics-substeps' */
     drape_idcache_extra_ops ops; /* the rigs' maker, the cache's extra slot */
     pthread_t th[MAX_THREADS];
     int threads, started, busy, stopping;
@@ -27,7 +27,8 @@ static int rig_make(void **out, size_t *bytes, int garment, const float *betas, 
 {
     draped_physics *p = ctx;
     drape_garment_rig *r = NULL;
-    int rc = drape_garment_rig_create(&r, p->m, garment, betas, n_betas, &p->params, p->substeps[garment], err);
+    int rc = drape_garment_rig_create(&r, p->m, garment, betas, n_betas, &p->params[garment], p->substeps[garment],
+                                      err);
     if (rc) return rc;
     *out = r;
     *bytes = drape_garment_rig_bytes(r);
@@ -106,8 +107,10 @@ int draped_physics_create(draped_physics **out, const drape_model *m, int thread
     draped_physics *p = calloc(1, sizeof *p);
     if (!p) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     p->m = m;
-    p->params = drape_garment_sim_realtime();
-    for (int g = 0; g < DRAPE_MAX_GARMENTS; g++) p->substeps[g] = p->params.substeps;
+    for (int g = 0; g < m->cfg.n_garments; g++) {
+        p->params[g] = drape_garment_sim_served(m, g);
+        p->substeps[g] = p->params[g].substeps;
+    }
     int rc = parse_substeps(p->substeps, m, substeps, err);
     if (rc) {
         free(p);
@@ -176,5 +179,5 @@ int draped_physics_run_create(draped_physics *p, drape_idcache *cache, drape_idc
     return rc ? rc : drape_garment_run_create(out, rig, err);
 }
 
-const drape_garment_sim_params *draped_physics_params(const draped_physics *p) { return &p->params; }
+const drape_garment_sim_params *draped_physics_params(const draped_physics *p, int g) { return &p->params[g]; }
 int draped_physics_substeps(const draped_physics *p, int g) { return p->substeps[g]; }

@@ -91,12 +91,15 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     }
     json_object_set_new(j, "garment_modes", modes);
     json_object_set_new(j, "networks", nets);
-    const drape_garment_sim_params *pp = draped_physics_params(d->physics); /* what mode physics runs */
-    json_t *ph = json_pack("{s:i,s:i,s:i}", "threads", (int)d->cfg.physics_threads, "substeps", pp->substeps,
-                           "iterations", pp->iters), *per = json_object();
-    for (int i = 0; i < cfg->n_garments; i++) /* --physics-substeps' */
+    drape_garment_sim_params rt = drape_garment_sim_realtime(); /* what mode physics runs, then per garment */
+    json_t *ph = json_pack("{s:i,s:i,s:i,s:f}", "threads", (int)d->cfg.physics_threads, "substeps", rt.substeps,
+                           "iterations", rt.iters, "pull", rt.guide), *per = json_object(), *pull = json_object();
+    for (int i = 0; i < cfg->n_garments; i++) { /* --physics-substeps', the bundle's pull */
         json_object_set_new(per, cfg->garments[i], json_integer(draped_physics_substeps(d->physics, i)));
+        json_object_set_new(pull, cfg->garments[i], json_real(draped_physics_params(d->physics, i)->guide));
+    }
     json_object_set_new(ph, "garment_substeps", per);
+    json_object_set_new(ph, "garment_pull", pull);
     json_object_set_new(j, "physics", ph);
     return draped_http_json(d, c, R_MODEL, 200, j);
 }

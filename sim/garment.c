@@ -38,6 +38,13 @@ drape_garment_sim_params drape_garment_sim_realtime(void)
     return p;
 }
 
+drape_garment_sim_params drape_garment_sim_served(const drape_model *m, int gi)
+{
+    drape_garment_sim_params p = drape_garment_sim_realtime();
+    if (m->cfg.physics[gi].has_pull) p.guide = m->cfg.physics[gi].pull;
+    return p;
+}
+
 static int check_inputs(const drape_model *m, int gi, const float *poses, int T, drape_error *err)
 {
     if (gi < 0 || gi >= m->cfg.n_garments)

@@ -66,6 +66,10 @@ drape_garment_sim_params drape_garment_sim_defaults(void);
  * --realtime`): fixed substeps, fewer iterations, the faster collider;
  * docs/server.md gives their cost against the teacher. */
 drape_garment_sim_params drape_garment_sim_realtime(void);
+/* The served settings for garment gi of m: drape_garment_sim_realtime's,
+ * with the pull the bundle gives that garment, if any (drape_config's
+ * physics; docs/server.md, "Physics"). gi must be a garment of m. */
+drape_garment_sim_params drape_garment_sim_served(const drape_model *m, int gi);
 
 typedef struct {
     int substeps, attached;

@@ -440,6 +440,46 @@ Test(model, teacher_config_is_read_and_checked)
     }
 }
 
+/* The config's "physics" (docs/design.md §3.3): a garment's own pull in the
+ * physics mode; absent, none (the served one); anything else is refused by
+ * name. */
+Test(model, physics_config_is_read_and_checked)
+{
+    const char *p = tu_tmp("physics.safetensors");
+    drape_model *m = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_model_load(&m, tu_bundle("tiny_random"), &e), 0, "%s", e.msg);
+    for (int g = 0; g < m->cfg.n_garments; g++) cr_assert(!m->cfg.physics[g].has_pull);
+    drape_model_free(m);
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"physics\": {\"skirt\": {\"pull\": 640}}");
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    int sk = drape_model_garment(m, "skirt"), mini = drape_model_garment(m, "miniskirt");
+    cr_assert(sk >= 0 && mini >= 0);
+    cr_assert(m->cfg.physics[sk].has_pull && m->cfg.physics[sk].pull == 640);
+    cr_assert(!m->cfg.physics[mini].has_pull);
+    drape_model_free(m);
+    /* 0 is a pull of its own: none at all */
+    tu_config_plus(tu_bundle("tiny_random"), p, "\"physics\": {\"miniskirt\": {\"pull\": 0}}");
+    cr_assert_eq(drape_model_load(&m, p, &e), 0, "%s", e.msg);
+    cr_assert(m->cfg.physics[mini].has_pull && m->cfg.physics[mini].pull == 0);
+    drape_model_free(m);
+    const struct { const char *t; int code; const char *msg; } bad[] = {
+        {"[\"skirt\"]", DRAPE_EFORMAT, "'physics' must be an object"},
+        {"{\"coat\": {\"pull\": 1}}", DRAPE_ENOTFOUND, "'coat' is not a garment"},
+        {"{\"skirt\": 640}", DRAPE_EFORMAT, "physics.skirt must be {\"pull\": number}"},
+        {"{\"skirt\": {\"pull\": \"640\"}}", DRAPE_EFORMAT, "physics.skirt must be"},
+        {"{\"skirt\": {\"pull\": 640, \"substeps\": 8}}", DRAPE_EFORMAT, "physics.skirt must be"},
+        {"{\"skirt\": {\"pull\": -1}}", DRAPE_ERANGE, "pull -1 is not in [0, 1e6]"},
+        {"{\"skirt\": {\"pull\": 2e6}}", DRAPE_ERANGE, "is not in [0, 1e6]"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char item[256];
+        snprintf(item, sizeof item, "\"physics\": %s", bad[i].t);
+        tu_config_plus(tu_bundle("tiny_random"), p, item);
+        expect_load_fails(p, bad[i].code, bad[i].msg);
+    }
+}
+
 /* The config's "untrained" (docs/garments.md): the garments listed have no
  * trained network; absent, none; a name that is not a garment, or not a
  * list, is refused by name. */

@@ -87,6 +87,24 @@ Test(physics, a_garment_given_more_substeps_runs_them)
     cr_assert_eq(tu_draped_stop(&s), 0);
 }
 
+/* A garment with its own pull in the bundle (the shipped T-shirt's 640/s²
+ * and the skirt's 40, the config's "physics"; the dress has the served 10):
+ * /v1/model says so, and the T-shirt's frames are the tool's --realtime run,
+ * which takes the same pull from the bundle, byte for byte (the skirt's:
+ * frames_are_the_tools_realtime_run_to_the_bit). */
+Test(physics, a_garment_with_its_own_pull_takes_it_from_the_bundle)
+{
+    tu_server s = tu_draped_start(MODEL, "");
+    cr_assert_eq(tu_run(out, OUT, "curl -s -S '%s/v1/model'", s.url), 0, "%s", out);
+    cr_assert(strstr(out, "\"garment_pull\":{\"skirt\":40.0,\"dress\":10.0,\"tshirt\":640.0}"), "%s", out);
+    cr_assert(strstr(out, "\"pull\":10.0"), "%s", out);
+    int rc = tu_run(out, OUT, "DRAPE_TEST_GARMENT=tshirt %s tests/clients/physics_client.py %s matches_tool '%s' 0.5,-1 12",
+                    py(), s.ws, MODEL);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "pull 640/s^2, the bundle's"), "the tool took the bundle's pull: %s", out);
+    cr_assert_eq(tu_draped_stop(&s), 0);
+}
+
 /* A bad --physics-substeps stops draped at start with its reason. */
 Test(physics, a_bad_substep_list_is_refused_at_start)
 {

@@ -857,6 +857,46 @@ Test(sim_garment, a_guided_run_follows_its_guide)
     drape_model_free(m);
 }
 
+/* A garment's own pull in the physics mode (the config's "physics"):
+ * drape_garment_sim_served gives it that garment and not one without (the
+ * dress), and it runs:
+ * the shipped T-shirt's frames are the realtime settings' with the guide at
+ * the bundle's 640/s², to the bit, and nearer its skinned place than at the
+ * served 10/s². */
+Test(sim_garment, a_garment_with_its_own_pull_is_served_with_it)
+{
+    drape_model *m = NULL;
+    drape_error e = {0};
+    cr_assert_eq(drape_model_load(&m, "models/default.safetensors", &e), 0, "%s", e.msg);
+    int ts = drape_model_garment(m, "tshirt"), sk = drape_model_garment(m, "dress");
+    cr_assert(ts >= 0 && sk >= 0 && m->cfg.physics[ts].has_pull && !m->cfg.physics[sk].has_pull);
+    drape_garment_sim_params rt = drape_garment_sim_realtime(), served = drape_garment_sim_served(m, ts);
+    cr_assert_eq(served.guide, m->cfg.physics[ts].pull);
+    cr_assert_neq(served.guide, rt.guide);
+    cr_assert_eq(drape_garment_sim_served(m, sk).guide, rt.guide, "a garment without its own pull takes the served one");
+    enum { T = 20 };
+    int V = m->garments[ts].V;
+    size_t n = (size_t)3 * V * T, last = (size_t)3 * V * (T - 1);
+    float betas[2] = {0.5f, -0.5f}, *P = walk_poses(T), *lbs = malloc(sizeof(float) * n), *rest = malloc(sizeof(float) * 3 * V);
+    float *a = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n), *c = malloc(sizeof(float) * n);
+    cr_assert_eq(drape_garment_lbs(m, ts, betas, 2, P, T, rest, lbs, &e), 0, "%s", e.msg);
+    /* the rest of the settings are realtime's: the frames at its pull are the same to the bit */
+    drape_garment_sim_params p = drape_garment_sim_served(m, ts), q = rt;
+    p.settle = q.settle = 10;
+    cr_assert_eq(drape_garment_simulate(m, ts, betas, 2, P, T, &p, a, NULL, &e), 0, "%s", e.msg);
+    q.guide = 640;
+    cr_assert_eq(drape_garment_simulate(m, ts, betas, 2, P, T, &q, b, NULL, &e), 0, "%s", e.msg);
+    cr_assert(same_floats(a, b, n), "the served T-shirt is not the realtime settings at its pull");
+    q.guide = rt.guide;
+    cr_assert_eq(drape_garment_simulate(m, ts, betas, 2, P, T, &q, c, NULL, &e), 0, "%s", e.msg);
+    double d_own = mean_dist(a + last, lbs + last, V), d_served = mean_dist(c + last, lbs + last, V);
+    cr_log_info("T-shirt, last frame from its skinned place: its pull %.2f mm, the served one %.2f mm", 1e3 * d_own,
+                1e3 * d_served);
+    cr_assert_lt(d_own, d_served, "its own pull %g m from skinning, the served one %g m", d_own, d_served);
+    free(P), free(lbs), free(rest), free(a), free(b), free(c);
+    drape_model_free(m);
+}
+
 /* `drape metrics` poses the body a chunk of frames at a time
  * (DRAPE_TOOL_BODY_CHUNK): over a 100-frame walk, a skirt drawn in through
  * the body has the collision % of its first 64 frames and its last 36

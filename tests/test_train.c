@@ -806,6 +806,55 @@ Test(train, edit_bundle_teacher_and_input_range)
     cr_assert(rc == 0 && strstr(log_, "teacher: null"), "after the fit on another teacher's data:\n%s", log_);
 }
 
+/* edit_bundle.py physics (the config's "physics"): a garment's own pull in
+ * the physics mode, which `drape sim garment --realtime` then takes, and
+ * --pull -1 gives back the served one; recipe.py record --last: a recipe's
+ * last step run by hand on the bundle recorded before, which stays under
+ * "base" */
+Test(train, edit_bundle_physics_and_a_last_step_recorded)
+{
+    char base[300], edited[300], pin[300], pout[300], recipe[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("pbase.safetensors"));
+    snprintf(edited, sizeof edited, "%s", tu_tmp("pedited.safetensors"));
+    snprintf(pin, sizeof pin, "%s", tu_tmp("pp.npy"));
+    snprintf(pout, sizeof pout, "%s", tu_tmp("po.npy"));
+    snprintf(recipe, sizeof recipe, "%s", tu_tmp("physics.toml"));
+    int rc = tiny_init("skirt", "--seed 5", base);
+    cr_assert_eq(rc, 0, "init failed:\n%s", log_);
+    float poses[4 * 75];
+    tu_random_poses(poses, 4, 0.3f, 0.1f, 17);
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(pin, poses, 2, (int64_t[]){4, 75}, &e), 0, "%s", e.msg);
+    const char *sim = "%s sim garment --realtime --model %s --garment skirt --poses %s --out %s";
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py physics --base %s --out %s --garment skirt --pull 40", py(),
+                base, edited);
+    cr_assert(rc == 0 && strstr(log_, "garments with their own pull: skirt 40"), "edit_bundle physics:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, sim, bin(), edited, pin, pout);
+    cr_assert(rc == 0 && strstr(log_, "serves skirt (pull 40/s^2, the bundle's)"), "sim garment:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py physics --base %s --out %s --garment skirt --pull -1", py(),
+                edited, edited);
+    cr_assert(rc == 0 && strstr(log_, "their own pull: none"), "edit_bundle physics --pull -1:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, sim, bin(), edited, pin, pout);
+    cr_assert(rc == 0 && strstr(log_, "serves skirt (pull 10/s^2)"), "sim garment after --pull -1:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py physics --base %s --out %s --garment coat --pull 40", py(),
+                base, edited);
+    cr_assert(rc != 0 && strstr(log_, "'coat' is not a garment"), "an unknown garment:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py physics --base %s --out %s --garment skirt --pull 2e6", py(),
+                base, edited);
+    cr_assert(rc != 0 && strstr(log_, "--pull in [0, 1e6]"), "a pull out of range:\n%s", log_);
+
+    write_text(recipe, "name = \"p\"\n[[step]]\nname = \"base\"\ntool = \"init\"\n"
+                       "[[step]]\nname = \"pulled\"\ntool = \"physics\"\nfrom = \"base\"\n"
+                       "args = \"--garment skirt --pull 40\"\n");
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s && %s train/recipe.py record %s %s --last pulled "
+                "--why 'a test' && %s train/recipe.py show %s", py(), recipe, base, py(), recipe, base, py(), base);
+    cr_assert(rc == 0 && strstr(log_, "the step pulled run by hand on the bundle of the record under 'base': a test") &&
+                  strstr(log_, "# on a bundle made by"),
+              "record --last:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s --last base --why 'a test'", py(), recipe, base);
+    cr_assert(rc != 0 && strstr(log_, "must be the recipe's last step"), "record --last of another step:\n%s", log_);
+}
+
 /* eval.py --families (make eval's rows by family): a row per garment and
  * held-out family and per clip of the folder (its frame rate from
  * index.json), against the teacher, with the teacher's spread and the

@@ -226,7 +226,7 @@ static int cmd_garment(int argc, char **argv)
         if (memcmp(&d, &o.p, sizeof d))
             return drape_opts_fail(&garment_spec,
                                    "--realtime runs the served settings; it takes no simulation options but --substeps");
-        o.p = drape_garment_sim_realtime();
+        o.p = drape_garment_sim_realtime(); /* the garment's own pull once the bundle is open (below) */
         if (k) o.p.substeps = k;
     }
     if (o.guide_k > 0 && !o.guide) return drape_opts_fail(&garment_spec, "--guide-k takes --guide");
@@ -234,8 +234,14 @@ static int cmd_garment(int argc, char **argv)
     drape_tool_job j;
     float *out = NULL;
     rc = drape_tool_job_open(&j, "sim garment", &o.job);
-    /* --realtime is the server's one set of settings, not the teacher's */
-    if (!rc && o.realtime) printf("settings: realtime, the settings draped's physics mode serves\n");
+    /* --realtime is the server's settings for this garment, not the teacher's */
+    if (!rc && o.realtime) {
+        drape_garment_sim_params sv = drape_garment_sim_served(j.m, j.gi);
+        sv.substeps = o.p.substeps;
+        o.p = sv;
+        printf("settings: realtime, the settings draped's physics mode serves %s (pull %g/s^2%s)\n",
+               j.m->cfg.garments[j.gi], o.p.guide, j.m->cfg.physics[j.gi].has_pull ? ", the bundle's" : "");
+    }
     else if (rc || (rc = with_teacher(&o, &j, argc, argv))) goto done;
     rc = 1;
     const drape_garment *g = &j.m->garments[j.gi];

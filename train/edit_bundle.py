@@ -25,6 +25,9 @@
     # more dataset plans (train/dataset.py's flags), per network (docs/design.md §3.3)
     /usr/bin/python3 train/edit_bundle.py input-range --base BASE --out OUT --plan 'DATASET FLAGS' [--plan ...] \
         [--margin 0.0] [--garments cape]   (only those garments' own networks; the other ranges kept)
+    # a copy of BASE whose garment the physics mode pulls towards its skinned place at K 1/s² instead
+    # of the served settings' 10 (the config's "physics"; docs/server.md, "Physics"); --pull -1: the served one
+    /usr/bin/python3 train/edit_bundle.py physics --base BASE --out OUT --garment tshirt --pull 640 [--garment G --pull K ...]
     # (teacher --none, input-range --none: without them)
     /usr/bin/python3 train/edit_bundle.py show --base BASE   (its teacher and ranges)
 
@@ -168,6 +171,32 @@ def cmd_refine(a):
         cfg["refine"] = r
     write_bundle(a.out, cfg, t)
     print(f"edit_bundle refine: {a.out}: refined garments: {', '.join(sorted(r)) or 'none'}", file=sys.stderr)
+    return 0
+
+
+def cmd_physics(a):
+    """A copy of BASE whose garment G's physics mode takes its own pull towards
+    the skinned garment (runtime/model.c config_physics), or the served one
+    again (--pull < 0)."""
+    cfg, t = read_bundle(a.base)
+    if len(a.garment) != len(a.pull):
+        raise SystemExit("edit_bundle physics: one --pull for each --garment, in the same order")
+    for g, k in zip(a.garment, a.pull):
+        if g not in cfg["garments"]:
+            raise SystemExit(f"edit_bundle physics: {g!r} is not a garment of {a.base} ({', '.join(cfg['garments'])})")
+        if not k <= 1e6:
+            raise SystemExit("edit_bundle physics: --pull in [0, 1e6] 1/s^2 (negative: the served settings' own)")
+    cfg = dict(cfg)
+    ph = {g: v for g, v in cfg.get("physics", {}).items() if g not in a.garment}
+    for g, k in zip(a.garment, a.pull):
+        if k >= 0:
+            ph[g] = {"pull": k}
+    cfg.pop("physics", None)
+    if ph:
+        cfg["physics"] = ph
+    write_bundle(a.out, cfg, t)
+    own = ", ".join(f"{g} {v['pull']:g}" for g, v in sorted(ph.items()))
+    print(f"edit_bundle physics: {a.out}: garments with their own pull: {own or 'none'}", file=sys.stderr)
     return 0
 
 
@@ -375,11 +404,17 @@ def main(argv=None):
     p.add_argument("--none", action="store_true", help="remove the range (nothing is clamped)")
     p.add_argument("--garments", default="", metavar="G,...",
                    help="only these garments' own networks (their plans' frames); the other ranges are kept")
+    p = sub.add_parser("physics", help="a garment's own pull towards its skinned place in the physics mode")
+    p.add_argument("--base", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--garment", action="append", required=True, help="repeatable, each with its --pull")
+    p.add_argument("--pull", type=float, action="append", required=True,
+                   help="1/s^2 per unit mass; negative: the served settings' own")
     p = sub.add_parser("show", help="print the teacher and the ranges")
     p.add_argument("--base", required=True)
     a = ap.parse_args(argv)
     return {"attach": cmd_attach, "arms": cmd_arms, "graft": cmd_graft, "refine": cmd_refine, "teacher": cmd_teacher,
-            "input-range": cmd_input_range, "show": cmd_show}[a.cmd](a)
+            "input-range": cmd_input_range, "physics": cmd_physics, "show": cmd_show}[a.cmd](a)
 
 
 if __name__ == "__main__":

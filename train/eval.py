@@ -180,8 +180,9 @@ def family_teacher(job, a, cfg, tensors, betas, hold=0, served=False):
             h.update(k.encode())
             h.update(np.ascontiguousarray(tensors[k]).tobytes())
     h.update(json.dumps([shown, flags, pre, list(betas)]).encode())
-    if served:  # the served settings are the C code's own: a change to the engine is a new run
+    if served:  # the served settings are the C code's own and the bundle's pull: a change to either is a new run
         h.update(json.dumps(recipe.teacher_code(), sort_keys=True).encode())
+        h.update(json.dumps(cfg.get("physics", {}).get(g)).encode())
     h.update(np.ascontiguousarray(m).tobytes())
     tag = f"-held{hold}" if hold else "-physics" if served else ""
     base = os.path.join(a.work, f"{g}-{name.replace(':', '_')}{tag}-{h.hexdigest()[:12]}")

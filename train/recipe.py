@@ -7,6 +7,7 @@
     /usr/bin/python3 train/recipe.py show MODEL.safetensors      (the recipe a bundle was made by)
     /usr/bin/python3 train/recipe.py record RECIPE MODEL.safetensors   (write the recipe into a bundle its
                                                                     steps made before the runner existed)
+        [--last STEP --why TEXT]   (its last step run by hand on the runner's bundle of the steps before it)
 
 A recipe (TOML) is a list of steps, each `name`, `tool` and its inputs:
 
@@ -15,7 +16,7 @@ A recipe (TOML) is a list of steps, each `name`, `tool` and its inputs:
     init      train.py init ARGS                             DIR/NAME.safetensors
     dataset   dataset.py --base FROM ARGS                    DIR/NAME/ (teacher sequences)
     fit       train.py fit --base FROM --data D1,D2 ARGS     DIR/NAME.safetensors
-    arms, refine, graft, attach, teacher, input-range
+    arms, refine, graft, attach, teacher, input-range, physics
               edit_bundle.py TOOL --base FROM [--net-from N] ARGS
 
 `[params]` names the recipe's parameters and their defaults (strings), and
@@ -64,7 +65,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from bundle import read_bundle, write_bundle  # noqa: E402
 
-EDITS = ("arms", "refine", "graft", "attach", "teacher", "input-range")
+EDITS = ("arms", "refine", "graft", "attach", "teacher", "input-range", "physics")
 TOOLS = ("init", "dataset", "fit") + EDITS + ("input",)
 # the code each tool runs: a change to one of these files reruns its steps
 CODE = {
@@ -457,13 +458,22 @@ def cmd_run(a):
 def cmd_record(a):
     """The recipe's text into a bundle made by its steps by hand (the shipped
     model's were run one by one before this runner): no keys, since no step
-    output of this runner exists for it; "recorded" says so."""
+    output of this runner exists for it; "recorded" says so. With --last STEP
+    --why TEXT: the bundle is the runner's output of the recipe before STEP, its
+    last step, with STEP then run by hand on it (edit_bundle.py); the record
+    before keeps its keys under "base", and "recorded" says which step and why."""
     text, r = load(a.recipe)
     cfg, t = read_bundle(a.model)
     cfg = dict(cfg)
-    cfg["recipe"] = {"name": r.get("name", ""), "file": os.path.relpath(os.path.abspath(a.recipe)),
-                     "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text, "keys": None,
-                     "recorded": "after the fact: the steps were run one by one before train/recipe.py"}
+    rec = {"name": r.get("name", ""), "file": os.path.relpath(os.path.abspath(a.recipe)),
+           "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text, "keys": None,
+           "recorded": "after the fact: the steps were run one by one before train/recipe.py"}
+    if a.last:
+        if r["step"][-1]["name"] != a.last or not a.why:
+            raise RecipeError(f"record --last {a.last}: it must be the recipe's last step, and --why given")
+        rec["recorded"] = f"the step {a.last} run by hand on the bundle of the record under 'base': {a.why}"
+        rec["base"] = cfg.get("recipe")
+    cfg["recipe"] = rec
     write_bundle(a.model + ".tmp", cfg, t)
     os.replace(a.model + ".tmp", a.model)
     print(f"recipe: {a.model}: recorded {a.recipe}", file=sys.stderr)
@@ -509,6 +519,8 @@ def main(argv=None):
     p = sub.add_parser("record")
     p.add_argument("recipe")
     p.add_argument("model")
+    p.add_argument("--last", default="", help="the recipe's last step, run by hand on the bundle recorded before")
+    p.add_argument("--why", default="", help="with --last: why it was not run by the runner")
     a = ap.parse_args(argv)
     try:
         return {"run": cmd_run, "plan": cmd_plan, "show": cmd_show, "record": cmd_record}[a.cmd](a)
