@@ -52,6 +52,14 @@ int drape_model_name_ok(const char *s)
     return 1;
 }
 
+/* the index of the config's garment NAME, or -1 */
+static int config_garment(const drape_config *c, const char *name)
+{
+    for (int i = 0; i < c->n_garments; i++)
+        if (!strcmp(c->garments[i], name)) return i;
+    return -1;
+}
+
 /* "refine": {"<garment>": {"iters": N, "stiffness": k, "margin": m[, "rho": r]}, ...}
  * (docs/conventions.md, "The refine step"); absent: no garment is refined;
  * rho absent or 0: plain sweeps */
@@ -62,9 +70,7 @@ static int config_refine(drape_config *c, const json_t *r, drape_error *err)
     const char *name;
     json_t *v;
     json_object_foreach((json_t *)r, name, v) {
-        int g = -1;
-        for (int i = 0; i < c->n_garments; i++)
-            if (!strcmp(c->garments[i], name)) g = i;
+        int g = config_garment(c, name);
         if (g < 0) return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: refine: '%.64s' is not a garment of the model", name);
         json_t *it = json_object_get(v, "iters"), *k = json_object_get(v, "stiffness"), *mg = json_object_get(v, "margin");
         json_t *rh = json_object_get(v, "rho");
@@ -117,9 +123,7 @@ static int config_teacher(drape_config *c, const json_t *t, drape_error *err)
     const char *name;
     json_t *v;
     json_object_foreach((json_t *)per, name, v) {
-        int g = -1;
-        for (int i = 0; i < c->n_garments; i++)
-            if (!strcmp(c->garments[i], name)) g = i;
+        int g = config_garment(c, name);
         if (g < 0)
             return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: teacher.garments: '%.64s' is not a garment of the model",
                               name);
@@ -154,9 +158,7 @@ static int config_physics(drape_config *c, const json_t *o, drape_error *err)
     const char *name;
     json_t *v;
     json_object_foreach((json_t *)o, name, v) {
-        int g = -1;
-        for (int i = 0; i < c->n_garments; i++)
-            if (!strcmp(c->garments[i], name)) g = i;
+        int g = config_garment(c, name);
         if (g < 0) return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: physics: '%.64s' is not a garment of the model", name);
         json_t *k = json_object_get(v, "pull");
         if (!json_is_object(v) || json_object_size(v) != 1 || !json_is_number(k))
@@ -179,9 +181,7 @@ static int config_garment_set(const drape_config *c, const json_t *o, const char
     if (!json_is_array(a)) return drape_fail(err, DRAPE_EFORMAT, "drape.config: '%s' must be an array of garment names", key);
     for (size_t i = 0; i < json_array_size(a); i++) {
         const char *s = json_string_value(json_array_get(a, i));
-        int g = -1;
-        for (int k = 0; s && k < c->n_garments; k++)
-            if (!strcmp(c->garments[k], s)) g = k;
+        int g = s ? config_garment(c, s) : -1;
         if (g < 0)
             return drape_fail(err, DRAPE_ENOTFOUND, "drape.config: %s[%zu] is not a garment of the model", key, i);
         flag[g] = 1;

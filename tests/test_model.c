@@ -97,6 +97,16 @@ static void expect_load_fails(const char *path, int code, const char *needle)
     cr_assert(strstr(e.msg, needle), "message '%s' should name '%s'", e.msg, needle);
 }
 
+/* the tiny bundle with the config's KEY set to VALUE (JSON), written to
+ * path, fails to load with code and a message naming needle */
+static void expect_config_fails(const char *path, const char *key, const char *value, int code, const char *needle)
+{
+    char kv[512];
+    snprintf(kv, sizeof kv, "\"%s\": %s", key, value);
+    tu_config_plus(tu_bundle("tiny_random"), path, kv);
+    expect_load_fails(path, code, needle);
+}
+
 static int wrong_shape(const char *name, drape_dtype *dt, int *nd, int64_t *shape, void *data, void *ctx)
 {
     (void)dt; (void)nd; (void)data; (void)ctx;
@@ -278,12 +288,8 @@ Test(model, pose_history_is_read_and_checked)
         {"[9, 8, 7, 6, 5, 4, 3, 2, 0]", DRAPE_EFORMAT, "2 to 8"},
         {"\"long\"", DRAPE_EFORMAT, "'history'"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char kv[128];
-        snprintf(kv, sizeof kv, "\"history\": %s", bad[i].h);
-        tu_config_plus(tu_bundle("tiny_random"), p, kv);
-        expect_load_fails(p, bad[i].code, bad[i].msg);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_config_fails(p, "history", bad[i].h, bad[i].code, bad[i].msg);
 }
 
 Test(model, refine_config_is_read_and_checked)
@@ -320,12 +326,8 @@ Test(model, refine_config_is_read_and_checked)
         {"{\"skirt\": {\"iters\": 10, \"stiffness\": 1, \"margin\": 0, \"speed\": 2}}", DRAPE_EFORMAT, "refine.skirt must be"},
         {"[\"skirt\"]", DRAPE_EFORMAT, "'refine' must be an object"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char kv[256];
-        snprintf(kv, sizeof kv, "\"refine\": %s", bad[i].r);
-        tu_config_plus(tu_bundle("tiny_random"), p, kv);
-        expect_load_fails(p, bad[i].code, bad[i].msg);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_config_fails(p, "refine", bad[i].r, bad[i].code, bad[i].msg);
 }
 
 Test(model, rejects_truncated_bundle)
@@ -432,12 +434,8 @@ Test(model, teacher_config_is_read_and_checked)
         {"{\"args\": \"--iters\\t3\"}", DRAPE_EFORMAT, "printable"},
         {kv, DRAPE_ERANGE, "longer than"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char item[512];
-        snprintf(item, sizeof item, "\"teacher\": %s", bad[i].t);
-        tu_config_plus(tu_bundle("tiny_random"), p, item);
-        expect_load_fails(p, bad[i].code, bad[i].msg);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_config_fails(p, "teacher", bad[i].t, bad[i].code, bad[i].msg);
 }
 
 /* The config's "physics" (docs/design.md §3.3): a garment's own pull in the
@@ -472,12 +470,8 @@ Test(model, physics_config_is_read_and_checked)
         {"{\"skirt\": {\"pull\": -1}}", DRAPE_ERANGE, "pull -1 is not in [0, 1e6]"},
         {"{\"skirt\": {\"pull\": 2e6}}", DRAPE_ERANGE, "is not in [0, 1e6]"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char item[256];
-        snprintf(item, sizeof item, "\"physics\": %s", bad[i].t);
-        tu_config_plus(tu_bundle("tiny_random"), p, item);
-        expect_load_fails(p, bad[i].code, bad[i].msg);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_config_fails(p, "physics", bad[i].t, bad[i].code, bad[i].msg);
 }
 
 /* The config's "untrained" (docs/garments.md): the garments listed have no
@@ -501,12 +495,8 @@ Test(model, untrained_config_is_read_and_checked)
         {"[\"coat\"]", DRAPE_ENOTFOUND, "untrained[0] is not a garment of the model"},
         {"[\"skirt\", 3]", DRAPE_ENOTFOUND, "untrained[1] is not a garment of the model"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char item[512];
-        snprintf(item, sizeof item, "\"untrained\": %s", bad[i].t);
-        tu_config_plus(tu_bundle("tiny_random"), p, item);
-        expect_load_fails(p, bad[i].code, bad[i].msg);
-    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        expect_config_fails(p, "untrained", bad[i].t, bad[i].code, bad[i].msg);
 }
 
 /* A copy of src with Bone-Net input ranges (docs/design.md §3.3) for the
