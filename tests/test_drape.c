@@ -33,6 +33,16 @@ Test(drape, info_prints_the_model)
     cr_assert(strstr(out, "skirt"), "%s", out);
     cr_assert(strstr(out, "tensors"), "%s", out);
     cr_assert(strstr(out, "conv [8, 8, 3]"), "%s", out);
+    cr_assert(!strstr(out, "physics pulled"), "a bundle without its own pull: %s", out);
+    /* the shipped one names each garment's own pull in the physics mode, and only theirs */
+    char big[8192];
+    cr_assert_eq(tu_run(big, sizeof big, "%s info models/default.safetensors", bin()), 0, "%s", big);
+    const char *t = strstr(big, "  tshirt"), *sk = strstr(big, "  skirt"), *dr = strstr(big, "  dress");
+    cr_assert(t && sk && dr, "%s", big);
+    cr_assert(strstr(t, "physics pulled to skinning at 640/s^2"), "%s", big);
+    const char *q = strstr(sk, "physics pulled to skinning at 40/s^2");
+    cr_assert(q && q < dr, "the skirt's line (lines: skirt, dress, tshirt): %s", big);
+    cr_assert(strstr(dr, "physics pulled") > t, "the dress has the served pull: %s", big);
 }
 
 Test(drape, infer_writes_vertices)

@@ -76,6 +76,8 @@ static int cmd_info(int argc, char **argv)
             if (c->refine[i].rho > 0) printf(", Chebyshev rho %g", c->refine[i].rho);
             printf(")");
         }
+        /* the physics mode's own pull (docs/design.md §3.3); else the served one */
+        if (c->physics[i].has_pull) printf(", physics pulled to skinning at %g/s^2", c->physics[i].pull);
         printf("\n");
     }
     printf("tensors    %d (%d not used by this runtime), %zu bytes of data\n", m->n_tensors, m->n_unused_tensors,
