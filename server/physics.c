@@ -12,8 +12,8 @@
 
 struct draped_physics {
     const drape_model *m;
-    drape_garment_sim_params params[DRAPE_MAX_GARMENTS]; /* per garment: the served settings (the bundle's pull) */
-    int substeps[DRAPE_MAX_GARMENTS]; /* per garment: params' substeps, or --physics-substeps' */
+    /* per garment: the served settings (the bundle's pull), their substeps --physics-substeps' where it gives some */
+    drape_garment_sim_params params[DRAPE_MAX_GARMENTS];
     drape_idcache_extra_ops ops; /* the rigs' maker, the cache's extra slot */
     pthread_t th[MAX_THREADS];
     int threads, started, busy, stopping;
@@ -27,8 +27,8 @@ static int rig_make(void **out, size_t *bytes, int garment, const float *betas, 
 {
     draped_physics *p = ctx;
     drape_garment_rig *r = NULL;
-    int rc = drape_garment_rig_create(&r, p->m, garment, betas, n_betas, &p->params[garment], p->substeps[garment],
-                                      err);
+    int rc = drape_garment_rig_create(&r, p->m, garment, betas, n_betas, &p->params[garment],
+                                      p->params[garment].substeps, err);
     if (rc) return rc;
     *out = r;
     *bytes = drape_garment_rig_bytes(r);
@@ -73,8 +73,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* "GARMENT=N,..." into sub[] (the model's garments, N in [1, 64]) */
-static int parse_substeps(int *sub, const drape_model *m, const char *spec, drape_error *err)
+/* "GARMENT=N,..." into params[].substeps (the model's garments, N in [1, 64]) */
+static int parse_substeps(drape_garment_sim_params *params, const drape_model *m, const char *spec, drape_error *err)
 {
     const char *s = spec;
     while (s && *s) {
@@ -92,7 +92,7 @@ static int parse_substeps(int *sub, const drape_model *m, const char *spec, drap
         if (stop != end || eq + 1 == end || n < 1 || n > 64)
             return drape_fail(err, DRAPE_EINVAL, "--physics-substeps: %s: '%.*s' is not a count in [1, 64]", name,
                               (int)(end - eq - 1), eq + 1);
-        sub[g] = (int)n;
+        params[g].substeps = (int)n;
         s = *end ? end + 1 : end;
     }
     return DRAPE_OK;
@@ -107,11 +107,8 @@ int draped_physics_create(draped_physics **out, const drape_model *m, int thread
     draped_physics *p = calloc(1, sizeof *p);
     if (!p) return drape_fail(err, DRAPE_ENOMEM, "out of memory");
     p->m = m;
-    for (int g = 0; g < m->cfg.n_garments; g++) {
-        p->params[g] = drape_garment_sim_served(m, g);
-        p->substeps[g] = p->params[g].substeps;
-    }
-    int rc = parse_substeps(p->substeps, m, substeps, err);
+    for (int g = 0; g < m->cfg.n_garments; g++) p->params[g] = drape_garment_sim_served(m, g);
+    int rc = parse_substeps(p->params, m, substeps, err);
     if (rc) {
         free(p);
         return rc;
@@ -180,4 +177,4 @@ int draped_physics_run_create(draped_physics *p, drape_idcache *cache, drape_idc
 }
 
 const drape_garment_sim_params *draped_physics_params(const draped_physics *p, int g) { return &p->params[g]; }
-int draped_physics_substeps(const draped_physics *p, int g) { return p->substeps[g]; }
+int draped_physics_substeps(const draped_physics *p, int g) { return p->params[g].substeps; }

@@ -219,15 +219,14 @@ static int cmd_garment(int argc, char **argv)
     garment_opts o = {.p = drape_garment_sim_defaults()};
     int rc = drape_opts_parse(&garment_spec, &o, argc, argv);
     if (rc) return drape_opts_status(rc);
+    int realtime_substeps = 0; /* --realtime's count, as draped --physics-substeps sets it per garment */
     if (o.realtime) { /* the served settings are one set: a changed one would not be what draped runs */
         drape_garment_sim_params d = drape_garment_sim_defaults();
-        int k = o.p.substeps; /* but the count, as draped --physics-substeps sets it per garment */
+        realtime_substeps = o.p.substeps;
         o.p.substeps = d.substeps;
         if (memcmp(&d, &o.p, sizeof d))
             return drape_opts_fail(&garment_spec,
                                    "--realtime runs the served settings; it takes no simulation options but --substeps");
-        o.p = drape_garment_sim_realtime(); /* the garment's own pull once the bundle is open (below) */
-        if (k) o.p.substeps = k;
     }
     if (o.guide_k > 0 && !o.guide) return drape_opts_fail(&garment_spec, "--guide-k takes --guide");
     drape_error e = {0};
@@ -236,9 +235,8 @@ static int cmd_garment(int argc, char **argv)
     rc = drape_tool_job_open(&j, "sim garment", &o.job);
     /* --realtime is the server's settings for this garment, not the teacher's */
     if (!rc && o.realtime) {
-        drape_garment_sim_params sv = drape_garment_sim_served(j.m, j.gi);
-        sv.substeps = o.p.substeps;
-        o.p = sv;
+        o.p = drape_garment_sim_served(j.m, j.gi); /* with the garment's own pull, from the bundle */
+        if (realtime_substeps) o.p.substeps = realtime_substeps;
         printf("settings: realtime, the settings draped's physics mode serves %s (pull %g/s^2%s)\n",
                j.m->cfg.garments[j.gi], o.p.guide, j.m->cfg.physics[j.gi].has_pull ? ", the bundle's" : "");
     }
