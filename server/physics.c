@@ -177,4 +177,3 @@ int draped_physics_run_create(draped_physics *p, drape_idcache *cache, drape_idc
 }
 
 const drape_garment_sim_params *draped_physics_params(const draped_physics *p, int g) { return &p->params[g]; }
-int draped_physics_substeps(const draped_physics *p, int g) { return p->params[g].substeps; }

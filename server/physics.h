@@ -68,10 +68,8 @@ void draped_physics_get_stats(draped_physics *p, draped_physics_stats *s);
 int draped_physics_run_create(draped_physics *p, drape_idcache *cache, drape_idcache_entry *e,
                               drape_garment_run **out, drape_error *err);
 
-/* the settings garment g's rigs are made with (drape_garment_sim_served,
- * with --physics-substeps' count) */
+/* the settings garment g's rigs are made with (drape_garment_sim_served, its
+ * substeps the served 4 unless --physics-substeps says) */
 const drape_garment_sim_params *draped_physics_params(const draped_physics *p, int g);
-/* the substeps a frame of garment g takes (the served 4 unless --physics-substeps says) */
-int draped_physics_substeps(const draped_physics *p, int g);
 
 #endif

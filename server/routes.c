@@ -95,8 +95,9 @@ enum MHD_Result draped_route_model(draped *d, struct MHD_Connection *c, const dr
     json_t *ph = json_pack("{s:i,s:i,s:i,s:f}", "threads", (int)d->cfg.physics_threads, "substeps", rt.substeps,
                            "iterations", rt.iters, "pull", rt.guide), *per = json_object(), *pull = json_object();
     for (int i = 0; i < cfg->n_garments; i++) { /* --physics-substeps', the bundle's pull */
-        json_object_set_new(per, cfg->garments[i], json_integer(draped_physics_substeps(d->physics, i)));
-        json_object_set_new(pull, cfg->garments[i], json_real(draped_physics_params(d->physics, i)->guide));
+        const drape_garment_sim_params *gp = draped_physics_params(d->physics, i);
+        json_object_set_new(per, cfg->garments[i], json_integer(gp->substeps));
+        json_object_set_new(pull, cfg->garments[i], json_real(gp->guide));
     }
     json_object_set_new(ph, "garment_substeps", per);
     json_object_set_new(ph, "garment_pull", pull);
