@@ -55,8 +55,8 @@ in `test` (the held-out draws on the first --test-motion-betas training
 shapes, and one draw on each test shape), none in `train`.
 
 --plan wide sets the defaults of the wide plan (PLANS["wide"], issue 31;
-docs/training.md "Motion families"): every family of train/motions.py, three
-held out whole (motions.HELD_OUT_FAMILIES), 8 training shapes, 3 draws of 5 s
+docs/training.md "Motion families"): train/motions.py's first 13 families
+(motions.WIDE_FAMILIES), three held out whole (motions.HELD_OUT_FAMILIES), 8 training shapes, 3 draws of 5 s
 of each training family on each: 20 minutes of training motion per garment.
 Flags given override it (--train-betas, --train-seeds and --seconds scale
 it). --summary prints the plan's minutes per garment, split and family.
@@ -84,13 +84,13 @@ import assets  # noqa: E402
 
 DEFAULT_KINDS = ["walk", "run", "turn", "jump", "arm_swings", "idle", "stop"]
 # Named plans: defaults for the flags of the same names (flags given win).
-# "wide": issue 31's plan for the next default model, every family, three held
-# out whole; 10 training families x 8 shapes x 3 draws x 5 s = 20 minutes of
+# "wide": issue 31's plan for the default model, the 13 wide families, three
+# held out whole; 10 training families x 8 shapes x 3 draws x 5 s = 20 minutes of
 # training motion per garment (x2 shapes or draws: 40). Its test split: the
 # held-out families on 2 training and 2 unseen shapes, and the training
 # families' held-out draws on the same, 5 s each.
 PLANS = {
-    "wide": {"motions": ",".join(motions.KINDS) if motions else "", "held_out":
+    "wide": {"motions": ",".join(motions.WIDE_FAMILIES) if motions else "", "held_out":
              ",".join(motions.HELD_OUT_FAMILIES) if motions else "", "train_betas": 8, "test_betas": 2,
              "train_seeds": 3, "test_seeds": 1, "test_motion_betas": 2, "seconds": 5.0},
 }
