@@ -344,7 +344,7 @@ def check_families():
     ok(not any(s["kind"] in held for s in train), "wide plan: no held-out family in the training split")
     ok({s["kind"] for s in plan if s["split"] == "test"} >= set(held), "wide plan: every held-out family is tested")
     wide_train = set(motions.WIDE_FAMILIES) - set(held)
-    ok(wide_train == {s["kind"] for s in train} and set(motions.WIDE_FAMILIES) <= set(fams),
+    ok(wide_train == {s["kind"] for s in train},
        f"wide plan: each of its {len(wide_train)} training families is trained on, no other")
     shapes = {tuple(s["betas"]) for s in train}
     ok(len(shapes) >= 8, f"wide plan: {len(shapes)} training shapes")
