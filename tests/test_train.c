@@ -99,6 +99,37 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
     rc = tiny_fit(base, pooled, model2, "--steps 2 --frames 2 --threads 1");
     cr_assert(rc == 0 && strstr(log_, "train: 2 training sequences from "), "pooled fit:\n%s", log_);
 
+    /* a fit cut off after a checkpoint and resumed makes the network an
+     * uninterrupted one makes (make model's steps go on across sessions):
+     * the same batches, so the same tensors, bit for bit */
+    char whole[300], cut[300], ck1[300], ck2[300], cmp[1400];
+    snprintf(whole, sizeof whole, "%s", tu_tmp("whole.safetensors"));
+    snprintf(cut, sizeof cut, "%s", tu_tmp("cut.safetensors"));
+    snprintf(ck1, sizeof ck1, "%s", tu_tmp("whole.pt"));
+    snprintf(ck2, sizeof ck2, "%s", tu_tmp("cut.pt"));
+    const char *fit6 = "--steps 6 --frames 3 --lr 3e-3 --threads 1 --ckpt-every 2 --ckpt";
+    char args[600];
+    snprintf(args, sizeof args, "%s %s", fit6, ck1);
+    rc = tiny_fit(base, data, whole, args);
+    cr_assert_eq(rc, 0, "uninterrupted fit:\n%s", log_);
+    snprintf(args, sizeof args, "%s %s --stop-at 3", fit6, ck2);
+    rc = tiny_fit(base, data, cut, args);
+    cr_assert(rc == 0 && strstr(log_, "stopped at step 3 of 6"), "fit cut off:\n%s", log_);
+    snprintf(args, sizeof args, "%s %s --resume", fit6, ck2);
+    rc = tiny_fit(base, data, cut, args);
+    cr_assert(rc == 0 && strstr(log_, "resumed at step 3"), "resumed fit:\n%s", log_);
+    snprintf(cmp, sizeof cmp,
+             "%s -c \"import sys; sys.path.insert(0, 'train'); import numpy as np; from bundle import read_bundle; "
+             "a, b = read_bundle('%s')[1], read_bundle('%s')[1]; "
+             "d = [k for k in a if k not in b or not np.array_equal(a[k], b[k])]; "
+             "print('differ:', len(d), d[:3], 'of', len(a), 'same names', set(a) == set(b))\"",
+             py(), whole, cut);
+    rc = tu_run(log_, sizeof log_, "%s", cmp);
+    cr_assert(rc == 0 && strstr(log_, "differ: 0 []") && strstr(log_, "same names True"),
+              "the resumed fit's network is not the uninterrupted one's:\n%s", log_);
+    rc = tiny_fit(base, data, cut, "--steps 6 --stop-at 6 --ckpt x.pt");
+    cr_assert(rc != 0 && strstr(log_, "--stop-at 6") && !strstr(log_, "Traceback"), "--stop-at 6 of 6:\n%s", log_);
+
     /* --through-refine: the losses on the refined positions, differentiated
      * through the refine step, lower the loss too; a bundle that refines
      * none of the garments trained is refused by name */

@@ -37,7 +37,10 @@ stack, the Δw head and the FiLM modulator are zero, so the first prediction
 is LBS and training learns corrections. in_mean/in_std are the Bone-Net input
 statistics over the training set. Prints a progress line with the losses,
 the mean vertex error (mm) and the ETA; checkpoints are atomic and --resume
-continues from one.
+continues from one with the batch sampler's state, drawing the batches the
+run would have drawn had it gone on, so a fit cut off and resumed makes the
+network an uninterrupted one makes; --stop-at STEP cuts a run off at STEP on
+purpose.
 """
 import argparse
 import json
@@ -341,6 +344,8 @@ def robust_garments(spec, garments):
 def cmd_fit(a):
     if not 0 <= a.pen_margin <= 0.05:
         raise SystemExit(f"train: --pen-margin {a.pen_margin}: expected a margin in [0, 0.05] m")
+    if a.stop_at and not (a.ckpt and 0 < a.stop_at < a.steps):
+        raise SystemExit(f"train: --stop-at {a.stop_at}: expected a step in [1, --steps {a.steps}) and --ckpt")
     torch.manual_seed(a.seed)
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -395,7 +400,10 @@ def cmd_fit(a):
         opt.load_state_dict(ck["opt"])
         sched.load_state_dict(ck["sched"])
         step = ck["step"]
-        rng = np.random.default_rng(ck["seed_state"])
+        if "rng" in ck:
+            rng.bit_generator.state = ck["rng"]
+        else:  # a checkpoint of an earlier train.py: a sampler seeded from it, as that one resumed
+            rng = np.random.default_rng(ck["seed_state"])
         print(f"train: resumed at step {step} from {a.ckpt}", file=sys.stderr)
     elif cfg.get("weights_init") == "trained":
         print("train: fine-tuning a trained bundle: its input normalisation is kept", file=sys.stderr)
@@ -454,16 +462,21 @@ def cmd_fit(a):
             terms = " ".join(f"{k} {float(v):.3g}" for k, v in L.items())
             print(f"train: step {step}/{a.steps} loss {tl:.4g} ({terms}) err {te:.2f} mm  "
                   f"{rate:.3g} s/step  eta {(a.steps - step) * rate / 60:.1f} min", file=sys.stderr, flush=True)
-        if a.ckpt and (step % a.ckpt_every == 0 or step == a.steps):
+        if a.ckpt and (step % a.ckpt_every == 0 or step == a.steps or step == a.stop_at):
+            # the batch sampler's whole state: a fit cut off and resumed draws the batches an
+            # uninterrupted one does
             torch.save({"net": model.net.state_dict(), "own": model.own.state_dict(), "opt": opt.state_dict(),
-                        "sched": sched.state_dict(),
-                        "step": step, "seed_state": int(rng.integers(1 << 62))}, a.ckpt + ".tmp")
+                        "sched": sched.state_dict(), "step": step, "rng": rng.bit_generator.state},
+                       a.ckpt + ".tmp")
             os.replace(a.ckpt + ".tmp", a.ckpt)
             for n in nets:
                 n.eval()
             export(model, base_t, cfg, a.out, dict(info, step=step))
             for n in nets:
                 n.train()
+        if step == a.stop_at:
+            print(f"train: stopped at step {step} of {a.steps} (--stop-at; --resume goes on)", file=sys.stderr)
+            return 0
     for n in nets:
         n.eval()
     after = fixed_loss()
@@ -510,6 +523,8 @@ def main(argv=None):
     p.add_argument("--ckpt", default="")
     p.add_argument("--ckpt-every", type=int, default=100)
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--stop-at", type=int, default=0, metavar="STEP",
+                   help="stop after STEP steps with a checkpoint, as a run cut off there (needs --ckpt)")
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--device", default="auto")
