@@ -30,11 +30,13 @@ says why a step exists (required of a step that trains on some garments
 only: a garment's own stage must say why). A step may read only steps above
 it.
 
-Caching: each step has a key, the SHA-256 of its tool, its arguments, the
-keys of the steps it reads and the code of its tool (the train/*.py files it
-runs); an input step's is the SHA-256 of its file's bytes (not its path). A
-step whose key matches DIR/NAME.key and whose output exists is skipped; a
-changed step reruns, and so does everything that reads it. A fit
+Caching: each step has a key, the SHA-256 of its tool, its arguments, what
+it reads (the bytes of a cached bundle step's output; a dataset's key, or
+the key of a step not yet cached) and the code of its tool (the train/*.py
+files it runs); an input step's is the SHA-256 of its file's bytes (not its
+path). A step whose key matches DIR/NAME.key and whose output exists is
+skipped; a changed step reruns, and so does everything that reads it unless
+it wrote the same bytes again (the keys are made anew after each step). A fit
 keeps a checkpoint (DIR/NAME.ckpt.pt) and resumes from it after an
 interruption, but only under the same key. The last step's bundle is copied
 to the recipe's `out` with the recipe's text, its SHA-256, the parameters'
@@ -87,7 +89,7 @@ TEACHER_SKIP = ["sim/metrics.c", "sim/metrics.h"]  # in sim/, but judging code: 
 # these two read dataset plans (the teacher's flags; the frames the range is made of)
 for _e in ("teacher", "input-range"):
     CODE[_e] += ["dataset.py", "motions.py"]
-KEY_VERSION = 2
+KEY_VERSION = 3
 
 
 class RecipeError(ValueError):
@@ -250,26 +252,31 @@ def _runner_args(r, s):
     return [c.replace(HERE, "<train>") for c in cmd[1:]]
 
 
-def keys(r):
-    """Every step's key, in order: {name: sha256 hex}."""
+def keys(r, d=None):
+    """Every step's key, in order: {name: sha256 hex}. A step keys on what it
+    reads by content where it can: on a bundle step cached in folder d by the
+    bytes of its output, so that a step made again (its code or arguments
+    changed) that writes the same bytes leaves its readers cached; on a
+    dataset, or a step not cached, by its key."""
     code = {f: _sha_file(os.path.join(HERE, f)) for t in CODE.values() for f in t}
     teacher = teacher_code() if any(s["tool"] == "dataset" for s in r["step"]) else {}
-    out = {}
+    out, read_as = {}, {}
     for s in r["step"]:
         if s["tool"] == "input":
             if not os.path.isfile(s["path"]):
                 raise RecipeError(f"step {s['name']!r}: no file {s['path']!r}")
             doc = {"v": KEY_VERSION, "tool": "input", "sha256": _sha_file(s["path"])}
-            out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
-            continue
-        doc = {"v": KEY_VERSION, "tool": s["tool"], "args": shlex.split(_args(r, s)),
-               "reads": [out[d] for d in _reads(s)], "code": {f: code[f] for f in CODE[s["tool"]]},
-               "cmd": _runner_args(r, s)}
-        if s["tool"] == "dataset":
-            doc["teacher"] = teacher
-        if s["tool"] == "fit":
-            doc["device"] = _device(r, s)
-        out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+        else:
+            doc = {"v": KEY_VERSION, "tool": s["tool"], "args": shlex.split(_args(r, s)),
+                   "reads": [read_as[x] for x in _reads(s)], "code": {f: code[f] for f in CODE[s["tool"]]},
+                   "cmd": _runner_args(r, s)}
+            if s["tool"] == "dataset":
+                doc["teacher"] = teacher
+            if s["tool"] == "fit":
+                doc["device"] = _device(r, s)
+        key = out[s["name"]] = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+        read_as[s["name"]] = ("sha256:" + _sha_file(_output(d, s))
+                              if d and s["tool"] != "dataset" and _state(d, s, key) == "cached" else key)
     return out
 
 
@@ -339,7 +346,7 @@ def _lock(d, name):
 def cmd_plan(a):
     text, r = load(a.recipe)
     r = resolve(a.recipe, r, a.set)
-    ks = keys(r)
+    ks = keys(r, a.dir)
     stale = False
     for s in r["step"]:
         st = _state(a.dir, s, ks[s["name"]])
@@ -348,14 +355,17 @@ def cmd_plan(a):
               + (f"  (reads {', '.join(reads)})" if reads else ""))
         stale = stale or st != "cached"
     print(f"recipe: {'everything cached' if not stale else 'steps to run above'}")
+    if stale:
+        print("recipe: (a step after one that runs is shown as changed; it stays cached if that one "
+              "makes the same bytes again)")
     return 0
 
 
 def cmd_run(a):
     text, r = load(a.recipe)
     r = resolve(a.recipe, r, a.set)
-    ks = keys(r)
     os.makedirs(a.dir, exist_ok=True)
+    ks = keys(r, a.dir)
     out = a.out or r.get("out")
     if not out:
         raise RecipeError(f"{a.recipe}: no out = ... and no --out")
@@ -387,6 +397,7 @@ def cmd_run(a):
             if _state(a.dir, s, key) == "cached":  # another runner finished it meanwhile
                 lock.close()
                 print(f"recipe: {name}: cached by another runner ({key[:12]})", file=sys.stderr, flush=True)
+                ks = keys(r, a.dir)
                 if a.until == name:
                     print(f"recipe: stopped after {name} (--until)", file=sys.stderr)
                     return 0
@@ -426,6 +437,7 @@ def cmd_run(a):
             lock.close()
             ran.append(name)
             print(f"recipe: {name}: done in {(time.time() - t1) / 60:.1f} min", file=sys.stderr, flush=True)
+            ks = keys(r, a.dir)  # its readers key on the bytes it made
         if a.until == name:
             print(f"recipe: stopped after {name} (--until)", file=sys.stderr)
             return 0
