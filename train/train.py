@@ -6,7 +6,7 @@
     # 2. the teacher dataset (train/dataset.py) on that base
     # 3. training; writes OUT (the bundle of docs/design.md §3) at every checkpoint
     /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
-        [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] \
+        [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] [--stop-at STEP] \
         [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-area 0] [--w-phys 0] [--device cpu|cuda] [--threads N] \
         [--garment-weights dress=2]   (sample a garment's sequences more often)
         [--term-scale tshirt:pen=4,tshirt:edge=2]   (one garment's loss term weighted more, or less)
