@@ -1090,3 +1090,74 @@ Test(train, the_teacher_key_reads_the_engine_not_its_metrics)
                     py());
     cr_assert_eq(rc, 0, "%s", log_);
 }
+
+/* one run's eval.py --json: rows by family (MOTIONS) or per-seed rows (no
+ * motion), skinning at 100 mm, the model at RATIO x 100 */
+static const char *eval_json(const char *name, int n, const char *const *garment, const char *const *motion,
+                             const double *ratio)
+{
+    const char *path = tu_tmp(name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "[");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s{\"garment\": \"%s\", %s%s%s\"model\": {\"mean_mm\": %.4f}, \"lbs\": {\"mean_mm\": 100}}",
+                i ? ", " : "", garment[i], motion ? "\"motion\": \"" : "\"name\": \"seq", motion ? motion[i] : "",
+                "\", ", 100 * ratio[i]);
+    fprintf(f, "]\n");
+    fclose(f);
+    return path;
+}
+
+/* train/compare.py: two arms of runs, each row the mean of its arm's runs,
+ * judged by the rule on its command line; a bad file is refused */
+Test(train, compare_judges_two_arms_of_runs_by_a_rule)
+{
+    const char *g[] = {"skirt", "skirt", "dress", "dress"}, *m[] = {"spin", "walk", "spin", "walk"};
+    char b1[300], b2[300], n1[300], n2[300], worse[300], sb[300], sn[300], other[300], bad[300];
+    snprintf(b1, sizeof b1, "%s", eval_json("b1.json", 4, g, m, (double[]){0.60, 0.70, 0.80, 0.90}));
+    snprintf(b2, sizeof b2, "%s", eval_json("b2.json", 4, g, m, (double[]){0.64, 0.70, 0.82, 0.90}));
+    /* the skirt 0.05 better a row on average, the dress level */
+    snprintf(n1, sizeof n1, "%s", eval_json("n1.json", 4, g, m, (double[]){0.56, 0.64, 0.81, 0.90}));
+    snprintf(n2, sizeof n2, "%s", eval_json("n2.json", 4, g, m, (double[]){0.58, 0.66, 0.81, 0.90}));
+    /* the dress's spin 0.07 worse than the base's 0.81 */
+    snprintf(worse, sizeof worse, "%s", eval_json("w.json", 4, g, m, (double[]){0.56, 0.64, 0.88, 0.90}));
+    /* per-seed tables: the skirt 0.2 and 0.25 */
+    snprintf(sb, sizeof sb, "%s", eval_json("sb.json", 2, g, NULL, (double[]){0.1, 0.3}));
+    snprintf(sn, sizeof sn, "%s", eval_json("sn.json", 2, g, NULL, (double[]){0.2, 0.3}));
+    const char *cmp = "%s train/compare.py --base %s %s --new %s %s %s";
+
+    int rc = tu_run(log_, sizeof log_, cmp, py(), b1, b2, n1, n2, "--gain skirt=0.04");
+    cr_assert(rc == 0 && strstr(log_, "| skirt | spin | 0.6200 | 0.5700 | -0.0500 |") &&
+                  strstr(log_, "| skirt | 0.6600 | 0.6100 | -0.0500 | 0.0200 | 0.0200 | at least 0.04 under: ok |") &&
+                  strstr(log_, "| dress | 0.8550 | 0.8550 | +0.0000 | 0.0100 | 0.0000 | at most 0.01 over: ok |") &&
+                  strstr(log_, "\nPASS") && !strstr(log_, "note:"),
+              "two arms of two runs:\n%s", log_);
+    /* a margin no wider than the runs' spread is pointed out; not met, it fails */
+    rc = tu_run(log_, sizeof log_, cmp, py(), b1, b2, n1, n2, "--gain skirt=0.015,dress=0.005");
+    cr_assert(rc == 1 && strstr(log_, "note: the margin for skirt, dress is not wider than the runs' spread") &&
+                  strstr(log_, "FAILS: dress: mean 0.8550 against 0.8550 (at least 0.005 under)") &&
+                  strstr(log_, "DOES NOT PASS"),
+              "a garment that had to gain:\n%s", log_);
+    /* one row too much worse fails the rule whatever the means say */
+    rc = tu_run(log_, sizeof log_, cmp, py(), b1, b2, worse, "", "--gain skirt=0.04 --mean-worse 0.05");
+    cr_assert(rc == 1 && strstr(log_, "FAILS: dress / spin: worse by 0.0700 (allowed 0.05)") &&
+                  strstr(log_, "note: an arm of one run"),
+              "a row worse by 0.07:\n%s", log_);
+    /* the per-seed tables, as eval.py reads them: mean error over mean skinning */
+    rc = tu_run(log_, sizeof log_, cmp, py(), b1, sb, n1, sn, "");
+    cr_assert(rc == 1 && strstr(log_, "| skirt | 0.2000 | 0.2500 | +0.0500 |") &&
+                  strstr(log_, "FAILS: skirt: per-seed 0.2500 against 0.2000 (allowed 0.02 over)"),
+              "per-seed tables:\n%s", log_);
+    /* bad input: other rows, not JSON, a garment the rows lack */
+    snprintf(other, sizeof other, "%s", eval_json("o.json", 2, g, m, (double[]){0.6, 0.7}));
+    rc = tu_run(log_, sizeof log_, cmp, py(), b1, b2, other, "", "");
+    cr_assert(rc == 2 && strstr(log_, "compare: the arms' rows differ"), "other rows:\n%s", log_);
+    snprintf(bad, sizeof bad, "%s", tu_tmp("bad.json"));
+    rc = tu_run(log_, sizeof log_, "echo '[{\"garment\": 1' > %s", bad);
+    cr_assert_eq(rc, 0);
+    rc = tu_run(log_, sizeof log_, cmp, py(), b1, b2, bad, "", "");
+    cr_assert(rc == 2 && strstr(log_, "not an eval.py --json file"), "a broken file:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, cmp, py(), b1, b2, n1, n2, "--gain shirt=0.02");
+    cr_assert(rc == 2 && strstr(log_, "--gain: no garment 'shirt' in the rows (skirt, dress)"), "%s", log_);
+}
