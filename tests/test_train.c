@@ -1128,7 +1128,7 @@ Test(train, compare_judges_two_arms_of_runs_by_a_rule)
     const char *cmp = "%s train/compare.py --base %s %s --new %s %s %s";
 
     int rc = tu_run(log_, sizeof log_, cmp, py(), b1, b2, n1, n2, "--gain skirt=0.04");
-    cr_assert(rc == 0 && strstr(log_, "| skirt | spin | 0.6200 | 0.5700 | -0.0500 |") &&
+    cr_assert(rc == 0 && strstr(log_, "| skirt | spin | 0.6200 | 0.5700 | -0.0500 | 100.0 | -5.0 |") &&
                   strstr(log_, "| skirt | 0.6600 | 0.6100 | -0.0500 | 0.0200 | 0.0200 | at least 0.04 under: ok |") &&
                   strstr(log_, "| dress | 0.8550 | 0.8550 | +0.0000 | 0.0100 | 0.0000 | at most 0.01 over: ok |") &&
                   strstr(log_, "\nPASS") && !strstr(log_, "note:"),
