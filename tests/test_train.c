@@ -623,6 +623,33 @@ Test(train, graft_gives_a_garment_its_own_network)
                 mini, graft);
     cr_assert(rc != 0 && strstr(log_, "'dress' must be a garment of both") && !strstr(log_, "Traceback"),
               "a garment not there:\n%s", log_);
+
+    /* a remake of the garment may list two bones of equal weight the other way
+     * round (the T-shirt's did): the same skinning, so the graft takes it; two
+     * bones of unequal weight swapped are another garment's skinning */
+    char tbase[300], tnet[300], snet[300];
+    snprintf(tbase, sizeof tbase, "%s", tu_tmp("gtbase.safetensors"));
+    snprintf(tnet, sizeof tnet, "%s", tu_tmp("gtnet.safetensors"));
+    snprintf(snet, sizeof snet, "%s", tu_tmp("gsnet.safetensors"));
+    rc = tu_run(log_, sizeof log_,
+                "%s -c \"import sys; sys.path.insert(0, 'train'); from bundle import read_bundle as r, write_bundle as w\n"
+                "def tie(src, out, swap):\n"
+                "    c, t = r(src); W, I = t['garment.miniskirt.skin_w0'].copy(), t['garment.miniskirt.skin_idx'].copy()\n"
+                "    W[0, 0] = W[0, 1] = 0.5 * (W[0, 0] + W[0, 1])\n"
+                "    if swap: I[0, [0, 1]] = I[0, [1, 0]]\n"
+                "    t['garment.miniskirt.skin_w0'], t['garment.miniskirt.skin_idx'] = W, I; w(out, c, t)\n"
+                "tie('%s', '%s', 0); tie('%s', '%s', 1)\n"
+                "c, t = r('%s'); I = t['garment.miniskirt.skin_idx'].copy(); I[0, [0, 2]] = I[0, [2, 0]]\n"
+                "t['garment.miniskirt.skin_idx'] = I; w('%s', c, t)\"",
+                py(), base, tbase, mini, tnet, mini, snet);
+    cr_assert_eq(rc, 0, "the tied bundles:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
+                tbase, tnet, graft);
+    cr_assert(rc == 0 && strstr(log_, "miniskirt runs the network of"), "two tied bones the other way round:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py graft --base %s --garment miniskirt --net-from %s --out %s", py(),
+                base, snet, graft);
+    cr_assert(rc != 0 && strstr(log_, "'garment.miniskirt.skin_idx' differs") && !strstr(log_, "Traceback"),
+              "two bones of unequal weight swapped:\n%s", log_);
 }
 
 /* write TEXT to the file PATH */
