@@ -922,6 +922,21 @@ Test(train, edit_bundle_physics_and_a_last_step_recorded)
               "record --last:\n%s", log_);
     rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s --last base --why 'a test'", py(), recipe, base);
     cr_assert(rc != 0 && strstr(log_, "must be the recipe's last step"), "record --last of another step:\n%s", log_);
+    /* --steps: steps anywhere in the recipe run by hand and edited into the
+     * bundle recorded before, whose record (and its own base) stays under it */
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s --steps base,pulled --why 'a graft' && "
+                "%s train/recipe.py show %s", py(), recipe, base, py(), base);
+    cr_assert(rc == 0 &&
+                  strstr(log_, "the steps base, pulled run by hand, their result edited into the bundle of the record "
+                               "under 'base': a graft") &&
+                  strstr(log_, "the step pulled run by hand") == NULL && strstr(log_, "# on a bundle made by") &&
+                  strstr(strstr(log_, "# on a bundle made by") + 1, "# on a bundle made by"),
+              "record --steps:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s --steps base,coat --why 'a graft'", py(), recipe,
+                base);
+    cr_assert(rc == 2 && strstr(log_, "no step coat in"), "record --steps of a step not in the recipe:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, "%s train/recipe.py record %s %s --steps base", py(), recipe, base);
+    cr_assert(rc == 2 && strstr(log_, "give --why"), "record --steps without --why:\n%s", log_);
 }
 
 /* eval.py --families (make eval's rows by family): a row per garment and

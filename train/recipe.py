@@ -473,17 +473,32 @@ def cmd_record(a):
     output of this runner exists for it; "recorded" says so. With --last STEP
     --why TEXT: the bundle is the runner's output of the recipe before STEP, its
     last step, with STEP then run by hand on it (edit_bundle.py); the record
-    before keeps its keys under "base", and "recorded" says which step and why."""
+    before keeps its keys under "base", and "recorded" says which step and why.
+    With --steps S1,S2 --why TEXT: steps anywhere in the recipe were changed and
+    run by hand, and their result edited into the bundle recorded before (a
+    garment's network grafted into it), so that the other garments stay that
+    bundle's rather than a remake's; the record is kept the same way."""
     text, r = load(a.recipe)
     cfg, t = read_bundle(a.model)
     cfg = dict(cfg)
     rec = {"name": r.get("name", ""), "file": os.path.relpath(os.path.abspath(a.recipe)),
            "sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text, "keys": None,
            "recorded": "after the fact: the steps were run one by one before train/recipe.py"}
+    if a.last and a.steps:
+        raise RecipeError("record: give --last or --steps, not both")
     if a.last:
         if r["step"][-1]["name"] != a.last or not a.why:
             raise RecipeError(f"record --last {a.last}: it must be the recipe's last step, and --why given")
         rec["recorded"] = f"the step {a.last} run by hand on the bundle of the record under 'base': {a.why}"
+        rec["base"] = cfg.get("recipe")
+    elif a.steps:
+        hand = [s for s in a.steps.split(",") if s]
+        unknown = [s for s in hand if s not in {st["name"] for st in r["step"]}]
+        if unknown or not hand or not a.why:
+            raise RecipeError(f"record --steps {a.steps}: " + (f"no step {', '.join(unknown)} in {a.recipe}"
+                              if unknown else "name the steps run by hand, and give --why"))
+        rec["recorded"] = (f"the steps {', '.join(hand)} run by hand, their result edited into the bundle of the "
+                           f"record under 'base': {a.why}")
         rec["base"] = cfg.get("recipe")
     cfg["recipe"] = rec
     write_bundle(a.model + ".tmp", cfg, t)
@@ -532,7 +547,9 @@ def main(argv=None):
     p.add_argument("recipe")
     p.add_argument("model")
     p.add_argument("--last", default="", help="the recipe's last step, run by hand on the bundle recorded before")
-    p.add_argument("--why", default="", help="with --last: why it was not run by the runner")
+    p.add_argument("--steps", default="", metavar="S1,S2",
+                   help="steps run by hand, their result edited into the bundle recorded before")
+    p.add_argument("--why", default="", help="with --last or --steps: why they were not run by the runner")
     a = ap.parse_args(argv)
     try:
         return {"run": cmd_run, "plan": cmd_plan, "show": cmd_show, "record": cmd_record}[a.cmd](a)
