@@ -5,6 +5,7 @@
     /usr/bin/python3 train/check_assets.py motions
     /usr/bin/python3 train/check_assets.py heldout --recipe R --eval-args ARGS
     /usr/bin/python3 train/check_assets.py clips
+    /usr/bin/python3 train/check_assets.py recorded [--recipe R] [--base B]
 
 Run by tests/test_assets.c. Prints one line per check; exits 1 on the first
 failure with what failed.
@@ -487,19 +488,34 @@ def check_clips(root):
         ok("data/motions" not in text, f"{os.path.relpath(r, root)} reads no capture clip")
 
 
+def check_recorded(recipe_path, bundle_path):
+    """The bundle carries the recipe it was made by (issue 31, part 5): its
+    record's text is the recipe file's as it is now, so that an edit of the
+    recipe after the bundle was made (or recorded) does not go unnoticed."""
+    from bundle import read_bundle
+    with open(recipe_path, encoding="utf-8") as f:
+        text = f.read()
+    rec = read_bundle(bundle_path)[0].get("recipe") or {}
+    ok(rec.get("text") == text and rec.get("sha256") == hashlib.sha256(text.encode()).hexdigest(),
+       f"{bundle_path} records {recipe_path} as it is now (sha256 {hashlib.sha256(text.encode()).hexdigest()[:16]}; "
+       f"the bundle's {str(rec.get('sha256'))[:16]})")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["body", "garment", "motions", "families", "heldout", "clips"])
+    ap.add_argument("what", choices=["body", "garment", "motions", "families", "heldout", "clips", "recorded"])
     ap.add_argument("name", nargs="?")
     ap.add_argument("--resolution", default="default")
     ap.add_argument("--recipe", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes", "default.toml"),
-                    help="heldout: the recipe whose dataset steps are the training data")
+                    help="heldout: the recipe whose dataset steps are the training data; recorded: the recipe")
     ap.add_argument("--eval-args", default="", help="heldout: make eval's train/dataset.py arguments")
-    ap.add_argument("--base", default="models/default.safetensors", help="heldout: the bundle the plans draw shapes for")
+    ap.add_argument("--base", default="models/default.safetensors", help="heldout: the bundle the plans draw shapes for; recorded: the bundle")
     a = ap.parse_args(argv)
     try:
         if a.what == "heldout":
             check_heldout(a.recipe, a.eval_args, a.base)
+        elif a.what == "recorded":
+            check_recorded(a.recipe, a.base)
         elif a.what == "clips":
             check_clips(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         elif a.what == "body":
