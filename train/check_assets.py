@@ -495,10 +495,10 @@ def check_recorded(recipe_path, bundle_path):
     from bundle import read_bundle
     with open(recipe_path, encoding="utf-8") as f:
         text = f.read()
+    sha = hashlib.sha256(text.encode()).hexdigest()
     rec = read_bundle(bundle_path)[0].get("recipe") or {}
-    ok(rec.get("text") == text and rec.get("sha256") == hashlib.sha256(text.encode()).hexdigest(),
-       f"{bundle_path} records {recipe_path} as it is now (sha256 {hashlib.sha256(text.encode()).hexdigest()[:16]}; "
-       f"the bundle's {str(rec.get('sha256'))[:16]})")
+    ok(rec.get("text") == text and rec.get("sha256") == sha,
+       f"{bundle_path} records {recipe_path} as it is now (sha256 {sha[:16]}; the bundle's {str(rec.get('sha256'))[:16]})")
 
 
 def main(argv=None):
