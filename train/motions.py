@@ -862,6 +862,160 @@ def hop(rng, t):
     return P, {"style": style, "freq": f, "height": h, "speed": v}
 
 
+# ---------------------------------------------------------------------------
+# Four more (docs/training-log.md, "The skirt on eighteen families"): kinds
+# of motion none of the others draws. None turns for long (the spin), moves
+# every joint at random (random) or goes on a beat (dance).
+
+
+def march(rng, t):
+    """Marching in place or forward with high knees (1.2–2.2 steps/s, the
+    thigh raised 0.5–1.2 rad), arms pumping against the legs."""
+    P = Pose(len(t))
+    _stand(P, rng, t)
+    f = rng.uniform(1.2, 2.2) / 2  # strides a second: each leg once
+    lift = rng.uniform(0.5, 1.2)
+    ph = 2 * np.pi * f * t + rng.uniform(0, 2 * np.pi)
+    env = _smoothstep(t / 0.5)
+    for hip, kn, ank, s in ((L_HIP, L_KNEE, L_ANKLE, 1), (R_HIP, R_KNEE, R_ANKLE, -1)):
+        up = env * np.clip(s * np.sin(ph), 0, None) ** 1.5
+        P.ang[:, hip, 0] -= lift * up
+        P.ang[:, kn, 0] += 1.3 * lift * up
+        P.ang[:, ank, 0] += 0.3 * up
+    pump = rng.uniform(0.4, 0.9)
+    P.ang[:, L_SHOULDER, 0] += env * pump * np.sin(ph)
+    P.ang[:, R_SHOULDER, 0] -= env * pump * np.sin(ph)
+    P.ang[:, L_ELBOW, 1] -= env * 1.2
+    P.ang[:, R_ELBOW, 1] += env * 1.2
+    P.ang[:, PELVIS, 2] += env * 0.04 * np.sin(ph)  # the hip drops over the lifted leg
+    _pelvis_height(P)
+    P.trans[:, 1] += 0.015 * env * np.abs(np.sin(ph))  # a little spring off the standing foot
+    psi = rng.uniform(-np.pi, np.pi) + _noise(rng, t, (), 0.1, 0.2)
+    P.heading += psi
+    v = rng.uniform(0.0, 0.8)
+    fwd = _integrate(v * env, t[1] - t[0] if len(t) > 1 else 1 / FPS)
+    P.trans[:, 0] += fwd * np.sin(psi)
+    P.trans[:, 2] += fwd * np.cos(psi)
+    _inside_limits(P)
+    return P, {"freq": 2 * f, "lift": lift, "speed": v}
+
+
+def zigzag(rng, t):
+    """Walking or jogging (1.0–2.6 m/s) and cutting: the heading swings
+    40°–90° to either side of the line of travel, left and right in turn,
+    each cut over 0.35 s or more (the yaw rate at most about 5 rad/s, as the turn
+    family's), leaning into it. The cuts cancel: no sustained turning."""
+    is_run = int(rng.uniform() < 0.4)
+    v = rng.uniform(1.8, 2.6) if is_run else rng.uniform(1.0, 1.6)
+    keys, s, side, psi = [], rng.uniform(0.2, 0.5), rng.choice([-1, 1]), 0.0
+    keys.append((0.0, 0.0, 0.0))
+    while s < t[-1]:
+        dur = rng.uniform(0.35, 0.6)
+        cut = side * rng.uniform(np.radians(40), np.radians(90))
+        if len(keys) > 1:  # back across the straight line, then as far again
+            cut *= 2
+        dur = max(dur, 1.5 * abs(cut) / 5.0)  # the yaw rate peaks near 5 rad/s, as the turn family's
+        keys += [(s, psi, 0.0), (s + dur, psi + cut, 0.0)]
+        psi += cut
+        side = -side
+        s += dur + rng.uniform(0.25, 0.5)
+    heading = _hermite(t, keys)
+    P = Pose(len(t))
+    _stand(P, rng, t)
+    speed = v * (1 - 0.2 * np.clip(np.abs(np.gradient(heading, t)) / 6.0, 0, 1)) if len(t) > 1 else np.full(1, v)
+    base = rng.uniform(-np.pi, np.pi)
+    _gait(P, rng, t, speed, base + heading, is_run)
+    dpsi = np.gradient(heading, t) if len(t) > 1 else np.zeros(1)
+    P.ang[:, PELVIS, 2] += np.clip(0.04 * speed * dpsi, -0.25, 0.25)
+    return P, {"speed": v, "run": is_run, "cuts": (len(keys) - 1) // 2}
+
+
+def stumble(rng, t):
+    """Walking, then a trip or a shove: the trunk pitches forward or lurches
+    sideways within 0.15–0.3 s, one or two quick catching steps, arms flung
+    out, then walking on or standing."""
+    v = rng.uniform(0.8, 1.5)
+    t0 = rng.uniform(0.6, 1.4)
+    style = str(rng.choice(["trip", "shove"]))
+    hit = rng.uniform(0.15, 0.3)
+    rec = rng.uniform(0.6, 1.0)
+    jolt = np.clip(_hermite(t, [(t0, 0, 0), (t0 + hit, 1, 0), (t0 + hit + rec, 0, 0)]), 0, 1)
+    halt = rng.uniform() < 0.5
+    fade = 1 - 0.8 * _smoothstep((t - t0) / (hit + rec)) if halt else np.ones(len(t))
+    P = Pose(len(t))
+    _stand(P, rng, t)
+    psi = rng.uniform(-np.pi, np.pi)
+    speed = v * fade * (1 + 0.5 * jolt)
+    phase = _gait(P, rng, t, speed, psi, 0, fade=np.maximum(fade, jolt))
+    a = rng.uniform(0.5, 1.0)
+    if style == "trip":  # pitched forward, a long fast catching step
+        P.ang[:, PELVIS, 0] += 0.35 * a * jolt
+        P.ang[:, SPINE2, 0] += 0.2 * a * jolt
+        lead = L_HIP if np.sin(phase[min(len(t) - 1, int(t0 * FPS))]) < 0 else R_HIP
+        P.ang[:, lead, 0] -= 0.6 * a * jolt
+        P.ang[:, L_KNEE if lead == L_HIP else R_KNEE, 0] += 0.5 * a * jolt
+        for j in (L_SHOULDER, R_SHOULDER):
+            P.ang[:, j, 0] -= 1.1 * a * jolt
+    else:  # shoved sideways: lurch, crossover step, the arms out
+        d = rng.choice([-1, 1])
+        P.ang[:, PELVIS, 2] += d * 0.3 * a * jolt
+        P.ang[:, SPINE2, 2] -= d * 0.2 * a * jolt
+        P.ang[:, L_HIP, 2] += d * 0.35 * a * jolt
+        P.ang[:, R_HIP, 2] += d * 0.35 * a * jolt
+        P.ang[:, L_SHOULDER, 2] += 0.9 * a * jolt
+        P.ang[:, R_SHOULDER, 2] -= 0.9 * a * jolt
+        push = _integrate(d * 1.2 * a * jolt, t[1] - t[0] if len(t) > 1 else 1 / FPS)
+        P.trans[:, 0] += push * np.cos(psi)
+        P.trans[:, 2] -= push * np.sin(psi)
+    P.trans[:, 1] -= 0.05 * a * jolt
+    _inside_limits(P)
+    return P, {"style": style, "speed": v, "t_trip": t0, "strength": a, "halt": bool(halt)}
+
+
+def reach(rng, t):
+    """Reaching: down to one side to the floor (a side bend with a bent
+    knee), across the body and up, or out to a side at shoulder height,
+    0.25–0.6 Hz, alternating sides or one side repeated."""
+    P = Pose(len(t))
+    _stand(P, rng, t)
+    style = str(rng.choice(["floor", "across", "side"]))
+    f = rng.uniform(0.25, 0.6)
+    t0 = rng.uniform(0.0, 0.4)
+    c = _cycle(t, f, t0)
+    alt = rng.uniform() < 0.5
+    k = np.floor(np.maximum(t - t0, 0) * f).astype(int) % 2 if alt else np.zeros(len(t), int)
+    side = np.where(k == 0, 1.0, -1.0) * rng.choice([-1, 1])  # +1: the left arm reaches
+    depth = rng.uniform(0.6, 1.0)
+    w = depth * c
+    for j, e, s in ((L_SHOULDER, L_ELBOW, 1), (R_SHOULDER, R_ELBOW, -1)):
+        mine = w * (side * s > 0)
+        if style == "floor":
+            P.ang[:, j, 0] -= 0.5 * mine
+        elif style == "across":
+            P.ang[:, j, 0] -= 1.4 * mine
+            P.ang[:, j, 1] -= s * 0.8 * mine
+        else:
+            P.ang[:, j, 2] += s * 1.2 * mine
+        P.ang[:, e, 1] += s * 0.2 * mine  # the elbow straightens
+    if style == "floor":
+        P.ang[:, SPINE1, 2] -= 0.3 * w * side
+        P.ang[:, SPINE2, 2] -= 0.25 * w * side
+        P.ang[:, PELVIS, 0] += 0.45 * w
+        P.ang[:, SPINE1, 0] += 0.3 * w
+        for hip, kn in ((L_HIP, L_KNEE), (R_HIP, R_KNEE)):
+            P.ang[:, hip, 0] -= 0.4 * w
+            P.ang[:, kn, 0] += 0.8 * w
+        P.trans[:, 1] -= 0.12 * w
+    else:
+        P.ang[:, SPINE2, 1] += 0.3 * w * side
+        P.ang[:, SPINE2, 2] -= 0.15 * w * side
+    _pelvis_height(P) if style != "floor" else None
+    P.heading += rng.uniform(-np.pi, np.pi) + _noise(rng, t, (), 0.1, 0.2)
+    travel = _travel(P, rng, t, 0.3)
+    _inside_limits(P)
+    return P, {"style": style, "freq": f, "depth": depth, "alternate": bool(alt), "travel": travel}
+
+
 KINDS = {
     "walk": (walk, "walking straight, 0.8–1.7 m/s, random heading"),
     "run": (run, "running straight, 2.2–4.0 m/s, random heading"),
@@ -881,6 +1035,10 @@ KINDS = {
     "sidestep": (sidestep, "stepping sideways 0.3–1.0 m/s, or walking backwards"),
     "lunge": (lunge, "lunges forward or to the side, the legs taking turns"),
     "hop": (hop, "hopping on one leg, skipping forward, or jumping jacks"),
+    "march": (march, "marching in place or forward with high knees, arms pumping"),
+    "zigzag": (zigzag, "walking or jogging, cutting 40°–90° either side of the line of travel in turn"),
+    "stumble": (stumble, "walking, then a trip or a sideways shove, catching steps, arms out"),
+    "reach": (reach, "reaching down to the floor at one side, across the body, or out sideways"),
 }
 
 
@@ -900,7 +1058,8 @@ WIDE_FAMILIES = tuple(KINDS)[:13]
 # the most horizontal root speed each family reaches (m/s), for the checks
 ROOT_SPEED = {"walk": 2.0, "run": 4.5, "turn": 1.5, "jump": 2.5, "arm_swings": 0.2, "idle": 0.2, "stop": 4.0,
               "spin": 0.5, "arms_overhead": 0.7, "kicks": 0.8, "squat": 0.5, "random": 1.3, "dance": 2.0,
-              "twist": 0.2, "sidestep": 1.5, "lunge": 0.5, "hop": 2.5}
+              "twist": 0.2, "sidestep": 1.5, "lunge": 0.5, "hop": 2.5,
+              "march": 0.9, "zigzag": 2.7, "stumble": 2.6, "reach": 0.4}
 
 
 def joint_speeds(seq, fps=FPS):
