@@ -1005,11 +1005,11 @@ def reach(rng, t):
         for hip, kn in ((L_HIP, L_KNEE), (R_HIP, R_KNEE)):
             P.ang[:, hip, 0] -= 0.4 * w
             P.ang[:, kn, 0] += 0.8 * w
-        P.trans[:, 1] -= 0.12 * w
+        P.trans[:, 1] -= 0.12 * w  # bent knees and a lean: lowered by hand, not by the legs' length
     else:
         P.ang[:, SPINE2, 1] += 0.3 * w * side
         P.ang[:, SPINE2, 2] -= 0.15 * w * side
-    _pelvis_height(P) if style != "floor" else None
+        _pelvis_height(P)
     P.heading += rng.uniform(-np.pi, np.pi) + _noise(rng, t, (), 0.1, 0.2)
     travel = _travel(P, rng, t, 0.3)
     _inside_limits(P)
