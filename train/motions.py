@@ -1051,9 +1051,10 @@ HELD_OUT_FAMILIES = ("spin", "random", "dance")
 TRAIN_FAMILIES = tuple(k for k in KINDS if k not in HELD_OUT_FAMILIES)
 # The wide plan's families (train/dataset.py PLANS["wide"]): the first 13.
 # Twist, sidestep, lunge and hop came later (docs/training-log.md, "Four
-# more training families for the skirt's network"); a recipe asks for them
-# in a dataset step of their own, so the wide plan makes the sequences it
-# always made.
+# more training families for the skirt's network"), then march, zigzag,
+# stumble and reach ("The skirt on eighteen families"); a recipe asks for
+# them in a dataset step of their own, so the wide plan makes the sequences
+# it always made.
 WIDE_FAMILIES = tuple(KINDS)[:13]
 # the most horizontal root speed each family reaches (m/s), for the checks
 ROOT_SPEED = {"walk": 2.0, "run": 4.5, "turn": 1.5, "jump": 2.5, "arm_swings": 0.2, "idle": 0.2, "stop": 4.0,
