@@ -281,7 +281,7 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 RECIPE ?= train/recipes/default.toml
 TRAIN_DIR ?= build/train
 MODEL_FIRST ?= base_arms
-MODEL_PHASES ?= data_wide,data_new_tshirt+data_wide_tshirt wide1,wide2,wide3,dress1,dress2+t1,t1_refined,t2,skirt1,skirt2
+MODEL_PHASES ?= data_wide,data_new_tshirt+data_wide_tshirt,data_new_skirt,data_newer_skirt wide1,wide2,wide3,dress1,dress2+t1,t1_refined,t2,skirt1,skirt2
 model: all
 	$(PYTHON) train/recipe.py run $(RECIPE) --dir $(TRAIN_DIR) --drape $(BUILD)/drape --until $(MODEL_FIRST)
 	pids=; trap 'kill $$pids 2>/dev/null; exit 130' INT TERM; \
