@@ -901,10 +901,11 @@ def march(rng, t):
 
 
 def zigzag(rng, t):
-    """Walking or jogging (1.0–2.6 m/s) and cutting: the heading swings
-    40°–90° to either side of the line of travel, left and right in turn,
-    each cut over 0.35 s or more (the yaw rate at most about 5 rad/s, as the turn
-    family's), leaning into it. The cuts cancel: no sustained turning."""
+    """Walking (1.0–1.6 m/s) or jogging (1.8–2.6) and cutting left and
+    right in turn: the first cut 40°–90°, each next one back across by twice
+    a new 40°–90°, each over 0.35 s or more (the yaw rate at most about
+    5 rad/s, as the turn family's), leaning into it. The cuts alternate, so
+    the heading wanders but never keeps turning one way."""
     is_run = int(rng.uniform() < 0.4)
     v = rng.uniform(1.8, 2.6) if is_run else rng.uniform(1.0, 1.6)
     keys, s, side, psi = [], rng.uniform(0.2, 0.5), rng.choice([-1, 1]), 0.0
@@ -931,9 +932,10 @@ def zigzag(rng, t):
 
 
 def stumble(rng, t):
-    """Walking, then a trip or a shove: the trunk pitches forward or lurches
-    sideways within 0.15–0.3 s, one or two quick catching steps, arms flung
-    out, then walking on or standing."""
+    """Walking, then a trip or a shove: the trunk pitches forward (the
+    leading leg thrown forward to catch it) or lurches sideways, within
+    0.15–0.3 s, the gait half again as fast while it lasts, arms flung out;
+    recovered over 0.6–1 s, then walking on or slowing to a fifth."""
     v = rng.uniform(0.8, 1.5)
     t0 = rng.uniform(0.6, 1.4)
     style = str(rng.choice(["trip", "shove"]))
@@ -1036,8 +1038,8 @@ KINDS = {
     "lunge": (lunge, "lunges forward or to the side, the legs taking turns"),
     "hop": (hop, "hopping on one leg, skipping forward, or jumping jacks"),
     "march": (march, "marching in place or forward with high knees, arms pumping"),
-    "zigzag": (zigzag, "walking or jogging, cutting 40°–90° either side of the line of travel in turn"),
-    "stumble": (stumble, "walking, then a trip or a sideways shove, catching steps, arms out"),
+    "zigzag": (zigzag, "walking or jogging, cutting left and right in turn (40°–90°, then back across)"),
+    "stumble": (stumble, "walking, then a trip or a sideways shove, caught and recovered, arms out"),
     "reach": (reach, "reaching down to the floor at one side, across the body, or out sideways"),
 }
 
