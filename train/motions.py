@@ -923,10 +923,10 @@ def zigzag(rng, t):
     heading = _hermite(t, keys)
     P = Pose(len(t))
     _stand(P, rng, t)
-    speed = v * (1 - 0.2 * np.clip(np.abs(np.gradient(heading, t)) / 6.0, 0, 1)) if len(t) > 1 else np.full(1, v)
+    dpsi = np.gradient(heading, t) if len(t) > 1 else np.zeros(1)
+    speed = v * (1 - 0.2 * np.clip(np.abs(dpsi) / 6.0, 0, 1))  # slower in a cut
     base = rng.uniform(-np.pi, np.pi)
     _gait(P, rng, t, speed, base + heading, is_run)
-    dpsi = np.gradient(heading, t) if len(t) > 1 else np.zeros(1)
     P.ang[:, PELVIS, 2] += np.clip(0.04 * speed * dpsi, -0.25, 0.25)
     return P, {"speed": v, "run": is_run, "cuts": (len(keys) - 1) // 2}
 
