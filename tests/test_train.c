@@ -300,6 +300,25 @@ Test(train, init_set_sizes_and_a_longer_history)
     cr_assert_gt(pen_3cm, pen_5mm, "a 3 cm margin (%g) is no stronger than 5 mm (%g)", pen_3cm, pen_5mm);
     rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --pen-margin -0.01");
     cr_assert(rc != 0 && strstr(log_, "--pen-margin -0.01") && !strstr(log_, "Traceback"), "%s", log_);
+    /* weight decay: the same fit's weight matrices come out smaller with it
+     * (lr 1e-3 and decay 100 take 10% off a weight a step, ten times what
+     * Adam's step adds); a bad decay is named */
+    double norm[2];
+    for (int k = 0; k < 2; k++) {
+        rc = tiny_fit(base, data, model, k ? "--steps 3 --frames 4 --threads 1 --lr 1e-3 --weight-decay 100"
+                                           : "--steps 3 --frames 4 --threads 1 --lr 1e-3");
+        cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
+        rc = tu_run(log_, sizeof log_,
+                    "%s -c \"import sys; sys.path.insert(0, 'train'); import numpy as np; from bundle import read_bundle; "
+                    "c, t = read_bundle('%s'); print('norm', float(np.linalg.norm(t['bonenet.0.weight'])), "
+                    "'decay', c['training'].get('weight_decay', 0))\"",
+                    py(), model);
+        cr_assert(rc == 0 && strstr(log_, "norm ") && sscanf(strstr(log_, "norm ") + 5, "%lf", &norm[k]) == 1, "%s", log_);
+        cr_assert(strstr(log_, k ? "decay 100" : "decay 0"), "the bundle's record of the decay:\n%s", log_);
+    }
+    cr_assert_lt(norm[1], 0.85 * norm[0], "with decay the first layer's norm is %g, without %g", norm[1], norm[0]);
+    rc = tiny_fit(base, data, model, "--steps 1 --frames 4 --threads 1 --weight-decay nan");
+    cr_assert(rc != 0 && strstr(log_, "--weight-decay nan") && !strstr(log_, "Traceback"), "%s", log_);
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --log-every 1 --garment-weights skirt=2");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */

@@ -6,7 +6,7 @@
     # 2. the teacher dataset (train/dataset.py) on that base
     # 3. training; writes OUT (the bundle of docs/design.md §3) at every checkpoint
     /usr/bin/python3 train/train.py fit --base BASE --data DIR --out MODEL.safetensors \
-        [--steps 2000] [--frames 8] [--lr 1e-3] [--ckpt DIR/ckpt.pt] [--resume] [--stop-at STEP] \
+        [--steps 2000] [--frames 8] [--lr 1e-3] [--weight-decay 0] [--ckpt DIR/ckpt.pt] [--resume] [--stop-at STEP] \
         [--w-lap 1] [--w-pen 1] [--pen-nn teacher|pred] [--w-edge 0] [--w-area 0] [--w-phys 0] [--device cpu|cuda] [--threads N] \
         [--garment-weights dress=2]   (sample a garment's sequences more often)
         [--term-scale tshirt:pen=4,tshirt:edge=2]   (one garment's loss term weighted more, or less)
@@ -344,6 +344,8 @@ def robust_garments(spec, garments):
 def cmd_fit(a):
     if not 0 <= a.pen_margin <= 0.05:
         raise SystemExit(f"train: --pen-margin {a.pen_margin}: expected a margin in [0, 0.05] m")
+    if not 0 <= a.weight_decay <= 100:  # NaN fails too
+        raise SystemExit(f"train: --weight-decay {a.weight_decay}: expected a decay in [0, 100]")
     if a.stop_at and not (a.ckpt and 0 < a.stop_at < a.steps):
         raise SystemExit(f"train: --stop-at {a.stop_at}: expected a step in [1, --steps {a.steps}) and --ckpt")
     torch.manual_seed(a.seed)
@@ -390,7 +392,17 @@ def cmd_fit(a):
     # the shared network and the garments' own (graft): a garment's loss
     # reaches only the network it runs
     params = list(model.net.parameters()) + list(model.own.parameters())
-    opt = torch.optim.Adam(params, lr=a.lr)
+    if a.weight_decay > 0:
+        # decoupled decay on the weight matrices only (biases, FiLM offsets and
+        # other vectors kept): a weight the data does not keep pulling at
+        # drifts back to zero, and the zero-initialised last layers towards
+        # plain skinning
+        decay = [p for p in params if p.dim() >= 2]
+        keep = [p for p in params if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
+                                 {"params": keep, "weight_decay": 0.0}], lr=a.lr)
+    else:
+        opt = torch.optim.Adam(params, lr=a.lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.steps, eta_min=a.lr * 0.05)
     step = 0
     if a.resume and a.ckpt and os.path.exists(a.ckpt):
@@ -433,6 +445,8 @@ def cmd_fit(a):
             "through_refine": a.through_refine, "w_phys": a.w_phys, "term_scale": a.term_scale,
             "train_sequences": len(train.seqs),
             "data": ",".join(os.path.abspath(r) for r in a.data.split(","))}
+    if a.weight_decay > 0:  # recorded only where used: the bundles made without it keep their bytes
+        info["weight_decay"] = a.weight_decay
     # sequence sampling: uniform, or each garment's sequences weighted (--garment-weights dress=2)
     # (the uniform draw stays rng.integers, so runs without weights repeat earlier ones)
     try:
@@ -504,6 +518,8 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=2000)
     p.add_argument("--frames", type=int, default=8)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--weight-decay", type=float, default=0.0, metavar="WD",
+                   help="AdamW's decoupled decay on the weight matrices (0: plain Adam)")
     p.add_argument("--w-lap", type=float, default=1.0)
     p.add_argument("--w-pen", type=float, default=0.1)
     p.add_argument("--w-edge", type=float, default=0.0)
