@@ -226,6 +226,16 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
 /* train.py init --set: network sizes over the preset's, and a pose history
  * longer than docs/design.md §2.4's three frames, which PyTorch trains and the C
  * runtime serves as PyTorch does (docs/conventions.md, "history"). */
+/* Prints EXPR into log_, Python's view of MODEL: c its config, t its
+ * tensors (train/bundle.py), np numpy. */
+static int bundle_print(const char *model, const char *expr)
+{
+    return tu_run(log_, sizeof log_,
+                  "%s -c \"import sys; sys.path.insert(0, 'train'); import numpy as np; from bundle import read_bundle; "
+                  "c, t = read_bundle('%s'); print(%s)\"",
+                  py(), model, expr);
+}
+
 Test(train, init_set_sizes_and_a_longer_history)
 {
     char base[300], data[300], model[300];
@@ -308,11 +318,8 @@ Test(train, init_set_sizes_and_a_longer_history)
         rc = tiny_fit(base, data, model, k ? "--steps 3 --frames 4 --threads 1 --lr 1e-3 --weight-decay 100"
                                            : "--steps 3 --frames 4 --threads 1 --lr 1e-3");
         cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
-        rc = tu_run(log_, sizeof log_,
-                    "%s -c \"import sys; sys.path.insert(0, 'train'); import numpy as np; from bundle import read_bundle; "
-                    "c, t = read_bundle('%s'); print('norm', float(np.linalg.norm(t['bonenet.0.weight'])), "
-                    "'decay', c['training'].get('weight_decay', 0))\"",
-                    py(), model);
+        rc = bundle_print(model, "'norm', float(np.linalg.norm(t['bonenet.0.weight'])), "
+                                 "'decay', c['training'].get('weight_decay', 0)");
         cr_assert(rc == 0 && strstr(log_, "norm ") && sscanf(strstr(log_, "norm ") + 5, "%lf", &norm[k]) == 1, "%s", log_);
         cr_assert(strstr(log_, k ? "decay 100" : "decay 0"), "the bundle's record of the decay:\n%s", log_);
     }
@@ -322,11 +329,8 @@ Test(train, init_set_sizes_and_a_longer_history)
     rc = tiny_fit(base, data, model, "--steps 3 --frames 4 --threads 1 --log-every 1 --garment-weights skirt=2");
     cr_assert_eq(rc, 0, "fit failed:\n%s", log_);
     /* four frames: 4 positions and 3 differences per bone, 7 * 3 * 12 inputs */
-    rc = tu_run(log_, sizeof log_,
-                "%s -c \"import sys; sys.path.insert(0, 'train'); from bundle import read_bundle; "
-                "c, t = read_bundle('%s'); print('history', c['history'], 'bones', c['bones'], 'hidden', c['hidden'], "
-                "'in', t['bonenet.in_mean'].shape[0], t['bonenet.0.weight'].shape[1])\"",
-                py(), model);
+    rc = bundle_print(model, "'history', c['history'], 'bones', c['bones'], 'hidden', c['hidden'], "
+                             "'in', t['bonenet.in_mean'].shape[0], t['bonenet.0.weight'].shape[1]");
     cr_assert_eq(rc, 0, "%s", log_);
     cr_assert(strstr(log_, "history [4, 2, 1, 0] bones 12 hidden 24 in 252 252"), "%s", log_);
     /* the C runtime runs it as the reference does, on a sequence whose
