@@ -393,10 +393,10 @@ def cmd_fit(a):
     # reaches only the network it runs
     params = list(model.net.parameters()) + list(model.own.parameters())
     if a.weight_decay > 0:
-        # decoupled decay on the weight matrices only (biases, FiLM offsets and
-        # other vectors kept): a weight the data does not keep pulling at
-        # drifts back to zero, and the zero-initialised last layers towards
-        # plain skinning
+        # decoupled decay on the weight matrices only (biases and other
+        # vectors kept): a weight the data does not keep pulling at drifts
+        # back to zero, and the zero-initialised last layers towards plain
+        # skinning
         decay = [p for p in params if p.dim() >= 2]
         keep = [p for p in params if p.dim() < 2]
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
