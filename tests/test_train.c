@@ -223,9 +223,6 @@ Test(train, tiny_run_lowers_the_loss_and_exports_a_bundle_c_matches)
               "a garment outside the dataset was not named:\n%s", log_);
 }
 
-/* train.py init --set: network sizes over the preset's, and a pose history
- * longer than docs/design.md §2.4's three frames, which PyTorch trains and the C
- * runtime serves as PyTorch does (docs/conventions.md, "history"). */
 /* Prints EXPR into log_, Python's view of MODEL: c its config, t its
  * tensors (train/bundle.py), np numpy. */
 static int bundle_print(const char *model, const char *expr)
@@ -236,6 +233,9 @@ static int bundle_print(const char *model, const char *expr)
                   py(), model, expr);
 }
 
+/* train.py init --set: network sizes over the preset's, and a pose history
+ * longer than docs/design.md §2.4's three frames, which PyTorch trains and the C
+ * runtime serves as PyTorch does (docs/conventions.md, "history"). */
 Test(train, init_set_sizes_and_a_longer_history)
 {
     char base[300], data[300], model[300];
