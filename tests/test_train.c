@@ -574,10 +574,41 @@ static drape_npy infer_of(const char *model, const char *garment, const char *pi
     return x;
 }
 
+/* T random poses (σ 0.3 rad, root within 0.2 m) written to PATH as [T, 75] */
+static void poses_npy(const char *path, int T, uint64_t seed)
+{
+    float poses[8 * 75];
+    cr_assert(T <= 8);
+    tu_random_poses(poses, T, 0.3f, 0.2f, seed);
+    drape_error e = {0};
+    cr_assert_eq(drape_npy_write(path, poses, 2, (int64_t[]){T, 75}, &e), 0, "%s", e.msg);
+}
+
 static double npy_diff(const drape_npy *a, const drape_npy *b)
 {
     cr_assert(a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1]);
     return tu_max_abs_diff(a->data, b->data, a->shape[0] * a->shape[1] * 3);
+}
+
+/* GRAFT, the miniskirt of FROM grafted into BASE, on the poses in PIN: its
+ * skirt is BASE's to the bit, its miniskirt FROM's (to 1e-6) and more than
+ * MIN_CHANGE from BASE's; BASE's skirt and GRAFT's miniskirt kept in the
+ * out-parameters (TAG names the files) */
+static void graft_check(const char *base, const char *from, const char *graft, const char *pin, const char *tag,
+                        double min_change, drape_npy *base_skirt, drape_npy *g_mini)
+{
+    char f[4][64];
+    for (int i = 0; i < 4; i++) snprintf(f[i], sizeof f[i], "%s%d.npy", tag, i);
+    drape_npy base_mini = infer_of(base, "miniskirt", pin, f[0]), from_mini = infer_of(from, "miniskirt", pin, f[1]);
+    drape_npy g_skirt = infer_of(graft, "skirt", pin, f[2]);
+    *base_skirt = infer_of(base, "skirt", pin, f[3]);
+    *g_mini = infer_of(graft, "miniskirt", pin, tag);
+    cr_assert_eq(npy_diff(&g_skirt, base_skirt), 0, "%s: the skirt is no longer the base's", graft);
+    cr_assert_leq(npy_diff(g_mini, &from_mini), 1e-6, "%s: the miniskirt is not %s's", graft, from);
+    cr_assert_gt(npy_diff(g_mini, &base_mini), min_change, "%s: the miniskirt is still the base's", graft);
+    drape_npy_free(&base_mini);
+    drape_npy_free(&from_mini);
+    drape_npy_free(&g_skirt);
 }
 
 /* train.py graft: a network trained on one garment alone (fit --garments)
@@ -605,25 +636,19 @@ Test(train, graft_gives_a_garment_its_own_network)
     rc = tiny_dataset_of("miniskirt", graft, data, "0.5", "");
     cr_assert(rc == 0 && strstr(log_, ": skip") && !strstr(log_, ": ok"), "the dataset was not kept:\n%s", log_);
 
-    float poses[4 * 75];
-    tu_random_poses(poses, 4, 0.3f, 0.2f, 91);
-    drape_error e = {0};
     char pin[300], pr[300];
     snprintf(pin, sizeof pin, "%s", tu_tmp("gp.npy"));
     snprintf(pr, sizeof pr, "%s", tu_tmp("gr.npy"));
-    cr_assert_eq(drape_npy_write(pin, poses, 2, (int64_t[]){4, 75}, &e), 0, "%s", e.msg);
-    drape_npy base_skirt = infer_of(base, "skirt", pin, "g1.npy"), base_mini = infer_of(base, "miniskirt", pin, "g2.npy");
-    drape_npy mini_mini = infer_of(mini, "miniskirt", pin, "g3.npy");
-    drape_npy g_skirt = infer_of(graft, "skirt", pin, "g4.npy"), g_mini = infer_of(graft, "miniskirt", pin, "g5.npy");
-    cr_assert_eq(npy_diff(&g_skirt, &base_skirt), 0, "the skirt no longer runs the base's network");
-    cr_assert_leq(npy_diff(&g_mini, &mini_mini), 1e-6, "the miniskirt does not run the grafted network");
-    cr_assert_gt(npy_diff(&g_mini, &base_mini), 1e-5, "training did not change the miniskirt's network");
+    poses_npy(pin, 4, 91);
+    drape_npy base_skirt, g_mini; /* the miniskirt runs the grafted network, which training changed */
+    graft_check(base, mini, graft, pin, "g", 1e-5, &base_skirt, &g_mini);
     /* PyTorch agrees */
     rc = tu_run(log_, sizeof log_,
                 "%s train/reference.py infer --model %s --garment miniskirt --betas 0.5,-1 --poses %s --out %s", py(), graft,
                 pin, pr);
     cr_assert_eq(rc, 0, "reference infer:\n%s", log_);
     drape_npy ref;
+    drape_error e = {0};
     cr_assert_eq(drape_npy_read(&ref, pr, &e), 0, "%s", e.msg);
     cr_assert_leq(npy_diff(&g_mini, &ref), 1e-4, "C and PyTorch differ on the own network");
     /* fit trains the garment's own network and leaves the shared one */
@@ -631,7 +656,7 @@ Test(train, graft_gives_a_garment_its_own_network)
     drape_npy g2_skirt = infer_of(graft2, "skirt", pin, "g6.npy"), g2_mini = infer_of(graft2, "miniskirt", pin, "g7.npy");
     cr_assert_eq(npy_diff(&g2_skirt, &base_skirt), 0, "fitting the miniskirt changed the skirt's network");
     cr_assert_gt(npy_diff(&g2_mini, &g_mini), 1e-6, "fit did not train the miniskirt's own network");
-    drape_npy *all[] = {&base_skirt, &base_mini, &mini_mini, &g_skirt, &g_mini, &ref, &g2_skirt, &g2_mini};
+    drape_npy *all[] = {&base_skirt, &g_mini, &ref, &g2_skirt, &g2_mini};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) drape_npy_free(all[i]);
 
     /* a network of another body, or a garment that is not there, is refused */
@@ -673,6 +698,48 @@ Test(train, graft_gives_a_garment_its_own_network)
                 base, snet, graft);
     cr_assert(rc != 0 && strstr(log_, "'garment.miniskirt.skin_idx' differs") && !strstr(log_, "Traceback"),
               "two bones of unequal weight swapped:\n%s", log_);
+}
+
+/* graft --asset: a garment remade (here the miniskirt moved up 1 cm, its
+ * bones with it) and given a network of its own replaces the base's garment
+ * and network together; without --asset the remake is refused by name, and
+ * the other garment stays the base's to the bit */
+Test(train, graft_asset_brings_a_remade_garment)
+{
+    char base[300], remade[300], graft[300], pin[300];
+    snprintf(base, sizeof base, "%s", tu_tmp("abase.safetensors"));
+    snprintf(remade, sizeof remade, "%s", tu_tmp("aremade.safetensors"));
+    snprintf(graft, sizeof graft, "%s", tu_tmp("agraft.safetensors"));
+    snprintf(pin, sizeof pin, "%s", tu_tmp("ap.npy"));
+    cr_assert_eq(tiny_init("skirt,miniskirt", "--seed 3", base), 0, "init failed:\n%s", log_);
+    int rc = tu_run(log_, sizeof log_,
+                    "%s -c \"import sys; sys.path.insert(0, 'train'); from bundle import read_bundle as r, write_bundle as w\n"
+                    "c, t = r('%s')\n"
+                    "for k in ('rest', 'bones'): t['garment.miniskirt.' + k] = (t['garment.miniskirt.' + k] + [0, 0.01, 0]).astype('f4')\n"
+                    "w('%s', c, t)\"",
+                    py(), base, remade);
+    cr_assert_eq(rc, 0, "the remade bundle:\n%s", log_);
+    const char *graft_cmd = "%s train/edit_bundle.py graft --base %s --garment miniskirt --net-from %s --out %s %s";
+    rc = tu_run(log_, sizeof log_, graft_cmd, py(), base, remade, graft, "");
+    cr_assert(rc != 0 && strstr(log_, "'garment.miniskirt.rest' differs") && strstr(log_, "--asset takes the garment") &&
+                  !strstr(log_, "Traceback"),
+              "a remade garment without --asset:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, graft_cmd, py(), base, remade, graft, "--asset");
+    cr_assert(rc == 0 && strstr(log_, "and is its garment"), "graft --asset:\n%s", log_);
+
+    poses_npy(pin, 3, 17);
+    drape_npy b_skirt, g_mini; /* the miniskirt moved with its remake */
+    graft_check(base, remade, graft, pin, "a", 5e-3, &b_skirt, &g_mini);
+    drape_npy_free(&b_skirt);
+    drape_npy_free(&g_mini);
+
+    /* the body must still be the base's */
+    rc = tu_run(log_, sizeof log_, "%s train/edit_bundle.py arms --base %s --out %s --girth 0.01", py(), remade, remade);
+    cr_assert_eq(rc, 0, "arms:\n%s", log_);
+    rc = tu_run(log_, sizeof log_, graft_cmd, py(), base, remade, graft, "--asset");
+    cr_assert(rc != 0 && strstr(log_, "'body.shapedirs' differs") && !strstr(log_, "--asset takes") &&
+                  !strstr(log_, "Traceback"),
+              "a remade garment on another body:\n%s", log_);
 }
 
 /* write TEXT to the file PATH */

@@ -12,6 +12,8 @@
     # the garment is then trained on this body (no longer in the config's
     # "untrained" nor "stale_networks")
     /usr/bin/python3 train/edit_bundle.py graft --base BASE --garment tshirt --net-from TSHIRT.safetensors --out OUT
+    # ... with --asset: the garment itself (its mesh, UVs and rig) taken from that bundle too, for a
+    # garment remade (a changed cut) and trained on its own; the body must still be the same
     # a copy of BASE whose garment is refined after module A (runtime/refine.h), or no longer is (--iters 0)
     /usr/bin/python3 train/edit_bundle.py refine --base BASE --garment tshirt [--iters 10 --stiffness 1 --margin 0.003 --rho 0] --out OUT
     # a copy of BASE that carries the teacher it was trained against (docs/design.md §3.3): the
@@ -142,13 +144,21 @@ def cmd_graft(a):
                              f"(the networks must have the same sizes)")
     if reference.history(cfg) != reference.history(ncfg):
         raise SystemExit(f"edit_bundle graft: {a.net_from}: its pose history differs from {a.base}'s")
-    # the network must have been trained on this body and garment
+    # the network must have been trained on this body and garment; with
+    # --asset, on this body and the garment it brings along
+    own = [k for k in nt if k.startswith(f"garment.{g}.") and ".net." not in k]
+    if a.asset:
+        for k in [k for k in t if k.startswith(f"garment.{g}.") and ".net." not in k]:
+            del t[k]
+        for k in own:
+            t[k] = nt[k]
     for k in [k for k in t if k.startswith("body.") or (k.startswith(f"garment.{g}.") and ".net." not in k)]:
         if k == f"garment.{g}.skin_idx" and k in nt and same_skinning(t[k], nt[k], t.get(f"garment.{g}.skin_w0")):
             continue
         if k not in nt or not np.array_equal(nt[k], t[k]):
             raise SystemExit(f"edit_bundle graft: {a.net_from}: tensor {k!r} differs from {a.base}'s: its network was "
-                             f"trained on another body or garment")
+                             f"trained on another body or garment"
+                             + ("" if a.asset or k.startswith("body.") else " (--asset takes the garment from it too)"))
     for k in names:
         t[f"garment.{g}.net.{k}"] = np.asarray(nt[src + k], np.float32)
     # the network's input range, when its bundle has one (docs/design.md §3.3);
@@ -167,7 +177,8 @@ def cmd_graft(a):
         if rest:
             cfg[key] = rest
     write_bundle(a.out, cfg, t)
-    print(f"edit_bundle graft: {a.out}: {g} runs the network of {a.net_from} ({len(names)} tensors); "
+    print(f"edit_bundle graft: {a.out}: {g} runs the network of {a.net_from} ({len(names)} tensors"
+          + (f", and is its garment: {len(own)} tensors" if a.asset else "") + "); "
           f"garments with their own: {', '.join(sorted(cfg['own_networks']))}", file=sys.stderr)
     return 0
 
@@ -399,6 +410,7 @@ def main(argv=None):
     p.add_argument("--base", required=True)
     p.add_argument("--garment", required=True)
     p.add_argument("--net-from", required=True)
+    p.add_argument("--asset", action="store_true", help="the garment's mesh, UVs and rig from --net-from too")
     p.add_argument("--out", required=True)
     p = sub.add_parser("refine", help="turn the refine step on (or off, --iters 0) for a garment")
     p.add_argument("--base", required=True)
