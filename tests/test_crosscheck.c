@@ -3,7 +3,8 @@
  * within 1e-4 m, at the tiny, small and paper-scale configurations and with
  * a longer pose history than docs/design.md §2.4's three frames, with a garment
  * that runs a network of its own, and on the default model, whose Bone-Net
- * inputs are clamped to their training range. */
+ * inputs are clamped to their training range (module A to 1e-4 m; as served,
+ * through its 100 refine sweeps, to 1e-3 m: see default_model_refined). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include "../runtime/sequence.h"
 #include "util.h"
 
-static void crosscheck(const char *bundle, int garment, int T, const float *betas, int nb, int lbs)
+static void crosscheck_within(const char *bundle, int garment, int T, const float *betas, int nb, int lbs, double tol)
 {
     drape_model *m = tu_load(bundle);
     drape_backend *be = tu_backend(m);
@@ -44,13 +45,36 @@ static void crosscheck(const char *bundle, int garment, int T, const float *beta
     double d = tu_max_abs_diff(out, ref.data, (int64_t)T * V * 3);
     cr_log_info("%s %s%s: max |C − PyTorch| = %.3g m over %d frames × %d vertices", bundle, m->garments[garment].name,
                 lbs ? " (lbs)" : "", d, T, V);
-    cr_assert_leq(d, 1e-4, "%s: C and PyTorch differ by %g m", bundle, d);
+    cr_assert_leq(d, tol, "%s: C and PyTorch differ by %g m (allowed %g)", bundle, d, tol);
     drape_npy_free(&ref);
     free(poses);
     free(out);
     drape_identity_free(be, id);
     drape_backend_free(be);
     drape_model_free(m);
+}
+
+static void crosscheck(const char *bundle, int garment, int T, const float *betas, int nb, int lbs)
+{
+    crosscheck_within(bundle, garment, T, betas, nb, lbs, 1e-4);
+}
+
+/* a copy of the default model with every garment's refine step off: its
+ * module A alone, which C and PyTorch compute to float32 rounding */
+static const char *default_unrefined(void)
+{
+    static char path[300];
+    snprintf(path, sizeof path, "%s", tu_tmp("default_unrefined.safetensors"));
+    const char *py = getenv("DRAPE_PYTHON");
+    char log[4096];
+    int rc = tu_run(log, sizeof log,
+                    "%s train/edit_bundle.py refine --base models/default.safetensors --garment skirt --iters 0 --out '%s' && "
+                    "%s train/edit_bundle.py refine --base '%s' --garment dress --iters 0 --out '%s' && "
+                    "%s train/edit_bundle.py refine --base '%s' --garment tshirt --iters 0 --out '%s'",
+                    py ? py : "/usr/bin/python3", path, py ? py : "/usr/bin/python3", path, path,
+                    py ? py : "/usr/bin/python3", path, path);
+    cr_assert_eq(rc, 0, "the unrefined copy:\n%s", log);
+    return path;
 }
 
 static const float BETAS[4] = {0.8f, -1.5f, 0.6f, 2.2f};
@@ -81,8 +105,21 @@ Test(crosscheck, refine_step_accelerated)
 Test(crosscheck, longer_history_second_garment) { crosscheck("tinyhist_random", 1, 10, BETAS, 3, 0); }
 /* the default model, whose Bone-Net inputs are clamped to their training
  * range (docs/design.md §3.3; random poses reach far past it): the skirt's,
- * the dress's and the T-shirt's own networks, each with its refine step
- * (100 sweeps, Chebyshev-accelerated) */
-Test(crosscheck, default_model_clamped_inputs) { crosscheck("models/default.safetensors", 0, 4, BETAS, 4, 0); }
-Test(crosscheck, default_model_dress_own_network) { crosscheck("models/default.safetensors", 1, 4, BETAS, 4, 0); }
-Test(crosscheck, default_model_own_network_clamped_inputs) { crosscheck("models/default.safetensors", 2, 4, BETAS, 4, 0); }
+ * the dress's and the T-shirt's own networks, module A alone (the refine
+ * step off) */
+Test(crosscheck, default_model_clamped_inputs) { crosscheck(default_unrefined(), 0, 4, BETAS, 4, 0); }
+Test(crosscheck, default_model_dress_own_network) { crosscheck(default_unrefined(), 1, 4, BETAS, 4, 0); }
+Test(crosscheck, default_model_own_network_clamped_inputs) { crosscheck(default_unrefined(), 2, 4, BETAS, 4, 0); }
+/* ... and as served, with each garment's refine step: 100 Chebyshev sweeps
+ * at stiffness 100, near their stability limit (rho 0.9983), with contact
+ * pushes that a rounding can switch on or off, carry float32 rounding to
+ * 1e-5..5e-4 m on such poses (measured 2026-12-07: the skirt 1.4e-5, the
+ * T-shirt 2.5e-5, the dress 1.6e-4, the dress of before 5.0e-4 on other
+ * random poses), where the refine step itself moves the dress 16 mm on
+ * average (up to 17 cm): a sweep missing or wrong shows. The
+ * refine step's own arithmetic is held to 1e-4 by refine_step and
+ * refine_step_accelerated above (1e-6 measured). */
+Test(crosscheck, default_model_refined)
+{
+    for (int g = 0; g < 3; g++) crosscheck_within("models/default.safetensors", g, 4, BETAS, 4, 0, 1e-3);
+}
