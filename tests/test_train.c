@@ -597,12 +597,12 @@ static double npy_diff(const drape_npy *a, const drape_npy *b)
 static void graft_check(const char *base, const char *from, const char *graft, const char *pin, const char *tag,
                         double min_change, drape_npy *base_skirt, drape_npy *g_mini)
 {
-    char f[4][64];
-    for (int i = 0; i < 4; i++) snprintf(f[i], sizeof f[i], "%s%d.npy", tag, i);
+    char f[5][64];
+    for (int i = 0; i < 5; i++) snprintf(f[i], sizeof f[i], "%s%d.npy", tag, i);
     drape_npy base_mini = infer_of(base, "miniskirt", pin, f[0]), from_mini = infer_of(from, "miniskirt", pin, f[1]);
     drape_npy g_skirt = infer_of(graft, "skirt", pin, f[2]);
     *base_skirt = infer_of(base, "skirt", pin, f[3]);
-    *g_mini = infer_of(graft, "miniskirt", pin, tag);
+    *g_mini = infer_of(graft, "miniskirt", pin, f[4]);
     cr_assert_eq(npy_diff(&g_skirt, base_skirt), 0, "%s: the skirt is no longer the base's", graft);
     cr_assert_leq(npy_diff(g_mini, &from_mini), 1e-6, "%s: the miniskirt is not %s's", graft, from);
     cr_assert_gt(npy_diff(g_mini, &base_mini), min_change, "%s: the miniskirt is still the base's", graft);
