@@ -145,20 +145,20 @@ def cmd_graft(a):
     if reference.history(cfg) != reference.history(ncfg):
         raise SystemExit(f"edit_bundle graft: {a.net_from}: its pose history differs from {a.base}'s")
     # the network must have been trained on this body and garment; with
-    # --asset, on this body and the garment it brings along
+    # --asset the garment comes along, and only the body is checked
     own = [k for k in nt if k.startswith(f"garment.{g}.") and ".net." not in k]
     if a.asset:
         for k in [k for k in t if k.startswith(f"garment.{g}.") and ".net." not in k]:
             del t[k]
         for k in own:
             t[k] = nt[k]
-    for k in [k for k in t if k.startswith("body.") or (k.startswith(f"garment.{g}.") and ".net." not in k)]:
+    for k in [k for k in t if k.startswith("body.") or (not a.asset and k.startswith(f"garment.{g}.") and ".net." not in k)]:
         if k == f"garment.{g}.skin_idx" and k in nt and same_skinning(t[k], nt[k], t.get(f"garment.{g}.skin_w0")):
             continue
         if k not in nt or not np.array_equal(nt[k], t[k]):
             raise SystemExit(f"edit_bundle graft: {a.net_from}: tensor {k!r} differs from {a.base}'s: its network was "
                              f"trained on another body or garment"
-                             + ("" if a.asset or k.startswith("body.") else " (--asset takes the garment from it too)"))
+                             + ("" if k.startswith("body.") else " (--asset takes the garment from it too)"))
     for k in names:
         t[f"garment.{g}.net.{k}"] = np.asarray(nt[src + k], np.float32)
     # the network's input range, when its bundle has one (docs/design.md §3.3);
