@@ -268,6 +268,7 @@ bench: all $(DATA)/small_random.safetensors $(DATA)/paper_random.safetensors $(D
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server $(DATA)/tiny_random.safetensors $(BUILD)/draped $(BUILD)/drape
 	OMP_WAIT_POLICY=passive $(BUILD)/drape_bench_server --physics $(RUN_MODEL) $(BUILD)/draped $(BUILD)/drape
+	$(BUILD)/drape_bench_server --parse
 
 # The default model: the project's own pipeline (train/: assets, the sim
 # teacher's dataset, PyTorch training, export), written down in one recipe,

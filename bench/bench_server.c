@@ -42,12 +42,19 @@
  *      alone (the peer) and next to a connection whose 16 physics avatars
  *      keep the one worker busy: its latency and fps, and the flood's.
  *
+ *   8. a pose message's parse (drape_msg_parse, what draped does with every
+ *      pose it receives, dropped or not): JSON text against msgpack (the
+ *      peer, drape load's default), in blocks that take turns, quiet and
+ *      next to a busy loop: microseconds a message, and the share of one
+ *      core that the saturated row's offered rate (4,500 poses/s) costs.
+ *
  *   drape_bench_server BUNDLE DRAPED DRAPE              1-5
  *   drape_bench_server --physics BUNDLE DRAPED DRAPE    6, 7 (make bench: the default model's)
  *   drape_bench_server --physics-turns BUNDLE DRAPED DRAPE    7 alone
  *   drape_bench_server --one-avatar BUNDLE              4b alone
  *   drape_bench_server --tls BUNDLE DRAPED DRAPE         5 alone
  *   drape_bench_server --served BUNDLE DRAPED DRAPE      1-3 alone
+ *   drape_bench_server --parse                          8 (make bench)
  *   env DRAPE_BENCH_THREADS (2); DRAPE_BENCH_QUIET_ONLY=1: 1-3 without the
  *   busy-loop pass */
 #include <jansson.h>
@@ -66,6 +73,8 @@
 #include "../runtime/npy.h"
 #include "../runtime/omp_env.h"
 #include "../core/clock.h"
+#include "../proto/buf.h"
+#include "../proto/msg.h"
 
 #define MAX_BATCH 64
 #define MAX_DELAY_US 2000
@@ -672,6 +681,49 @@ static void served_rows(const char *bundle, int threads, const char *draped, con
     json_decref(lat);
 }
 
+/* 8: microseconds per drape_msg_parse of one pose message, the best of a
+ * block's three timed runs */
+static double parse_us(const drape_buf *b, int binary, int n)
+{
+    drape_msg m;
+    const char *code;
+    char why[256];
+    double best = 1e30;
+    for (int run = 0; run < 3; run++) {
+        int64_t t0 = drape_now_ns();
+        for (int i = 0; i < n; i++)
+            if (drape_msg_parse(&m, b->p, b->len, binary, &code, why, sizeof why)) die("drape_msg_parse", why);
+        double us = (double)(drape_now_ns() - t0) / 1e3 / n;
+        if (us < best) best = us;
+    }
+    return best;
+}
+
+static void parse_rows(void)
+{
+    enum { N = 100000, BLOCKS = 4 };
+    drape_avatar_key avatar = {.num = 7};
+    float pose[72], trans[3] = {0.1f, 0.9f, -0.2f};
+    for (int i = 0; i < 72; i++) pose[i] = 0.0137f * (float)i - 0.41f; /* not round numbers: text of full length */
+    drape_buf msg[2] = {{0}};
+    for (int binary = 0; binary < 2; binary++)
+        if (drape_msg_encode_pose(&msg[binary], binary, &avatar, 123456, pose, trans)) die("encode", "pose");
+    printf("\n## A pose message's parse (drape_msg_parse; JSON and msgpack in %d blocks of %d each, taking turns)\n\n"
+           "| neighbour | JSON: bytes, us a message | msgpack: bytes, us a message | JSON / msgpack | msgpack: share "
+           "of one core at 4,500 poses/s |\n|---|---:|---:|---:|---:|\n", BLOCKS, N);
+    for (int busy = 0; busy < 2; busy++) {
+        pid_t nb = busy ? bench_busy_start() : 0;
+        double us[2] = {0, 0};
+        for (int k = 0; k < BLOCKS; k++)
+            for (int binary = 0; binary < 2; binary++) us[binary] += parse_us(&msg[binary], binary, N) / BLOCKS;
+        bench_busy_stop(nb);
+        printf("| %s | %zu, %.2f | %zu, %.2f | %.1fx | %.2f%% |\n", busy ? "one busy loop" : "none (quiet)", msg[0].len,
+               us[0], msg[1].len, us[1], us[0] / us[1], 100 * 4500 * us[1] / 1e6);
+    }
+    free(msg[0].p);
+    free(msg[1].p);
+}
+
 /* 1-3 quiet, then next to a busy loop; DRAPE_BENCH_QUIET_ONLY=1: quiet only
  * (make gpu-check, whose device time is counted) */
 static int served_passes(void)
@@ -693,12 +745,16 @@ int main(int argc, char **argv)
         for (int busy = 0; busy < served_passes(); busy++) served_rows(argv[2], threads, argv[3], argv[4], busy);
         return 0;
     }
+    if (argc == 2 && !strcmp(argv[1], "--parse")) {
+        parse_rows();
+        return 0;
+    }
     if (argc == 5 && !strcmp(argv[1], "--tls")) {
         tls_rows(argv[2], threads, argv[3], argv[4]);
         return 0;
     }
     argc -= physics_only + turns_only, argv += physics_only + turns_only;
-    if (argc < 4) die("usage", "drape_bench_server [--physics | --physics-turns | --tls | --served] BUNDLE DRAPED DRAPE | --one-avatar BUNDLE");
+    if (argc < 4) die("usage", "drape_bench_server [--physics | --physics-turns | --tls | --served] BUNDLE DRAPED DRAPE | --one-avatar BUNDLE | --parse");
     if (physics_only || turns_only) {
         if (physics_only) physics_rows(argv[1], argv[2], argv[3]);
         physics_fairness_rows(argv[1], argv[2], argv[3]);

@@ -203,9 +203,13 @@ static int get_floats(errctx *e, val v, const char *field, float *out, int n, in
         return bad(e, DRAPE_EC_BAD_FIELD, DRAPE_ESHAPE, "%s: expected %s%d numbers, got %zu", field,
                    at_most ? "at most " : "", n, len);
     for (size_t i = 0; i < len; i++) {
+        val x = vat(v, i);
+        if (get_float(e, x, field, &out[i]) == DRAPE_OK) continue;
+        /* the element's name is formatted only for the error: once per
+         * number it was most of a msgpack pose's parse (75 snprintf calls) */
         char name[64];
         snprintf(name, sizeof name, "%s[%zu]", field, i);
-        if ((rc = get_float(e, vat(v, i), name, &out[i]))) return rc;
+        return get_float(e, x, name, &out[i]);
     }
     if (got) *got = (int)len;
     return DRAPE_OK;
