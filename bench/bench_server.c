@@ -720,8 +720,8 @@ static void parse_rows(void)
         printf("| %s | %zu, %.2f | %zu, %.2f | %.1fx | %.2f%% |\n", busy ? "one busy loop" : "none (quiet)", msg[0].len,
                us[0], msg[1].len, us[1], us[0] / us[1], 100 * 4500 * us[1] / 1e6);
     }
-    free(msg[0].p);
-    free(msg[1].p);
+    drape_buf_free(&msg[0]);
+    drape_buf_free(&msg[1]);
 }
 
 /* 1-3 quiet, then next to a busy loop; DRAPE_BENCH_QUIET_ONLY=1: quiet only
